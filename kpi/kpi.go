@@ -1,0 +1,152 @@
+// Package kpi turns the figures of a REST control arm and a GraphQL arm into
+// seed 002's release gate: one row per metric with both values, the variance,
+// the limit and whether it passed. Everything here is a pure function.
+package kpi
+
+import (
+	"fmt"
+	"math"
+)
+
+// Figures are one arm's measurements over its phase's steady window.
+type Figures struct {
+	// CPUMachinePercent is target CPU time ÷ (wall time × cores) × 100.
+	CPUMachinePercent float64
+	// CPUCorePercent is target CPU time ÷ wall time × 100 (share of one core).
+	CPUCorePercent float64
+	// GCPercent is Δ GC CPU ÷ Δ total CPU × 100, from runtime/metrics.
+	GCPercent float64
+	// ThroughputRPS is completed requests per second.
+	ThroughputRPS float64
+	// GCPauseP99Ms is the 99th percentile stop-the-world GC pause, ms.
+	GCPauseP99Ms float64
+	// CPUMicrosPerRequest is target CPU µs per completed request.
+	CPUMicrosPerRequest float64
+	// AllocBytesPerRequest is heap bytes allocated per completed request.
+	AllocBytesPerRequest float64
+}
+
+// Limits are the gate. The three seed 002 KPIs are always gated; the
+// optional per-request limits gate only when set.
+type Limits struct {
+	CPUIncreasePoints              float64
+	GCIncreasePoints               float64
+	ThroughputDecreasePercent      float64
+	CPUPerRequestIncreasePercent   *float64
+	AllocPerRequestIncreasePercent *float64
+	GCPauseP99IncreasePercent      *float64
+}
+
+// Result is one row of the KPI table.
+type Result struct {
+	// Name identifies the metric (stable, snake_case).
+	Name string `json:"name"`
+	// Title is the human label used in tables.
+	Title string `json:"title"`
+	// Unit of REST and GraphQL values.
+	Unit    string  `json:"unit"`
+	REST    float64 `json:"rest"`
+	GraphQL float64 `json:"graphql"`
+	// Delta is GraphQL's variance from REST in DeltaUnit: "points" (a
+	// difference of two percentages) or "percent" (relative to REST). It is
+	// nil when undefined: a percent change from a REST value of zero.
+	Delta     *float64 `json:"delta"`
+	DeltaUnit string   `json:"delta_unit"`
+	// Threshold is the limit on Delta; nil when the row is informational.
+	Threshold *float64 `json:"threshold"`
+	// Rule states the pass condition in words, e.g. "delta <= +5 points".
+	Rule string `json:"rule"`
+	// Gated is true when the row counts towards the verdict.
+	Gated bool `json:"gated"`
+	// Pass is true when the rule holds (always true when not gated).
+	Pass bool `json:"pass"`
+	// Definition says how the metric is measured.
+	Definition string `json:"definition"`
+}
+
+// Verdicts.
+const (
+	Pass = "pass"
+	Fail = "fail"
+)
+
+// Evaluate compares the arms metric by metric.
+func Evaluate(rest, gql Figures, l Limits) []Result {
+	return []Result{
+		maxIncrease("cpu_machine_percent", "CPU (share of machine)", "%", rest.CPUMachinePercent, gql.CPUMachinePercent, points, ptr(l.CPUIncreasePoints),
+			"target process user+system CPU seconds ÷ (wall seconds × cores) × 100 over the steady window (OS figures)"),
+		maxIncrease("gc_percent", "GC % time", "%", rest.GCPercent, gql.GCPercent, points, ptr(l.GCIncreasePoints),
+			"Δ/cpu/classes/gc/total ÷ Δ/cpu/classes/total × 100 over the steady window (runtime/metrics)"),
+		maxDecrease("throughput_rps", "Throughput", "req/s", rest.ThroughputRPS, gql.ThroughputRPS, l.ThroughputDecreasePercent,
+			"requests completed and validated per second while all users were active (steady window)"),
+		maxIncrease("cpu_core_percent", "CPU (share of one core)", "%", rest.CPUCorePercent, gql.CPUCorePercent, points, nil,
+			"target process user+system CPU seconds ÷ wall seconds × 100"),
+		maxIncrease("cpu_us_per_request", "CPU per request", "µs", rest.CPUMicrosPerRequest, gql.CPUMicrosPerRequest, percent, l.CPUPerRequestIncreasePercent,
+			"target CPU seconds per second ÷ requests per second, in µs: the fair comparison when throughputs differ"),
+		maxIncrease("alloc_bytes_per_request", "Heap allocated per request", "B", rest.AllocBytesPerRequest, gql.AllocBytesPerRequest, percent, l.AllocPerRequestIncreasePercent,
+			"Δ/gc/heap/allocs:bytes per second ÷ requests per second"),
+		maxIncrease("gc_pause_p99_ms", "GC pause p99", "ms", rest.GCPauseP99Ms, gql.GCPauseP99Ms, percent, l.GCPauseP99IncreasePercent,
+			"99th percentile of the stop-the-world GC pause histogram (/sched/pauses/total/gc:seconds) differenced over the steady window; bucket upper bound"),
+	}
+}
+
+type deltaKind int
+
+const (
+	points deltaKind = iota
+	percent
+)
+
+func ptr(v float64) *float64 { return &v }
+
+// relative returns (b - a) / |a| × 100, the change of b from a in percent,
+// or nil when a is zero and b is not (no finite percentage exists).
+func relative(a, b float64) *float64 {
+	switch {
+	case a == b:
+		return ptr(0)
+	case a == 0:
+		return nil
+	}
+	return ptr((b - a) / math.Abs(a) * 100)
+}
+
+func maxIncrease(name, title, unit string, rest, gql float64, kind deltaKind, limit *float64, def string) Result {
+	r := Result{Name: name, Title: title, Unit: unit, REST: rest, GraphQL: gql, Definition: def, Pass: true, Rule: "informational"}
+	switch kind {
+	case points:
+		r.Delta, r.DeltaUnit = ptr(gql-rest), "points"
+	case percent:
+		r.Delta, r.DeltaUnit = relative(rest, gql), "percent"
+	}
+	if limit != nil {
+		r.Threshold, r.Gated = limit, true
+		// A cost that appears from nothing (REST 0, GraphQL > 0) has no
+		// finite percentage and fails an increase limit.
+		r.Pass = r.Delta != nil && *r.Delta <= *limit
+		r.Rule = fmt.Sprintf("delta <= +%g %s", *limit, r.DeltaUnit)
+	}
+	return r
+}
+
+func maxDecrease(name, title, unit string, rest, gql, limit float64, def string) Result {
+	d := relative(rest, gql)
+	return Result{
+		Name: name, Title: title, Unit: unit, REST: rest, GraphQL: gql, Definition: def,
+		Delta: d, DeltaUnit: "percent", Threshold: ptr(-limit), Gated: true,
+		// GraphQL throughput from a REST throughput of zero: nothing to
+		// compare against, so the gate cannot pass.
+		Pass: d != nil && *d >= -limit,
+		Rule: fmt.Sprintf("delta >= -%g percent", limit),
+	}
+}
+
+// Verdict is Pass when every gated row passed, Fail otherwise.
+func Verdict(rs []Result) string {
+	for _, r := range rs {
+		if r.Gated && !r.Pass {
+			return Fail
+		}
+	}
+	return Pass
+}
