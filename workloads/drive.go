@@ -1,0 +1,163 @@
+package workloads
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Message types on the driver's output.
+const (
+	// MessageProgress carries a Progress, about once per second.
+	MessageProgress = "progress"
+	// MessageResult carries the final Result; it is the last line of a run.
+	MessageResult = "result"
+	// MessageError carries the reason a run failed; it is the last line of a run.
+	MessageError = "error"
+)
+
+// Message is one JSON line written by Drive and read by ReadMessages. Exactly
+// one of Progress, Result and Error is set, as Type says.
+type Message struct {
+	// Type is MessageProgress, MessageResult or MessageError.
+	Type string `json:"type"`
+	// Progress is set when Type is MessageProgress.
+	Progress *Progress `json:"progress,omitempty"`
+	// Result is set when Type is MessageResult.
+	Result *Result `json:"result,omitempty"`
+	// Error is set when Type is MessageError.
+	Error string `json:"error,omitempty"`
+}
+
+// Drive reads one Phase as JSON from in, runs it against target, and writes
+// JSON lines to out: {"type":"progress","progress":{...}} about once per second
+// and finally {"type":"result","result":{...}}, or {"type":"error","error":"..."}
+// on failure. It returns the run error too: an invalid spec or target, a
+// failed write to out (which also aborts the run, since nobody is listening),
+// or, after writing the partial result, an error wrapping the cause when ctx
+// was cancelled before the phase completed.
+//
+// Drive is the body of `soakd drive`, the separate driver process; it reads
+// only the first JSON value from in and does not wait for in to close.
+func Drive(ctx context.Context, in io.Reader, out io.Writer, target string) error {
+	w := &lineWriter{enc: json.NewEncoder(out)}
+	dec := json.NewDecoder(in)
+	dec.DisallowUnknownFields()
+	var p Phase
+	if err := dec.Decode(&p); err != nil {
+		return w.fail(fmt.Errorf("cannot read phase: %w", err))
+	}
+	if err := p.Validate(); err != nil {
+		return w.fail(fmt.Errorf("invalid phase: %w", err))
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	client := NewClient(p.Users(), p.RequestTimeout)
+	defer client.CloseIdleConnections()
+	res, err := Run(ctx, target, p, client, func(pr Progress) {
+		if err := w.write(Message{Type: MessageProgress, Progress: &pr}); err != nil {
+			cancel(err)
+		}
+	})
+	if err != nil {
+		return w.fail(err)
+	}
+	if err := w.write(Message{Type: MessageResult, Result: &res}); err != nil {
+		return err
+	}
+	if res.Aborted {
+		return fmt.Errorf("phase %q aborted: %w", p.Name, context.Cause(ctx))
+	}
+	return nil
+}
+
+// lineWriter writes whole JSON lines under a mutex (json.Encoder writes each
+// value and its newline in one Write) and remembers the first write error, after
+// which it writes nothing more.
+type lineWriter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+	err error
+}
+
+// write encodes m as one line.
+func (w *lineWriter) write(m Message) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.enc.Encode(m); err != nil {
+		w.err = fmt.Errorf("cannot write %s message: %w", m.Type, err)
+	}
+	return w.err
+}
+
+// fail writes err as an error message and returns it, joined with any write error.
+func (w *lineWriter) fail(err error) error {
+	if werr := w.write(Message{Type: MessageError, Error: err.Error()}); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// ReadMessages decodes the driver's JSON lines from r and calls fn for each
+// until r ends (io.EOF gives a nil error), fn returns an error, a line is
+// malformed, or ctx is cancelled. It checks every message's shape (a progress
+// message carries Progress, a result carries a Result whose histograms are
+// valid) so fn can trust it; an error message is passed to fn like any other.
+// ctx is checked between messages: to interrupt a blocked read, close r.
+func ReadMessages(ctx context.Context, r io.Reader, fn func(Message) error) error {
+	dec := json.NewDecoder(r)
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("stopped reading driver messages: %w", err)
+		}
+		var m Message
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("cannot decode driver message: %w", err)
+		}
+		if err := m.check(); err != nil {
+			return fmt.Errorf("invalid driver message: %w", err)
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+}
+
+// check reports whether m is well formed.
+func (m Message) check() error {
+	switch m.Type {
+	case MessageProgress:
+		if m.Progress == nil {
+			return errors.New("progress message without progress")
+		}
+	case MessageResult:
+		if m.Result == nil {
+			return errors.New("result message without result")
+		}
+		for _, op := range m.Result.Operations {
+			if op.Histogram == nil {
+				return fmt.Errorf("operation %s has no histogram", op.Operation)
+			}
+			if err := op.Histogram.Validate(); err != nil {
+				return fmt.Errorf("operation %s has an invalid histogram: %w", op.Operation, err)
+			}
+		}
+	case MessageError:
+		if m.Error == "" {
+			return errors.New("error message without error")
+		}
+	default:
+		return fmt.Errorf("unknown message type %q", m.Type)
+	}
+	return nil
+}

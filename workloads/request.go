@@ -1,0 +1,327 @@
+package workloads
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Error classes counted in results. HTTP statuses other than 200 are counted as
+// "http_<code>" (for example "http_500").
+const (
+	// ClassTimeout: no complete response within Phase.RequestTimeout.
+	ClassTimeout = "timeout"
+	// ClassConnectionRefused: nothing listens at the target (the server is down).
+	ClassConnectionRefused = "connection_refused"
+	// ClassConnectionReset: the server closed or reset the connection mid-request.
+	ClassConnectionReset = "connection_reset"
+	// ClassGraphQLError: a 200 response carrying a top-level GraphQL "errors" array.
+	ClassGraphQLError = "graphql_error"
+	// ClassPayloadMismatch: a 200 response without the expected donut id and flavor.
+	ClassPayloadMismatch = "payload_mismatch"
+	// ClassDecodeError: a 200 response whose body is not JSON.
+	ClassDecodeError = "decode_error"
+	// ClassOther: any other failure to send or read a request.
+	ClassOther = "other"
+)
+
+// The GraphQL documents sent, as seed 002's JMeter plans send them (one named
+// operation per request, variables separate so the server's query cache hits).
+const (
+	queryDocument    = "query Donut($id: ID!) { donut(id: $id) { id name flavor } }"
+	mutationDocument = "mutation UpdateDonut($donut: DonutInput!) { addOrUpdateDonut(donut: $donut) { id name flavor } }"
+)
+
+const (
+	// maxResponseBytes bounds how much of one response body the driver reads;
+	// expected bodies are under 200 bytes, so a larger one fails decoding.
+	maxResponseBytes = 1 << 20
+	// maxExampleBytes bounds one error example message.
+	maxExampleBytes = 300
+)
+
+// user is one virtual user's prebuilt state. Only the user's own goroutine
+// touches it, and it sends one request at a time (closed model).
+type user struct {
+	index  int       // global index in the phase (start order)
+	op     Operation // the operation every request sends
+	group  int       // index in Phase.Groups
+	iters  int
+	rng    *rand.Rand
+	donuts int
+	header http.Header // never mutated after construction, so requests may share it
+
+	url       string // full URL, or for rest-get the prefix before the id
+	writerID  string
+	bodies    [3][]byte // writers: the constant body for each flavor index
+	bodyStart []byte    // graphql-query: the body before the id
+	resp      bytes.Buffer
+	timer     *time.Timer
+}
+
+// call is one planned request and the payload it must return.
+type call struct {
+	method     string
+	url        string
+	body       []byte
+	wantID     string
+	wantFlavor string
+}
+
+// newUser prebuilds everything about user index of the phase that does not
+// change between its requests.
+func newUser(p Phase, target *url.URL, index int, slot userSlot) (*user, error) {
+	g := p.Groups[slot.group]
+	u := &user{
+		index:  index,
+		op:     g.Operation,
+		group:  slot.group,
+		iters:  g.Iterations,
+		rng:    userRand(p.Seed, index),
+		donuts: p.Donuts,
+		header: http.Header{"Baggage": {baggage(p)}},
+	}
+	base := target.String()
+	switch g.Operation {
+	case RESTGet:
+		u.url = base + "/api/donuts/"
+	case RESTPut:
+		u.url = base + "/api/donuts/" + url.PathEscape(writerID(index))
+	case GraphQLQuery, GraphQLMutation:
+		u.url = base + "/graphql"
+	}
+	if g.Operation != RESTGet {
+		u.header.Set("Content-Type", "application/json")
+	}
+	u.header.Set("Accept", "application/json")
+	switch g.Operation {
+	case GraphQLQuery:
+		// Only the id varies; it is made of digits, so it needs no escaping.
+		u.bodyStart = []byte(`{"query":` + strconv.Quote(queryDocument) + `,"operationName":"Donut","variables":{"id":"`)
+	case RESTPut, GraphQLMutation:
+		u.writerID = writerID(index)
+		name := "donut-" + u.writerID
+		for f := range u.bodies {
+			var (
+				b   []byte
+				err error
+			)
+			d := donutJSON{ID: u.writerID, Name: name, Flavor: flavorByIndex(f)}
+			if g.Operation == RESTPut {
+				b, err = json.Marshal(struct {
+					Name   string `json:"name"`
+					Flavor string `json:"flavor"`
+				}{d.Name, d.Flavor})
+			} else {
+				b, err = json.Marshal(graphQLRequest{
+					Query:         mutationDocument,
+					OperationName: "UpdateDonut",
+					Variables:     map[string]any{"donut": d},
+				})
+			}
+			if err != nil {
+				return nil, fmt.Errorf("cannot build request body: %w", err)
+			}
+			u.bodies[f] = b
+		}
+	}
+	return u, nil
+}
+
+// graphQLRequest is the JSON body of a GraphQL POST request.
+type graphQLRequest struct {
+	Query         string         `json:"query"`
+	OperationName string         `json:"operationName"`
+	Variables     map[string]any `json:"variables"`
+}
+
+// baggage returns the W3C baggage header value stamped on every request, so
+// the target (for example a profiler) can label work by run, phase and arm.
+func baggage(p Phase) string {
+	return "soakd.run=" + baggageEscape(p.Run) +
+		",soakd.phase=" + baggageEscape(p.Name) +
+		",soakd.arm=" + baggageEscape(p.Arm)
+}
+
+// baggageEscape percent-encodes every byte of s that W3C Baggage does not
+// allow in a value (anything outside baggage-octet: controls, space, '"', ',',
+// ';', '\' and non-ASCII) and '%' itself, so decoders get s back exactly. Unlike
+// url.QueryEscape it never turns a space into '+', which baggage decoders
+// would keep literally.
+func baggageEscape(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c > 0x20 && c < 0x7F && c != '"' && c != ',' && c != ';' && c != '\\' && c != '%' {
+			if b != nil {
+				b = append(b, c)
+			}
+			continue
+		}
+		if b == nil {
+			b = append(make([]byte, 0, len(s)+8), s[:i]...)
+		}
+		b = append(b, '%', hex[c>>4], hex[c&0xF])
+	}
+	if b == nil {
+		return s
+	}
+	return string(b)
+}
+
+// next returns the user's request for iteration i. Readers pick a seeded
+// donut uniformly at random; writers write their own donut, cycling flavors.
+func (u *user) next(i int) call {
+	switch u.op {
+	case RESTGet:
+		id := 1 + u.rng.IntN(u.donuts)
+		sid := seedID(id)
+		return call{method: http.MethodGet, url: u.url + sid, wantID: sid, wantFlavor: seedFlavor(id)}
+	case GraphQLQuery:
+		id := 1 + u.rng.IntN(u.donuts)
+		b := make([]byte, 0, len(u.bodyStart)+24)
+		b = append(b, u.bodyStart...)
+		b = strconv.AppendInt(b, int64(id), 10)
+		b = append(b, `"}}`...)
+		return call{method: http.MethodPost, url: u.url, body: b, wantID: seedID(id), wantFlavor: seedFlavor(id)}
+	default: // writers
+		f := (u.index + i) % 3
+		m := http.MethodPost
+		if u.op == RESTPut {
+			m = http.MethodPut
+		}
+		return call{method: m, url: u.url, body: u.bodies[f], wantID: u.writerID, wantFlavor: flavorByIndex(f)}
+	}
+}
+
+// outcome is what one request produced: its latency and, on failure, its
+// error class and a message.
+type outcome struct {
+	latency time.Duration
+	class   string // "" on success
+	message string
+}
+
+// do sends c, reads the whole response and validates it. ctx must not be the
+// phase's cancellable context: an aborted phase lets requests in flight finish.
+// The latency runs from just before sending to the end of the body read.
+func (u *user) do(ctx context.Context, client *http.Client, timeout time.Duration, c call) outcome {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var body io.Reader
+	if c.body != nil {
+		body = bytes.NewReader(c.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
+	if err != nil {
+		return outcome{class: ClassOther, message: fmt.Sprintf("cannot build request: %v", err)}
+	}
+	req.Header = u.header
+
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return outcome{latency: time.Since(start), class: classifyTransport(err), message: err.Error()}
+	}
+	u.resp.Reset()
+	_, err = u.resp.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes))
+	resp.Body.Close()
+	o := outcome{latency: time.Since(start)}
+	if err != nil {
+		o.class, o.message = classifyTransport(err), fmt.Sprintf("%s %s: cannot read body: %v", c.method, c.url, err)
+		return o
+	}
+	if resp.StatusCode != http.StatusOK {
+		o.class = "http_" + strconv.Itoa(resp.StatusCode)
+		o.message = fmt.Sprintf("%s %s: HTTP %d: %s", c.method, c.url, resp.StatusCode, u.resp.Bytes())
+		return o
+	}
+	o.class, o.message = validate(u.resp.Bytes(), u.op.writes(), c.wantID, c.wantFlavor)
+	if o.class != "" {
+		o.message = c.method + " " + c.url + ": " + o.message
+	}
+	return o
+}
+
+// donutJSON is a donut as the target returns it.
+type donutJSON struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Flavor string `json:"flavor"`
+}
+
+// envelope is the response shape shared by both arms: the REST control group
+// mimics GraphQL's {"data":{...}} so payload size is not a factor.
+type envelope struct {
+	Data *struct {
+		Donut            *donutJSON `json:"donut"`
+		AddOrUpdateDonut *donutJSON `json:"addOrUpdateDonut"`
+	} `json:"data"`
+	Errors json.RawMessage `json:"errors"`
+}
+
+// validate applies seed 002's assertions to a 200 response body: it decodes,
+// carries no top-level GraphQL errors, and returns the expected donut (id and
+// flavor) under data.donut for readers or data.addOrUpdateDonut for writers.
+// It returns an empty class when the body passes.
+func validate(body []byte, writes bool, wantID, wantFlavor string) (class, message string) {
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return ClassDecodeError, fmt.Sprintf("cannot decode response %q: %v", body, err)
+	}
+	if e := bytes.TrimSpace(env.Errors); len(e) > 0 && !bytes.Equal(e, []byte("null")) && !bytes.Equal(e, []byte("[]")) {
+		return ClassGraphQLError, fmt.Sprintf("response has errors: %s", e)
+	}
+	key := "donut"
+	var got *donutJSON
+	if env.Data != nil {
+		got = env.Data.Donut
+		if writes {
+			key, got = "addOrUpdateDonut", env.Data.AddOrUpdateDonut
+		}
+	}
+	switch {
+	case got == nil:
+		return ClassPayloadMismatch, fmt.Sprintf("response has no data.%s: %s", key, body)
+	case got.ID != wantID || got.Flavor != wantFlavor:
+		return ClassPayloadMismatch, fmt.Sprintf("got donut id %q flavor %q, want id %q flavor %q", got.ID, got.Flavor, wantID, wantFlavor)
+	}
+	return "", ""
+}
+
+// classifyTransport maps an error from sending a request or reading its body
+// to an error class.
+func classifyTransport(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &ne) && ne.Timeout():
+		return ClassTimeout
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ClassConnectionRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return ClassConnectionReset
+	}
+	return ClassOther
+}
+
+// truncate shortens an example message to at most maxExampleBytes bytes.
+func truncate(s string) string {
+	if len(s) <= maxExampleBytes {
+		return s
+	}
+	return s[:maxExampleBytes] + "..."
+}
