@@ -1,0 +1,46 @@
+# soakd: the two commands a new user needs are `make run` and `make test`.
+GO    ?= go
+BIN   := bin/soakd
+PKGS  := ./...
+
+.PHONY: all build run test vet fmt-check generate check-generate fuzz clean
+
+all: build
+
+## build: compile soakd into bin/soakd
+build:
+	$(GO) build -o $(BIN) .
+
+## run: run the default (quick) suite once; exits with the verdict's code
+run: build
+	./$(BIN) run
+
+## test: format, vet, generated-code and race-enabled tests (what CI runs)
+test: fmt-check vet check-generate
+	$(GO) test -race -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## generate: regenerate gqlgen code from graph/schema.graphqls
+generate:
+	$(GO) generate ./...
+
+## check-generate: fail when generated code is stale
+check-generate:
+	$(GO) generate ./...
+	@git diff --exit-code -- graph || { echo "generated code is stale: run make generate and commit"; exit 1; }
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./daemon -run '^$$' -fuzz FuzzLoadConfig -fuzztime $(FUZZTIME)
+	$(GO) test ./control -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
+	$(GO) test ./graph -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
+
+clean:
+	rm -rf bin

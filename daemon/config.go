@@ -1,0 +1,462 @@
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/workloads"
+)
+
+// Config is the whole of soakd's configuration. The embedded config.yaml at
+// the repository root holds the defaults; a user's file is decoded on top of
+// it, so a user file names only what it changes (a profile given in a user
+// file replaces the embedded profile of the same name as a whole).
+type Config struct {
+	Server         ServerConfig       `yaml:"server"`
+	GraphQL        GraphQLConfig      `yaml:"graphql"`
+	Data           DataConfig         `yaml:"data"`
+	Sampler        SamplerConfig      `yaml:"sampler"`
+	KPIs           KPIConfig          `yaml:"kpis"`
+	DefaultProfile string             `yaml:"default_profile"`
+	Profiles       map[string]Profile `yaml:"profiles"`
+}
+
+// ServerConfig configures the target's HTTP server (the process measured).
+type ServerConfig struct {
+	// Listen is host:port; port 0 picks a free port. Only loopback by default.
+	Listen string `yaml:"listen"`
+	// ReadHeaderTimeout bounds how long a client may take to send headers
+	// (slowloris protection).
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds writing a response. Websocket connections are
+	// hijacked and not subject to it.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// IdleTimeout closes keep-alive connections idle for this long.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// ShutdownGrace is how long in-flight requests get to finish on SIGTERM.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
+	// MaxHeaderBytes caps request header size in bytes.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MaxBodyBytes caps request body size in bytes; larger bodies get 413.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// GraphQLConfig configures the gqlgen handler.
+type GraphQLConfig struct {
+	Introspection  bool          `yaml:"introspection"`
+	QueryCacheSize int           `yaml:"query_cache_size"` // parsed-query LRU entries
+	APQCacheSize   int           `yaml:"apq_cache_size"`   // automatic persisted query LRU entries
+	KeepAlive      time.Duration `yaml:"websocket_keepalive"`
+}
+
+// DataConfig sizes the in-memory data both arms serve.
+type DataConfig struct {
+	// Donuts is the number of seeded donuts readers choose from.
+	Donuts int `yaml:"donuts"`
+	// SubscriberBuffer is each subscription's event buffer; a full buffer
+	// drops (and counts) events rather than block a publisher.
+	SubscriberBuffer int `yaml:"subscriber_buffer"`
+}
+
+// SamplerConfig configures the in-target resource sampler.
+type SamplerConfig struct {
+	// Interval between samples. Resource figures are deltas between the
+	// first and last sample inside a phase's steady window, so shorter
+	// phases need a shorter interval.
+	Interval time.Duration `yaml:"interval"`
+	// MaxSamples bounds the samples kept in memory (oldest dropped first);
+	// each costs about 180 bytes. A phase's steady window must fit in
+	// MaxSamples × Interval.
+	MaxSamples int `yaml:"max_samples"`
+}
+
+// KPIConfig holds the release gate: how much more GraphQL may cost than the
+// REST control group. Optional limits (pointers) are reported but not gated
+// when unset.
+type KPIConfig struct {
+	// CPUIncreasePoints: GraphQL target CPU (share of the machine, %) may
+	// exceed REST's by at most this many percentage points (seed 002: 5).
+	CPUIncreasePoints float64 `yaml:"cpu_increase_points"`
+	// GCIncreasePoints: GC % time may exceed REST's by at most this many
+	// points (seed 002: 1).
+	GCIncreasePoints float64 `yaml:"gc_increase_points"`
+	// ThroughputDecreasePercent: GraphQL throughput may be at most this
+	// many percent below REST's (seed 002: 10).
+	ThroughputDecreasePercent float64 `yaml:"throughput_decrease_percent"`
+	// CPUPerRequestIncreasePercent optionally gates target CPU µs per request.
+	CPUPerRequestIncreasePercent *float64 `yaml:"cpu_per_request_increase_percent"`
+	// AllocPerRequestIncreasePercent optionally gates heap bytes allocated per request.
+	AllocPerRequestIncreasePercent *float64 `yaml:"alloc_per_request_increase_percent"`
+	// GCPauseP99IncreasePercent optionally gates the p99 stop-the-world GC pause.
+	GCPauseP99IncreasePercent *float64 `yaml:"gc_pause_p99_increase_percent"`
+}
+
+// Profile is a named suite: phases run one after the other, and the two
+// phases named in Compare are the REST and GraphQL arms of the verdict.
+type Profile struct {
+	Description string `yaml:"description"`
+	// Settle is the pause after each phase (before the forced GC) that lets
+	// the target return to rest.
+	Settle time.Duration `yaml:"settle"`
+	// TrimHead and TrimTail cut the first and last part of each phase's
+	// steady window (all users active) from every figure.
+	TrimHead time.Duration `yaml:"trim_head"`
+	TrimTail time.Duration `yaml:"trim_tail"`
+	// RequestTimeout bounds one request in the driver.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// Seed makes the driver's random choices (think times, ids) repeatable.
+	Seed    uint64        `yaml:"seed"`
+	Compare Compare       `yaml:"compare"`
+	Phases  []PhaseConfig `yaml:"phases"`
+}
+
+// Compare names the phases the verdict compares.
+type Compare struct {
+	REST    string `yaml:"rest"`
+	GraphQL string `yaml:"graphql"`
+}
+
+// PhaseConfig is one closed-model phase of a profile.
+type PhaseConfig struct {
+	Name string `yaml:"name"`
+	// Arm is "rest" or "graphql": which API the phase drives.
+	Arm string `yaml:"arm"`
+	// RampUp spreads user starts evenly over this duration.
+	RampUp time.Duration `yaml:"ramp_up"`
+	// Think is the uniform random pause before each request.
+	Think ThinkConfig `yaml:"think"`
+	// Users lists the user groups: operation, users, iterations per user.
+	Users []UserConfig `yaml:"users"`
+}
+
+// ThinkConfig is a uniform random think time [Min, Max] (JMeter's Uniform
+// Random Timer).
+type ThinkConfig struct {
+	Min time.Duration `yaml:"min"`
+	Max time.Duration `yaml:"max"`
+}
+
+// UserConfig is a group of identical closed-model users.
+type UserConfig struct {
+	// Operation is one of rest-get, rest-put, graphql-query, graphql-mutation.
+	Operation  string `yaml:"operation"`
+	Users      int    `yaml:"users"`
+	Iterations int    `yaml:"iterations"`
+}
+
+// ConfigError carries every problem found in a configuration, so a user
+// fixes them all in one go.
+type ConfigError struct {
+	Source   string
+	Problems []FieldError
+}
+
+// Error lists every problem on its own line.
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid configuration %s (%d problem", e.Source, len(e.Problems))
+	if len(e.Problems) != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString("):")
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// LoadConfig decodes the embedded defaults and then, when user is not nil,
+// the user's document on top; it rejects unknown keys and bad values and
+// validates the result, returning a *ConfigError with every problem found.
+// source names the user document in messages (usually its path).
+func LoadConfig(defaults []byte, user []byte, source string) (*Config, error) {
+	cfg := &Config{}
+	if _, err := decodeStrict(defaults, cfg, "embedded config.yaml"); err != nil {
+		return nil, fmt.Errorf("embedded defaults are broken: %w", err)
+	}
+	lines := map[string]int{}
+	if user != nil {
+		l, err := decodeStrict(user, cfg, source)
+		if err != nil {
+			return nil, err
+		}
+		lines = l
+	}
+	if problems := cfg.Validate(); len(problems) > 0 {
+		for i := range problems {
+			if problems[i].Line == 0 {
+				problems[i].Line = lineOf(lines, problems[i].Path)
+			}
+		}
+		return nil, &ConfigError{Source: source, Problems: problems}
+	}
+	return cfg, nil
+}
+
+// lineOf finds the line of path or of its nearest ancestor present in the
+// user's document (a defaulted key has no line).
+func lineOf(lines map[string]int, path string) int {
+	for path != "" {
+		if l, ok := lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+func decodeStrict(doc []byte, cfg *Config, source string) (map[string]int, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(doc))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: "the document is empty"}}}
+		}
+		return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: "not valid YAML: " + err.Error()}}}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, &ConfigError{Source: source, Problems: []FieldError{{Line: extra.Line, Msg: "more than one YAML document; put everything in one"}}}
+	}
+	body := &root
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		body = root.Content[0]
+	}
+	c := &checker{lines: map[string]int{}}
+	c.check(body, reflect.TypeFor[Config](), "")
+	if len(c.problems) > 0 {
+		return nil, &ConfigError{Source: source, Problems: c.problems}
+	}
+	if err := body.Decode(cfg); err != nil {
+		// The checker should have caught every type problem; whatever is
+		// left is reported as yaml.v3 words it.
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			var ps []FieldError
+			for _, m := range te.Errors {
+				ps = append(ps, FieldError{Msg: m})
+			}
+			return nil, &ConfigError{Source: source, Problems: ps}
+		}
+		return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: err.Error()}}}
+	}
+	return c.lines, nil
+}
+
+// armOperations lists the operations allowed in a phase of each arm.
+func armOperations(arm string) ([]workloads.Operation, bool) {
+	switch arm {
+	case "rest":
+		return []workloads.Operation{workloads.RESTGet, workloads.RESTPut}, true
+	case "graphql":
+		return []workloads.Operation{workloads.GraphQLQuery, workloads.GraphQLMutation}, true
+	}
+	return nil, false
+}
+
+// Validate checks ranges and cross references and returns every problem,
+// each naming its key path.
+func (c *Config) Validate() []FieldError {
+	var ps []FieldError
+	bad := func(path, format string, args ...any) {
+		ps = append(ps, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	positive := func(path string, d time.Duration) {
+		if d <= 0 {
+			bad(path, "must be a positive duration (got %s)", d)
+		}
+	}
+
+	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
+		bad("server.listen", "must be host:port, like 127.0.0.1:8080 or 127.0.0.1:0 (got %q)", c.Server.Listen)
+	}
+	positive("server.read_header_timeout", c.Server.ReadHeaderTimeout)
+	positive("server.read_timeout", c.Server.ReadTimeout)
+	positive("server.write_timeout", c.Server.WriteTimeout)
+	positive("server.idle_timeout", c.Server.IdleTimeout)
+	positive("server.shutdown_grace", c.Server.ShutdownGrace)
+	if c.Server.MaxHeaderBytes < 1024 {
+		bad("server.max_header_bytes", "must be at least 1024 (got %d)", c.Server.MaxHeaderBytes)
+	}
+	if c.Server.MaxBodyBytes < 1024 {
+		bad("server.max_body_bytes", "must be at least 1024 (got %d)", c.Server.MaxBodyBytes)
+	}
+	if c.GraphQL.QueryCacheSize < 1 {
+		bad("graphql.query_cache_size", "must be at least 1 (got %d)", c.GraphQL.QueryCacheSize)
+	}
+	if c.GraphQL.APQCacheSize < 1 {
+		bad("graphql.apq_cache_size", "must be at least 1 (got %d)", c.GraphQL.APQCacheSize)
+	}
+	positive("graphql.websocket_keepalive", c.GraphQL.KeepAlive)
+	if c.Data.Donuts < 1 || c.Data.Donuts > 10_000_000 {
+		bad("data.donuts", "must be between 1 and 10000000 (got %d)", c.Data.Donuts)
+	}
+	if c.Data.SubscriberBuffer < 1 {
+		bad("data.subscriber_buffer", "must be at least 1 (got %d)", c.Data.SubscriberBuffer)
+	}
+	if c.Sampler.Interval < 10*time.Millisecond || c.Sampler.Interval > time.Minute {
+		bad("sampler.interval", "must be between 10ms and 1m (got %s)", c.Sampler.Interval)
+	}
+	if c.Sampler.MaxSamples < 16 || c.Sampler.MaxSamples > profiles.MaxMaxSamples {
+		bad("sampler.max_samples", "must be between 16 and %d (got %d)", profiles.MaxMaxSamples, c.Sampler.MaxSamples)
+	}
+	nonNegative := func(path string, v float64) {
+		if v < 0 {
+			bad(path, "must not be negative (got %g)", v)
+		}
+	}
+	nonNegative("kpis.cpu_increase_points", c.KPIs.CPUIncreasePoints)
+	nonNegative("kpis.gc_increase_points", c.KPIs.GCIncreasePoints)
+	if v := c.KPIs.ThroughputDecreasePercent; v < 0 || v > 100 {
+		bad("kpis.throughput_decrease_percent", "must be between 0 and 100 (got %g)", v)
+	}
+	for path, v := range map[string]*float64{
+		"kpis.cpu_per_request_increase_percent":   c.KPIs.CPUPerRequestIncreasePercent,
+		"kpis.alloc_per_request_increase_percent": c.KPIs.AllocPerRequestIncreasePercent,
+		"kpis.gc_pause_p99_increase_percent":      c.KPIs.GCPauseP99IncreasePercent,
+	} {
+		if v != nil {
+			nonNegative(path, *v)
+		}
+	}
+
+	if len(c.Profiles) == 0 {
+		bad("profiles", "at least one profile is needed")
+	}
+	if _, ok := c.Profiles[c.DefaultProfile]; !ok {
+		bad("default_profile", "names no profile (got %q; profiles: %s)", c.DefaultProfile, strings.Join(c.ProfileNames(), ", "))
+	}
+	for _, name := range c.ProfileNames() {
+		ps = append(ps, c.Profiles[name].validate("profiles."+name)...)
+	}
+	slices.SortStableFunc(ps, func(a, b FieldError) int { return strings.Compare(a.Path, b.Path) })
+	return ps
+}
+
+// ProfileNames returns the profile names in sorted order.
+func (c *Config) ProfileNames() []string {
+	names := make([]string, 0, len(c.Profiles))
+	for n := range c.Profiles {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (p Profile) validate(path string) []FieldError {
+	var ps []FieldError
+	bad := func(path, format string, args ...any) {
+		ps = append(ps, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	if p.Settle < 0 {
+		bad(path+".settle", "must not be negative (got %s)", p.Settle)
+	}
+	if p.TrimHead < 0 {
+		bad(path+".trim_head", "must not be negative (got %s)", p.TrimHead)
+	}
+	if p.TrimTail < 0 {
+		bad(path+".trim_tail", "must not be negative (got %s)", p.TrimTail)
+	}
+	if p.RequestTimeout <= 0 {
+		bad(path+".request_timeout", "must be a positive duration (got %s)", p.RequestTimeout)
+	}
+	if len(p.Phases) == 0 {
+		bad(path+".phases", "at least one phase is needed")
+	}
+	arms := map[string]string{}
+	for i, ph := range p.Phases {
+		pp := fmt.Sprintf("%s.phases[%d]", path, i)
+		if ph.Name == "" {
+			bad(pp+".name", "must not be empty")
+		} else if _, dup := arms[ph.Name]; dup {
+			bad(pp+".name", "phase name %q is used twice", ph.Name)
+		} else {
+			arms[ph.Name] = ph.Arm
+		}
+		ops, ok := armOperations(ph.Arm)
+		if !ok {
+			bad(pp+".arm", "must be rest or graphql (got %q)", ph.Arm)
+		}
+		if ph.RampUp < 0 {
+			bad(pp+".ramp_up", "must not be negative (got %s)", ph.RampUp)
+		}
+		if ph.Think.Min < 0 {
+			bad(pp+".think.min", "must not be negative (got %s)", ph.Think.Min)
+		}
+		if ph.Think.Max < ph.Think.Min {
+			bad(pp+".think.max", "must be at least think.min (%s), got %s", ph.Think.Min, ph.Think.Max)
+		}
+		if len(ph.Users) == 0 {
+			bad(pp+".users", "at least one user group is needed")
+		}
+		for j, u := range ph.Users {
+			up := fmt.Sprintf("%s.users[%d]", pp, j)
+			op := workloads.Operation(u.Operation)
+			if !op.Valid() {
+				bad(up+".operation", "must be one of rest-get, rest-put, graphql-query, graphql-mutation (got %q)", u.Operation)
+			} else if ok && !slices.Contains(ops, op) {
+				bad(up+".operation", "%s does not belong in a %s phase", u.Operation, ph.Arm)
+			}
+			if u.Users < 1 || u.Users > 100_000 {
+				bad(up+".users", "must be between 1 and 100000 (got %d)", u.Users)
+			}
+			if u.Iterations < 1 {
+				bad(up+".iterations", "must be at least 1 (got %d)", u.Iterations)
+			}
+		}
+	}
+	for key, want := range map[string]string{"rest": p.Compare.REST, "graphql": p.Compare.GraphQL} {
+		kp := path + ".compare." + key
+		switch arm, ok := arms[want]; {
+		case want == "":
+			bad(kp, "must name the %s phase to compare", key)
+		case !ok:
+			bad(kp, "names no phase of this profile (got %q)", want)
+		case arm != key:
+			bad(kp, "phase %q is a %s phase, not %s", want, arm, key)
+		}
+	}
+	return ps
+}
+
+// Phases builds the driver specs of profile p for run id run.
+func (c *Config) Phases(p Profile, run string) []workloads.Phase {
+	out := make([]workloads.Phase, 0, len(p.Phases))
+	for i, ph := range p.Phases {
+		groups := make([]workloads.UserGroup, 0, len(ph.Users))
+		for _, u := range ph.Users {
+			groups = append(groups, workloads.UserGroup{Operation: workloads.Operation(u.Operation), Users: u.Users, Iterations: u.Iterations})
+		}
+		out = append(out, workloads.Phase{
+			Name:           ph.Name,
+			Arm:            ph.Arm,
+			Groups:         groups,
+			Think:          workloads.Think{Min: ph.Think.Min, Max: ph.Think.Max},
+			RampUp:         ph.RampUp,
+			TrimHead:       p.TrimHead,
+			TrimTail:       p.TrimTail,
+			RequestTimeout: p.RequestTimeout,
+			Donuts:         c.Data.Donuts,
+			Seed:           p.Seed + uint64(i),
+			Run:            run,
+		})
+	}
+	return out
+}

@@ -1,0 +1,197 @@
+package daemon
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func defaults(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestEmbeddedDefaultsLoad(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), nil, "embedded")
+	if err != nil {
+		t.Fatalf("the embedded config.yaml must load: %v", err)
+	}
+	if cfg.DefaultProfile != "quick" {
+		t.Errorf("default_profile: got %q, want quick", cfg.DefaultProfile)
+	}
+	for _, name := range []string{"quick", "seed"} {
+		p, ok := cfg.Profiles[name]
+		if !ok {
+			t.Fatalf("profile %s missing", name)
+		}
+		if len(cfg.Phases(p, "r")) != len(p.Phases) {
+			t.Errorf("%s: phases not converted", name)
+		}
+	}
+	seed := cfg.Profiles["seed"]
+	if u := seed.Phases[1].Users[0]; u.Users != 300 || u.Iterations != 10000 {
+		t.Errorf("seed profile must keep seed 002's 300 users x 10,000: got %+v", u)
+	}
+}
+
+// problems loads user on top of the defaults and returns the problems.
+func problems(t *testing.T, user string) []FieldError {
+	t.Helper()
+	cfg, err := LoadConfig(defaults(t), []byte(user), "user.yaml")
+	if err == nil {
+		t.Fatalf("expected an error for:\n%s\ngot config %+v", user, cfg.Server)
+	}
+	if cfg != nil {
+		t.Errorf("a config came back with an error")
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("error is %T, want *ConfigError: %v", err, err)
+	}
+	if CodeOf(err) != ExitUsage {
+		t.Errorf("exit code: got %d, want %d", CodeOf(err), ExitUsage)
+	}
+	if !strings.Contains(err.Error(), "user.yaml") {
+		t.Errorf("the message must name the file: %v", err)
+	}
+	return ce.Problems
+}
+
+func has(t *testing.T, ps []FieldError, path string, line int, msg string) {
+	t.Helper()
+	for _, p := range ps {
+		if p.Path == path && (line == 0 || p.Line == line) && strings.Contains(p.Msg, msg) {
+			return
+		}
+	}
+	t.Errorf("no problem %q at %s line %d in:\n%v", msg, path, line, errors.Join(asErrors(ps)...))
+}
+
+func TestUnknownKeys(t *testing.T) {
+	ps := problems(t, "server:\n  lisen: 127.0.0.1:1\nsampler:\n  interval: 1s\n  rate: 2\n")
+	has(t, ps, "server.lisen", 2, "unknown key; allowed keys here: listen,")
+	has(t, ps, "sampler.rate", 5, "unknown key")
+	if len(ps) != 2 {
+		t.Errorf("got %d problems, want 2: %v", len(ps), ps)
+	}
+	ps = problems(t, "profiles:\n  mine:\n    phases:\n      - name: a\n        arms: rest\n")
+	has(t, ps, "profiles.mine.phases[0].arms", 5, "unknown key")
+}
+
+func TestWrongTypes(t *testing.T) {
+	ps := problems(t, `
+server:
+  max_body_bytes: lots
+  read_timeout: 5
+  idle_timeout: soon
+graphql:
+  introspection: yes please
+data: [1, 2]
+kpis:
+  gc_increase_points: one
+`)
+	has(t, ps, "server.max_body_bytes", 3, `"lots" is not a valid integer`)
+	has(t, ps, "server.read_timeout", 4, "is not a duration; write it with a unit")
+	has(t, ps, "server.idle_timeout", 5, "is not a duration")
+	has(t, ps, "graphql.introspection", 7, "is not a boolean")
+	has(t, ps, "data", 8, "must be a mapping")
+	has(t, ps, "kpis.gc_increase_points", 10, "is not a valid number")
+	if len(ps) != 6 {
+		t.Errorf("all problems must come at once: got %d, want 6: %v", len(ps), ps)
+	}
+}
+
+func TestOutOfRange(t *testing.T) {
+	ps := problems(t, `
+server:
+  listen: nowhere
+  max_body_bytes: 10
+data:
+  donuts: 0
+sampler:
+  interval: 1ms
+kpis:
+  throughput_decrease_percent: 120
+default_profile: nope
+profiles:
+  bad:
+    request_timeout: 0s
+    compare: {rest: g, graphql: missing}
+    phases:
+      - name: g
+        arm: graphql
+        think: {min: 30ms, max: 10ms}
+        users:
+          - {operation: rest-get, users: 0, iterations: 0}
+      - name: g
+        arm: soap
+        users: []
+`)
+	has(t, ps, "server.listen", 3, "must be host:port")
+	has(t, ps, "server.max_body_bytes", 4, "at least 1024")
+	has(t, ps, "data.donuts", 6, "between 1 and")
+	has(t, ps, "sampler.interval", 8, "between 10ms and 1m")
+	has(t, ps, "kpis.throughput_decrease_percent", 10, "between 0 and 100")
+	has(t, ps, "default_profile", 11, "names no profile")
+	has(t, ps, "profiles.bad.request_timeout", 14, "positive")
+	has(t, ps, "profiles.bad.compare.rest", 15, "is a graphql phase, not rest")
+	has(t, ps, "profiles.bad.compare.graphql", 15, "names no phase")
+	has(t, ps, "profiles.bad.phases[0].think.max", 19, "at least think.min")
+	has(t, ps, "profiles.bad.phases[0].users[0].operation", 21, "does not belong in a graphql phase")
+	has(t, ps, "profiles.bad.phases[0].users[0].users", 21, "between 1 and 100000")
+	has(t, ps, "profiles.bad.phases[0].users[0].iterations", 21, "at least 1")
+	has(t, ps, "profiles.bad.phases[1].name", 22, "used twice")
+	has(t, ps, "profiles.bad.phases[1].arm", 23, "must be rest or graphql")
+	has(t, ps, "profiles.bad.phases[1].users", 24, "at least one user group")
+}
+
+func TestUserFileOverlaysDefaults(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), []byte("server:\n  listen: 127.0.0.1:9999\ndefault_profile: seed\n"), "user.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Listen != "127.0.0.1:9999" || cfg.DefaultProfile != "seed" {
+		t.Errorf("user values not applied: %q %q", cfg.Server.Listen, cfg.DefaultProfile)
+	}
+	if cfg.Server.MaxBodyBytes != 1048576 || cfg.Profiles["quick"].Phases == nil {
+		t.Errorf("defaults lost under a partial user file")
+	}
+}
+
+func TestNotYAML(t *testing.T) {
+	has(t, problems(t, "server: [unclosed"), "", 0, "not valid YAML")
+	has(t, problems(t, ""), "", 0, "empty")
+	has(t, problems(t, "a: 1\n---\nb: 2\n"), "", 2, "more than one YAML document")
+	has(t, problems(t, "- 1\n- 2\n"), "", 1, "must be a mapping")
+}
+
+func FuzzLoadConfig(f *testing.F) {
+	d := defaults(f)
+	f.Add([]byte("server:\n  listen: 127.0.0.1:0\n"))
+	f.Add([]byte("profiles:\n  x:\n    phases: [{name: a, arm: rest, users: [{operation: rest-get, users: 1, iterations: 1}]}]\n"))
+	f.Add([]byte("kpis: {cpu_increase_points: -1}\n"))
+	f.Add([]byte("&a [*a]"))
+	f.Add(d)
+	f.Fuzz(func(t *testing.T, user []byte) {
+		cfg, err := LoadConfig(d, user, "fuzz.yaml")
+		if (cfg == nil) == (err == nil) {
+			t.Fatalf("want exactly one of config and error, got %v and %v", cfg, err)
+		}
+		if err != nil && CodeOf(err) != ExitUsage {
+			t.Fatalf("a config error must be a usage error, got %d: %v", CodeOf(err), err)
+		}
+	})
+}
+
+func asErrors(ps []FieldError) []error {
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = p
+	}
+	return errs
+}

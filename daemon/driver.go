@@ -1,0 +1,119 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/soakd/soakd/workloads"
+)
+
+// driverGrace is how long a driver gets, after SIGTERM, to let in-flight
+// requests finish and send its partial result, on top of the phase's request
+// timeout.
+const driverGrace = 5 * time.Second
+
+// runDriver starts `soakd drive` as a child process for one phase, feeds it
+// the spec on stdin, relays its progress and returns its result. The child
+// is a separate OS process so that its CPU, allocations and GC never count
+// against the target. Cancelling ctx sends it SIGTERM; it then stops
+// starting requests and reports what it has.
+func runDriver(ctx context.Context, exe, target string, spec workloads.Phase, stderr io.Writer, progress func(workloads.Progress)) (workloads.Result, error) {
+	body, err := json.Marshal(spec)
+	if err != nil {
+		return workloads.Result{}, fmt.Errorf("cannot encode the phase spec: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, exe, "drive", "--target", target, "--log-format", "json")
+	cmd.Stdin = bytes.NewReader(body)
+	tail := &tailBuffer{max: 4096}
+	cmd.Stderr = io.MultiWriter(stderr, tail)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Its own process group: a terminal's Ctrl-C reaches only the
+		// daemon, which then stops the driver in order.
+		Setpgid: true,
+		// If the daemon dies, the driver must not run on unattended.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = spec.RequestTimeout + driverGrace
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return workloads.Result{}, fmt.Errorf("cannot connect to the driver: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return workloads.Result{}, fmt.Errorf("cannot start the driver %s: %w", exe, err)
+	}
+
+	var (
+		result   *workloads.Result
+		driveErr string
+	)
+	readErr := workloads.ReadMessages(context.WithoutCancel(ctx), stdout, func(m workloads.Message) error {
+		switch m.Type {
+		case "progress":
+			if progress != nil && m.Progress != nil {
+				progress(*m.Progress)
+			}
+		case "result":
+			result = m.Result
+		case "error":
+			driveErr = m.Error
+		}
+		return nil
+	})
+	if readErr != nil {
+		// Keep the pipe drained so a driver blocked on writing can still
+		// exit; Wait would otherwise hang until the context ends.
+		_, _ = io.Copy(io.Discard, stdout)
+	}
+	waitErr := cmd.Wait()
+	switch {
+	case result != nil:
+		// A result (possibly partial, when cancelled) is worth keeping
+		// even if the process then exited non-zero.
+		return *result, nil
+	case driveErr != "":
+		return workloads.Result{}, fmt.Errorf("driver failed: %s", driveErr)
+	case waitErr != nil:
+		return workloads.Result{}, fmt.Errorf("driver (pid %d) died without a result: %w%s", cmd.Process.Pid, waitErr, tail.context())
+	case readErr != nil:
+		return workloads.Result{}, fmt.Errorf("cannot read the driver's output: %w", readErr)
+	}
+	return workloads.Result{}, errors.New("driver exited without a result" + tail.context())
+}
+
+// tailBuffer keeps the last max bytes written to it: the end of a driver's
+// stderr, quoted when it dies.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) context() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.TrimSpace(string(t.buf))
+	if s == "" {
+		return ""
+	}
+	return "; its last output: " + s
+}

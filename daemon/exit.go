@@ -1,0 +1,62 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ExitCode is soakd's process exit status, carried on the error chain and
+// turned into os.Exit in main alone.
+type ExitCode int
+
+// The exit codes, documented in README.md.
+const (
+	// ExitPass: the run completed and every gated KPI passed.
+	ExitPass ExitCode = 0
+	// ExitFail: the run completed and at least one gated KPI failed.
+	ExitFail ExitCode = 1
+	// ExitUsage: bad command line or configuration; nothing ran.
+	ExitUsage ExitCode = 2
+	// ExitAborted: the run could not complete (target or driver failed,
+	// or it was interrupted); results so far are written.
+	ExitAborted ExitCode = 3
+)
+
+// ExitError attaches an exit code to an error.
+type ExitError struct {
+	Code ExitCode
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// WithCode wraps err so that CodeOf returns code.
+func WithCode(code ExitCode, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ExitError{Code: code, Err: err}
+}
+
+// Usagef is a bad-usage error (exit 2).
+func Usagef(format string, args ...any) error {
+	return WithCode(ExitUsage, fmt.Errorf(format, args...))
+}
+
+// CodeOf maps an error to its exit code: nil is ExitPass, a *ConfigError is
+// ExitUsage, an *ExitError its own code, anything else ExitAborted.
+func CodeOf(err error) ExitCode {
+	if err == nil {
+		return ExitPass
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return ExitUsage
+	}
+	return ExitAborted
+}

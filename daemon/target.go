@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/control"
+	"github.com/soakd/soakd/donut"
+	"github.com/soakd/soakd/graph"
+	"github.com/soakd/soakd/profiles"
+)
+
+// Target is the system under test: the GraphQL endpoint and the REST control
+// group over one store and broker, plus /metrics, /debug/pprof/ and the
+// resource sampler, all in this process. Nothing that generates load runs
+// here.
+type Target struct {
+	Service  *donut.Service
+	Sampler  *profiles.Sampler
+	Registry *prometheus.Registry
+
+	log      *zap.Logger
+	server   *http.Server
+	listener net.Listener
+	grace    time.Duration
+	stop     context.CancelFunc // stops the sampler and websocket handlers
+	wg       sync.WaitGroup     // the server and sampler goroutines
+	serveErr chan error         // the server's exit error, buffered 1
+}
+
+// StartTarget builds the target from cfg, binds its listener and starts
+// serving and sampling. Stop it with Shutdown.
+func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, error) {
+	svc := &donut.Service{Store: donut.NewStore(cfg.Data.Donuts), Broker: donut.NewBroker(cfg.Data.SubscriberBuffer)}
+	sampler, err := profiles.New(profiles.Options{Interval: cfg.Sampler.Interval, MaxSamples: cfg.Sampler.MaxSamples})
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the sampler: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.MetricsGC,
+			collectors.MetricsScheduler,
+			// The GC share of CPU, the figure the GC KPI is built on.
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc/total|total):cpu-seconds$`)},
+		)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", graph.NewHandler(svc, graph.Options{
+		Introspection:  cfg.GraphQL.Introspection,
+		QueryCacheSize: cfg.GraphQL.QueryCacheSize,
+		APQCacheSize:   cfg.GraphQL.APQCacheSize,
+		KeepAlive:      cfg.GraphQL.KeepAlive,
+		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
+		Logger:         log.Named("graphql"),
+	}))
+	mux.Handle("/api/donuts/", control.NewHandler(svc, control.Options{MaxBodyBytes: cfg.Server.MaxBodyBytes, Logger: log.Named("rest")}))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Server.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on server.listen %q: %w", cfg.Server.Listen, err)
+	}
+	// Request contexts derive from sctx, cancelled after the graceful
+	// shutdown, so hijacked websocket connections end too.
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	srv := &http.Server{
+		Handler:           mux,
+		BaseContext:       func(net.Listener) context.Context { return sctx },
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		ReadTimeout:       cfg.Server.ReadTimeout,
+		WriteTimeout:      cfg.Server.WriteTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+	t := &Target{
+		Service: svc, Sampler: sampler, Registry: reg,
+		log: log, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
+		stop: stop, serveErr: make(chan error, 1),
+	}
+	t.wg.Go(func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			t.serveErr <- err
+		}
+	})
+	t.wg.Go(func() {
+		if err := sampler.Run(sctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("sampler stopped", zap.Error(err))
+		}
+	})
+	log.Info("target listening", zap.String("url", t.URL()))
+	return t, nil
+}
+
+// URL is the target's base URL, e.g. http://127.0.0.1:41234.
+func (t *Target) URL() string { return "http://" + t.listener.Addr().String() }
+
+// Failed returns a channel that yields the server's error if it stops
+// serving on its own.
+func (t *Target) Failed() <-chan error { return t.serveErr }
+
+// Shutdown stops accepting requests, gives in-flight ones the configured
+// grace period, stops the sampler and waits for every goroutine it started.
+func (t *Target) Shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, t.grace)
+	defer cancel()
+	start := time.Now()
+	err := t.server.Shutdown(ctx)
+	if err != nil {
+		err = errors.Join(fmt.Errorf("graceful shutdown did not finish in %s: %w", t.grace, err), t.server.Close())
+	}
+	t.stop()
+	t.wg.Wait()
+	t.log.Info("target stopped", zap.Duration("took", time.Since(start)))
+	return err
+}

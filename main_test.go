@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildSoakd compiles the binary once per test run, as a user would get it.
+func buildSoakd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "soakd")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// tinyConfig is a profile small enough for a test (a few seconds on two
+// cores) with the same shapes as the quick profile, and a sampler fast
+// enough to put several samples in each steady window.
+const tinyConfig = `
+sampler:
+  interval: 100ms
+default_profile: tiny
+profiles:
+  tiny:
+    description: end-to-end test profile
+    settle: 300ms
+    trim_head: 200ms
+    trim_tail: 200ms
+    request_timeout: 5s
+    seed: 7
+    compare: {rest: rest-control, graphql: graphql-load}
+    phases:
+      - name: rest-control
+        arm: rest
+        ramp_up: 300ms
+        think: {min: 0ms, max: 10ms}
+        users:
+          - {operation: rest-get, users: 5, iterations: 300}
+          - {operation: rest-put, users: 5, iterations: 300}
+      - name: graphql-load
+        arm: graphql
+        ramp_up: 300ms
+        think: {min: 0ms, max: 10ms}
+        users:
+          - {operation: graphql-query, users: 5, iterations: 300}
+          - {operation: graphql-mutation, users: 5, iterations: 300}
+`
+
+func runSoakd(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("cannot run soakd: %v", err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestEndToEndRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tiny.yaml")
+	if err := os.WriteFile(cfg, []byte(tinyConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	stdout, stderr, code := runSoakd(t, bin, "run", "--config", cfg, "--out", out, "--log-format", "json")
+
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatalf("no report.json (exit %d): %v\nstderr:\n%s", code, err, stderr)
+	}
+	var rep struct {
+		Verdict   string `json:"verdict"`
+		Status    string `json:"status"`
+		TargetPID int    `json:"target_pid"`
+		KPIs      []struct {
+			Name      string   `json:"name"`
+			Unit      string   `json:"unit"`
+			REST      *float64 `json:"rest"`
+			GraphQL   *float64 `json:"graphql"`
+			Delta     *float64 `json:"delta"`
+			Threshold *float64 `json:"threshold"`
+			Pass      *bool    `json:"pass"`
+		} `json:"kpis"`
+		Phases []struct {
+			Name          string  `json:"name"`
+			Arm           string  `json:"arm"`
+			Requests      int64   `json:"requests"`
+			Errors        int64   `json:"errors"`
+			ThroughputRPS float64 `json:"throughput_rps"`
+			DriverPID     int     `json:"driver_pid"`
+			LatencyMs     struct {
+				P50, P90, P99, Max *float64
+			} `json:"latency_ms"`
+			Resources *struct {
+				CPUMachinePercent float64 `json:"cpu_machine_percent"`
+				Samples           int     `json:"samples"`
+				AllocBytes        uint64  `json:"alloc_bytes"`
+			} `json:"resources"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatalf("report.json does not decode: %v", err)
+	}
+	if rep.Status != "complete" {
+		t.Fatalf("status: got %q, want complete (exit %d)\nstderr:\n%s", rep.Status, code, stderr)
+	}
+	// The exit code is the verdict's: 0 pass, 1 fail, nothing else.
+	switch {
+	case rep.Verdict == "pass" && code == 0, rep.Verdict == "fail" && code == 1:
+	default:
+		t.Errorf("verdict %q with exit code %d", rep.Verdict, code)
+	}
+	wantKPIs := map[string]bool{"cpu_machine_percent": true, "gc_percent": true, "throughput_rps": true}
+	for _, k := range rep.KPIs {
+		if k.Unit == "" || k.REST == nil || k.GraphQL == nil || k.Pass == nil {
+			t.Errorf("kpi %q lacks unit/rest/graphql/pass: %s", k.Name, raw)
+		}
+		if wantKPIs[k.Name] && (k.Threshold == nil || k.Delta == nil) {
+			t.Errorf("gated kpi %q lacks delta or threshold", k.Name)
+		}
+		delete(wantKPIs, k.Name)
+	}
+	if len(wantKPIs) > 0 {
+		t.Errorf("kpis missing: %v", wantKPIs)
+	}
+	if len(rep.Phases) != 2 {
+		t.Fatalf("phases: got %d, want 2", len(rep.Phases))
+	}
+	pids := map[int]bool{rep.TargetPID: true}
+	for _, p := range rep.Phases {
+		if p.Requests != 3000 || p.Errors != 0 {
+			t.Errorf("%s: requests %d errors %d, want 3000 and 0", p.Name, p.Requests, p.Errors)
+		}
+		if p.ThroughputRPS <= 0 || p.LatencyMs.P50 == nil || p.LatencyMs.P99 == nil || *p.LatencyMs.P99 <= 0 {
+			t.Errorf("%s: throughput %v or latency missing", p.Name, p.ThroughputRPS)
+		}
+		if p.Resources == nil || p.Resources.Samples < 2 || p.Resources.CPUMachinePercent <= 0 || p.Resources.AllocBytes == 0 {
+			t.Errorf("%s: resources missing or empty: %+v", p.Name, p.Resources)
+		}
+		// Isolation: every driver is its own process, never the target.
+		if p.DriverPID <= 0 || pids[p.DriverPID] {
+			t.Errorf("%s: driver pid %d is not a separate process (target %d)", p.Name, p.DriverPID, rep.TargetPID)
+		}
+		pids[p.DriverPID] = true
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| Metric | REST | GraphQL | Variance | KPI | Result |", "GC % time", "Throughput", "no Gen0/Gen1/Gen2"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if !strings.Contains(stdout, "verdict: "+strings.ToUpper(rep.Verdict)) || !strings.Contains(stdout, "CPU (share of machine)") {
+		t.Errorf("the terminal table is missing from stdout:\n%s", stdout)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("server:\n  lisen: x\nsampler:\n  interval: fast\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := func(wantCode int, wantStderr []string, args ...string) {
+		t.Helper()
+		_, stderr, code := runSoakd(t, bin, args...)
+		if code != wantCode {
+			t.Errorf("soakd %v: exit %d, want %d\n%s", args, code, wantCode, stderr)
+		}
+		for _, w := range wantStderr {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("soakd %v: stderr lacks %q:\n%s", args, w, stderr)
+			}
+		}
+	}
+	f(2, []string{"line 2: server.lisen: unknown key", "line 4: sampler.interval: \"fast\" is not a duration"}, "run", "--config", bad)
+	f(2, []string{"--profile \"nope\" does not exist"}, "run", "--profile", "nope", "--out", t.TempDir())
+	f(2, []string{"unknown command"}, "frobnicate")
+	f(2, []string{"flag provided but not defined"}, "run", "--bogus")
+	f(2, []string{"drive needs --target"}, "drive")
+	f(0, []string{"Usage: soakd run"}, "run", "--help")
+	f(0, []string{"soakd drive"}, "--help")
+}

@@ -1,0 +1,242 @@
+// Package report defines soakd's run report (report.json), renders it as
+// report.md and as a terminal table, and writes it atomically. The report is
+// plain data: the daemon fills it, this package only shapes and renders it.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/workloads"
+)
+
+// SchemaVersion is the version of report.json's layout; it changes only when
+// a field changes meaning or disappears.
+const SchemaVersion = 1
+
+// Run statuses.
+const (
+	StatusRunning  = "running"
+	StatusComplete = "complete"
+	StatusAborted  = "aborted"
+)
+
+// VerdictAborted is the verdict of a run that could not finish; the KPIs are
+// then not evaluated.
+const VerdictAborted = "aborted"
+
+// Report is report.json.
+type Report struct {
+	SchemaVersion int    `json:"schema_version"`
+	Run           string `json:"run"`
+	Profile       string `json:"profile"`
+	Description   string `json:"description"`
+	// Status is running (a partial report written after each phase),
+	// complete or aborted.
+	Status string `json:"status"`
+	// Verdict is pass, fail, or aborted.
+	Verdict string `json:"verdict"`
+	// Error says why an aborted run stopped.
+	Error      string    `json:"error,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// TargetPID is the process that served and was measured; each phase's
+	// DriverPID is the process that generated its load. They differ by
+	// construction: load is never generated inside the measured process.
+	TargetPID int  `json:"target_pid"`
+	Host      Host `json:"host"`
+	// SamplerIntervalSeconds is the resource sampling period.
+	SamplerIntervalSeconds float64 `json:"sampler_interval_seconds"`
+	// Compare names the REST and GraphQL phases the KPIs compare.
+	Compare Compare `json:"compare"`
+	// KPIs is the verdict table, one row per metric.
+	KPIs []kpi.Result `json:"kpis"`
+	// Phases in the order they ran.
+	Phases []Phase `json:"phases"`
+	// Notes are statements a reader needs to interpret the numbers.
+	Notes []string `json:"notes"`
+}
+
+// Host describes where the run happened.
+type Host struct {
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	Soakd      string `json:"soakd_version"`
+}
+
+// Compare names the phases of the two arms.
+type Compare struct {
+	REST    string `json:"rest"`
+	GraphQL string `json:"graphql"`
+}
+
+// Phase is one phase's results: the driver's view (requests, latency) and
+// the target's (resources over the steady window).
+type Phase struct {
+	Name      string `json:"name"`
+	Arm       string `json:"arm"`
+	DriverPID int    `json:"driver_pid"`
+	// Model is "closed" (users with think time); latency is then service
+	// time, measured from send to full response.
+	Model           string    `json:"model"`
+	Start           time.Time `json:"start"`
+	End             time.Time `json:"end"`
+	DurationSeconds float64   `json:"duration_seconds"`
+	// SteadyStart and SteadyEnd bound the steady window: all users active,
+	// less the profile's trim_head and trim_tail.
+	SteadyStart    time.Time `json:"steady_start"`
+	SteadyEnd      time.Time `json:"steady_end"`
+	SteadyFallback string    `json:"steady_fallback,omitempty"`
+	Requests       int64     `json:"requests"`
+	Errors         int64     `json:"errors"`
+	// ErrorsByClass counts failed requests by class (http_500, timeout,
+	// connection_refused, graphql_error, payload_mismatch, ...).
+	ErrorsByClass map[string]int64    `json:"errors_by_class"`
+	ErrorExamples map[string][]string `json:"error_examples,omitempty"`
+	// ThroughputRPS is requests completed per second in the steady window.
+	ThroughputRPS float64 `json:"throughput_rps"`
+	// LatencyMs summarises every request of the phase, in milliseconds.
+	LatencyMs  workloads.Latency `json:"latency_ms"`
+	Operations []Operation       `json:"operations"`
+	// Resources are the target's figures over the steady window; nil when
+	// they could not be computed (ResourcesError says why).
+	Resources      *profiles.Summary `json:"resources"`
+	ResourcesError string            `json:"resources_error,omitempty"`
+	// PerRequest are the target's costs per completed request.
+	PerRequest PerRequest `json:"per_request"`
+	Aborted    bool       `json:"aborted"`
+}
+
+// Operation is one user group's share of a phase.
+type Operation struct {
+	Operation  string            `json:"operation"`
+	Users      int               `json:"users"`
+	Iterations int               `json:"iterations"`
+	Requests   int64             `json:"requests"`
+	Errors     int64             `json:"errors"`
+	LatencyMs  workloads.Latency `json:"latency_ms"`
+}
+
+// PerRequest are costs per completed request over the steady window: the
+// fair comparison when the arms reach different throughputs. Each is a rate
+// of the target (per second) divided by the throughput (requests per second).
+type PerRequest struct {
+	CPUMicros         float64 `json:"cpu_us"`
+	AllocBytes        float64 `json:"alloc_bytes"`
+	AllocObjects      float64 `json:"alloc_objects"`
+	GCCyclesPer10kReq float64 `json:"gc_cycles_per_10k"`
+}
+
+// NewPhase combines a driver result with the target's resource summary.
+// sum may be nil when the resources could not be summarised.
+func NewPhase(r workloads.Result, sum *profiles.Summary, sumErr error) Phase {
+	p := Phase{
+		Name: r.Phase, Arm: r.Arm, DriverPID: r.DriverPID, Model: "closed",
+		Start: r.Start, End: r.End, DurationSeconds: r.DurationSeconds,
+		SteadyStart: r.SteadyStart, SteadyEnd: r.SteadyEnd,
+		Requests: r.Requests, Errors: r.Errors,
+		ErrorsByClass: r.ErrorsByClass, ErrorExamples: r.ErrorExamples,
+		ThroughputRPS: r.ThroughputRPS, LatencyMs: r.LatencyMs,
+		Resources: sum, Aborted: r.Aborted,
+	}
+	if p.ErrorsByClass == nil {
+		p.ErrorsByClass = map[string]int64{}
+	}
+	if r.SteadyFallback {
+		p.SteadyFallback = r.SteadyFallbackReason
+	}
+	if sumErr != nil {
+		p.ResourcesError = sumErr.Error()
+	}
+	for _, op := range r.Operations {
+		p.Operations = append(p.Operations, Operation{
+			Operation: string(op.Operation), Users: op.Users, Iterations: op.Iterations,
+			Requests: op.Requests, Errors: op.Errors, LatencyMs: op.LatencyMs,
+		})
+	}
+	p.PerRequest = perRequest(sum, r.ThroughputRPS)
+	return p
+}
+
+// perRequest divides the target's rates by the throughput; zero when either
+// is unknown.
+func perRequest(s *profiles.Summary, rps float64) PerRequest {
+	if s == nil || rps <= 0 || s.WindowSeconds <= 0 {
+		return PerRequest{}
+	}
+	perSec := func(v float64) float64 { return v / s.WindowSeconds / rps }
+	pr := PerRequest{
+		AllocBytes:        perSec(float64(s.AllocBytes)),
+		AllocObjects:      perSec(float64(s.AllocObjects)),
+		GCCyclesPer10kReq: perSec(float64(s.GCCycles)) * 10_000,
+	}
+	if s.CPUKnown {
+		pr.CPUMicros = perSec(s.CPUSeconds) * 1e6
+	}
+	return pr
+}
+
+// Figures extracts what the KPIs compare from a phase.
+func (p Phase) Figures() kpi.Figures {
+	f := kpi.Figures{
+		ThroughputRPS:        p.ThroughputRPS,
+		CPUMicrosPerRequest:  p.PerRequest.CPUMicros,
+		AllocBytesPerRequest: p.PerRequest.AllocBytes,
+	}
+	if s := p.Resources; s != nil {
+		f.CPUMachinePercent = s.CPUMachinePercent
+		f.CPUCorePercent = s.CPUCorePercent
+		f.GCPercent = s.GCPercent
+		f.GCPauseP99Ms = s.GCPauseP99Ms
+	}
+	return f
+}
+
+// PhaseNamed returns the phase called name.
+func (r *Report) PhaseNamed(name string) (Phase, bool) {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Phase{}, false
+}
+
+// Files written into a run directory.
+const (
+	JSONFile     = "report.json"
+	MarkdownFile = "report.md"
+)
+
+// Write stores report.json and report.md in dir, each atomically.
+func (r *Report) Write(dir string) error {
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cannot encode the report: %w", err)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, JSONFile), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, MarkdownFile), []byte(r.Markdown()), 0o644)
+}
+
+// Read loads a report.json.
+func Read(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("cannot decode %s: %w", path, err)
+	}
+	return &r, nil
+}
