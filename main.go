@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"errors"
@@ -35,7 +36,7 @@ const usage = `soakd: GraphQL vs REST resource soak tests with a pass/fail verdi
 Usage:
   soakd run   [--config FILE] [--profile NAME] [--out DIR]   run a suite once; exit with its verdict
   soakd serve [--config FILE]                                serve the target and /metrics until SIGTERM
-  soakd drive --target URL [--spec FILE]                     the load driver (started by run; usable by hand)
+  soakd drive --target URL [--spec FILE | --phase NAME]      the load driver (started by run; usable by hand)
   soakd config [--config FILE]                               print the effective configuration's profiles
 
 Every command takes --log-format console|json and --help.
@@ -201,10 +202,13 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 
 func driveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	var target, spec string
-	fs := newFlags("drive", "drive --target URL [--spec FILE]", stderr, &c)
+	var target, spec, profile, phase string
+	fs := newFlags("drive", "drive --target URL (--spec FILE | --phase NAME [--profile NAME] [--config FILE])", stderr, &c)
 	fs.StringVar(&target, "target", "", "base URL of the target, e.g. http://127.0.0.1:8080 (required)")
 	fs.StringVar(&spec, "spec", "-", "phase spec as JSON; - reads standard input")
+	fs.StringVar(&c.config, "config", "", "with --phase: YAML file decoded on top of the embedded config.yaml")
+	fs.StringVar(&profile, "profile", "", "with --phase: profile holding the phase (default: the config's default_profile)")
+	fs.StringVar(&phase, "phase", "", "run this phase of the profile instead of reading --spec")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -214,8 +218,19 @@ func driveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := newLogger(c.logFormat, stderr); err != nil {
 		return err
 	}
-	in := os.Stdin
-	if spec != "-" {
+	var in io.Reader = os.Stdin
+	switch {
+	case phase != "":
+		cfg, err := loadConfig(c.config)
+		if err != nil {
+			return err
+		}
+		b, err := daemon.PhaseSpec(cfg, profile, phase)
+		if err != nil {
+			return err
+		}
+		in = bytes.NewReader(b)
+	case spec != "-":
 		f, err := os.Open(spec)
 		if err != nil {
 			return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot open --spec: %w", err))

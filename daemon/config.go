@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -459,4 +460,28 @@ func (c *Config) Phases(p Profile, run string) []workloads.Phase {
 		})
 	}
 	return out
+}
+
+// PhaseSpec returns the driver spec (JSON) of the phase called phase in
+// profile ("" means the default profile), for running `soakd drive` by hand.
+func PhaseSpec(c *Config, profile, phase string) ([]byte, error) {
+	if profile == "" {
+		profile = c.DefaultProfile
+	}
+	p, ok := c.Profiles[profile]
+	if !ok {
+		return nil, Usagef("--profile %q does not exist; profiles: %v", profile, c.ProfileNames())
+	}
+	var names []string
+	for _, spec := range c.Phases(p, "manual-"+time.Now().UTC().Format("20060102T150405Z")) {
+		if spec.Name == phase {
+			b, err := json.Marshal(spec)
+			if err != nil {
+				return nil, fmt.Errorf("cannot encode phase %s: %w", phase, err)
+			}
+			return b, nil
+		}
+		names = append(names, spec.Name)
+	}
+	return nil, Usagef("profile %s has no phase %q; its phases: %v", profile, phase, names)
 }
