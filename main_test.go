@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -210,4 +211,83 @@ func TestUsageErrors(t *testing.T) {
 	f(2, []string{"drive needs --target"}, "drive")
 	f(0, []string{"Usage: soakd run"}, "run", "--help")
 	f(0, []string{"soakd drive"}, "--help")
+}
+
+func TestSIGTERMKeepsPartialReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "long.yaml")
+	// The second phase would take about a minute; SIGTERM arrives during it.
+	long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
+	if err := os.WriteFile(cfg, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfg, "--out", out, "--log-format", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The first phase's partial report appears when it ends; give the
+	// second phase a moment to start, then stop the run.
+	for {
+		if _, err := os.Stat(filepath.Join(out, "report.json")); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no partial report before the deadline:\n%s", stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	time.Sleep(time.Second)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("SIGTERM during a phase: got %v, want exit code 3\n%s", err, stderr.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Status, Verdict, Error string
+		Phases                 []struct {
+			Name      string
+			Requests  int64
+			Errors    int64
+			Aborted   bool
+			DriverPID int `json:"driver_pid"`
+		}
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != "aborted" || rep.Verdict != "aborted" || rep.Error == "" {
+		t.Errorf("status %q verdict %q error %q, want aborted, aborted and a reason", rep.Status, rep.Verdict, rep.Error)
+	}
+	if len(rep.Phases) != 2 {
+		t.Fatalf("phases: got %d, want the finished one and the interrupted one:\n%s", len(rep.Phases), raw)
+	}
+	if p := rep.Phases[0]; p.Requests != 3000 || p.Aborted {
+		t.Errorf("the finished phase must be kept whole: %+v", p)
+	}
+	if p := rep.Phases[1]; !p.Aborted || p.Requests == 0 || p.Requests >= 101500 || p.Errors != 0 {
+		t.Errorf("the interrupted phase must keep its partial, error-free result: %+v", p)
+	}
+	// No driver is left behind.
+	for _, p := range rep.Phases {
+		if err := syscall.Kill(p.DriverPID, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("driver %d is still running (kill 0: %v)", p.DriverPID, err)
+		}
+	}
 }

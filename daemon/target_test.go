@@ -1,0 +1,114 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+func testConfig(t *testing.T, user string) *Config {
+	t.Helper()
+	cfg, err := LoadConfig(defaults(t), []byte(user), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestTargetServesEverything(t *testing.T) {
+	cfg := testConfig(t, "sampler:\n  interval: 50ms\nserver:\n  read_header_timeout: 300ms\n  max_header_bytes: 4096\n")
+	tg, err := StartTarget(t.Context(), cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tg.Shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}()
+	if !strings.HasPrefix(tg.URL(), "http://127.0.0.1:") {
+		t.Fatalf("the default listen address must be loopback, got %s", tg.URL())
+	}
+	f := func(path string, wantCode int, wantBody string) {
+		t.Helper()
+		code, body := get(t, tg.URL()+path)
+		if code != wantCode || !strings.Contains(body, wantBody) {
+			t.Errorf("GET %s: got %d %.200q, want %d containing %q", path, code, body, wantCode, wantBody)
+		}
+	}
+	f("/healthz", 200, "ok")
+	f("/api/donuts/3", 200, `{"data":{"donut":{"id":"3","name":"donut-3","flavor":"VANILLA"}}}`)
+	f("/graphql?query="+`%7Bdonut(id:%224%22)%7Bflavor%7D%7D`, 200, `{"data":{"donut":{"flavor":"STRAWBERRY"}}}`)
+	f("/debug/pprof/", 200, "goroutine")
+	// The GC figures the KPIs rest on, and process metrics, from a
+	// non-global registry.
+	f("/metrics", 200, "go_gc_cycles_total_gc_cycles_total")
+	f("/metrics", 200, "go_cpu_classes_gc_total_cpu_seconds_total")
+	f("/metrics", 200, "process_cpu_seconds_total")
+
+	// Hardening: oversized headers are refused (net/http allows 4 KiB of
+	// slack over max_header_bytes), slow headers time out.
+	req, _ := http.NewRequest(http.MethodGet, tg.URL()+"/healthz", nil)
+	req.Header.Set("X-Big", strings.Repeat("a", 16384))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("oversized header: got %d, want 431", resp.StatusCode)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(tg.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The server must close the connection once read_header_timeout passes
+	// without the end of the headers; the deadline only bounds the test.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = bufio.NewReader(conn).ReadString('\n')
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Errorf("a client that never finishes its headers was not disconnected")
+	}
+
+	// The sampler runs in the target.
+	if ss := tg.Sampler.Samples(time.Time{}, time.Now().Add(time.Hour)); len(ss) == 0 {
+		t.Errorf("the sampler took no sample")
+	}
+}
+
+func TestTargetRefusesBusyAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := testConfig(t, "server:\n  listen: "+ln.Addr().String()+"\n")
+	if _, err := StartTarget(t.Context(), cfg, zap.NewNop()); err == nil || !strings.Contains(err.Error(), "server.listen") {
+		t.Errorf("a busy address must fail naming server.listen, got %v", err)
+	}
+}

@@ -1,0 +1,146 @@
+package report
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/workloads"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func fixture() *Report {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	phase := func(name, arm string, pid int, rps, cpu, gc float64, alloc uint64, errs int64) Phase {
+		res := workloads.Result{
+			Phase: name, Arm: arm, DriverPID: pid, Start: t0, End: t0.Add(20 * time.Second), DurationSeconds: 20,
+			Requests: 80000, Errors: errs, SteadyStart: t0.Add(3 * time.Second), SteadyEnd: t0.Add(13 * time.Second),
+			ThroughputRPS: rps, LatencyMs: workloads.Latency{P50: 0.2, P90: 0.5, P99: 1.5, P999: 3, Max: 8, Mean: 0.3, Stdev: 0.2},
+			Operations: []workloads.OperationResult{{Operation: "x", Users: 50, Iterations: 800, Requests: 40000, Errors: errs}},
+		}
+		if errs > 0 {
+			res.ErrorsByClass = map[string]int64{"http_500": errs}
+			res.ErrorExamples = map[string][]string{"http_500": {"status 500"}}
+		}
+		sum := &profiles.Summary{WindowSeconds: 10, Samples: 11, Cores: 2, CPUKnown: true, CPUSeconds: cpu / 100 * 20,
+			CPUMachinePercent: cpu, CPUCorePercent: 2 * cpu, GCPercentKnown: true, GCPercent: gc, GCCycles: 100,
+			GCPauseP99Ms: 1.5, AllocBytes: alloc, AllocObjects: alloc / 100, HeapLiveBytesMax: 3 << 20, RSSBytesMax: 20 << 20}
+		return NewPhase(res, sum, nil)
+	}
+	r := &Report{
+		SchemaVersion: SchemaVersion, Run: "20261130T100000Z", Profile: "quick", Description: "test fixture",
+		Status: StatusComplete, StartedAt: t0, FinishedAt: t0.Add(time.Minute), TargetPID: 100,
+		Host:                   Host{Cores: 2, GOMAXPROCS: 2, GoVersion: "go1.26.8", OS: "linux", Arch: "amd64", Soakd: "devel"},
+		SamplerIntervalSeconds: 1, Compare: Compare{REST: "rest-control", GraphQL: "graphql-load"},
+		Phases: []Phase{
+			phase("rest-control", "rest", 101, 6000, 17, 0.5, 6000*10*3000, 0),
+			phase("graphql-load", "graphql", 102, 5900, 30, 2.5, 5900*10*12000, 3),
+		},
+		Notes: []string{"a note"},
+	}
+	r.KPIs = kpi.Evaluate(r.Phases[0].Figures(), r.Phases[1].Figures(), kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10})
+	r.Verdict = kpi.Verdict(r.KPIs)
+	return r
+}
+
+func TestPerRequest(t *testing.T) {
+	r := fixture()
+	g := r.Phases[1].PerRequest
+	// 30 % of 2 cores for 20 s over a 10 s window = 0.6 cpu-s per second; ÷ 5900 req/s.
+	if want := 0.6 / 5900 * 1e6; abs(g.CPUMicros-want) > 1e-6 {
+		t.Errorf("cpu µs per request: got %v, want %v", g.CPUMicros, want)
+	}
+	if abs(g.AllocBytes-12000) > 1e-6 {
+		t.Errorf("alloc bytes per request: got %v, want 12000", g.AllocBytes)
+	}
+	if want := 100.0 / 10 / 5900 * 10000; abs(g.GCCyclesPer10kReq-want) > 1e-9 {
+		t.Errorf("gc cycles per 10k: got %v, want %v", g.GCCyclesPer10kReq, want)
+	}
+	if (NewPhase(workloads.Result{ThroughputRPS: 0}, &profiles.Summary{WindowSeconds: 1}, nil).PerRequest != PerRequest{}) {
+		t.Errorf("zero throughput must give zero per-request figures, not Inf")
+	}
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (go test ./report -update to accept):\n%s", name, got)
+	}
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	golden(t, "report.md", fixture().Markdown())
+}
+
+func TestTableGolden(t *testing.T) {
+	var b strings.Builder
+	if err := fixture().Table(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "table.txt", b.String())
+}
+
+func TestWriteAndRead(t *testing.T) {
+	dir := t.TempDir()
+	r := fixture()
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	r.Verdict = "pass"
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(filepath.Join(dir, JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Verdict != "pass" || len(got.Phases) != 2 || got.Phases[1].ErrorsByClass["http_500"] != 3 {
+		t.Errorf("round trip lost data: %+v", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		names := []string{}
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("want only report.json and report.md, got %v (temporary files left behind?)", names)
+	}
+	// Required keys, as CI consumers read them.
+	raw, _ := os.ReadFile(filepath.Join(dir, JSONFile))
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"verdict", "kpis", "phases", "target_pid", "schema_version"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("report.json lacks %q", k)
+		}
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "missing-dir", "x"), []byte("x"), 0o644); err == nil {
+		t.Errorf("writing into a missing directory must fail")
+	}
+}
