@@ -56,7 +56,7 @@ func Drive(ctx context.Context, in io.Reader, out io.Writer, target string) erro
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	client := NewClient(p.Users(), p.RequestTimeout)
+	client := NewClient(p.Connections(), p.RequestTimeout)
 	defer client.CloseIdleConnections()
 	res, err := Run(ctx, target, p, client, func(pr Progress) {
 		if err := w.write(Message{Type: MessageProgress, Progress: &pr}); err != nil {
@@ -143,6 +143,11 @@ func (m Message) check() error {
 	case MessageResult:
 		if m.Result == nil {
 			return errors.New("result message without result")
+		}
+		if o := m.Result.Open; o != nil && o.ServiceHistogram != nil {
+			if err := o.ServiceHistogram.Validate(); err != nil {
+				return fmt.Errorf("open service histogram is invalid: %w", err)
+			}
 		}
 		for _, op := range m.Result.Operations {
 			if op.Histogram == nil {

@@ -159,6 +159,7 @@ func TestReadMessages(t *testing.T) {
 	f("empty error", `{"type":"error"}`, "without error")
 	f("bad histogram", `{"type":"result","result":{"operations":[{"operation":"rest-get","histogram":{"LowestTrackableValue":1,"HighestTrackableValue":60000000,"SignificantFigures":3,"Counts":[-1]}}]}}`, "invalid histogram")
 	f("missing histogram", `{"type":"result","result":{"operations":[{"operation":"rest-get"}]}}`, "has no histogram")
+	f("bad service histogram", `{"type":"result","result":{"open":{"service_histogram":{"LowestTrackableValue":1,"HighestTrackableValue":60000000,"SignificantFigures":3,"Counts":[-1]}}}}`, "service histogram is invalid")
 
 	var got []string
 	in := `{"type":"progress","progress":{"requests":1}}` + "\n" + `{"type":"error","error":"boom"}` + "\n"
@@ -176,5 +177,43 @@ func TestReadMessages(t *testing.T) {
 	cancel()
 	if err := ReadMessages(ctx, strings.NewReader(in), func(Message) error { return nil }); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: got %v, want context.Canceled", err)
+	}
+}
+
+func TestDriveOtherModels(t *testing.T) {
+	fake := newFakeTarget(50)
+	srv := httptest.NewServer(fake.handler())
+	defer srv.Close()
+	openP := Phase{
+		Name: "open", Arm: "rest", Model: Open,
+		Groups:   []UserGroup{{Operation: RESTGet}},
+		Duration: 300 * time.Millisecond, Rate: 100, MaxInFlight: 8,
+		RequestTimeout: time.Second, Donuts: 50,
+	}
+	rampP := Phase{
+		Name: "max", Arm: "rest", Model: Ramping,
+		Groups:         []UserGroup{{Operation: RESTGet}},
+		Think:          Think{Min: 10 * time.Millisecond, Max: 10 * time.Millisecond},
+		Duration:       1500 * time.Millisecond,
+		Ramp:           Ramp{Start: 1, Step: 1, Every: 100 * time.Millisecond, Max: 4},
+		Failure:        Failure{Window: time.Second, MaxErrorRatio: 0.5},
+		RequestTimeout: time.Second, Donuts: 50,
+	}
+	for _, p := range []Phase{openP, rampP} {
+		in, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := drive(context.Background(), t, in, srv.URL)
+		if err != nil {
+			t.Fatalf("%s: Drive: %v", p.Model, err)
+		}
+		r := msgs[len(msgs)-1].Result
+		if r == nil || r.Model != p.Model || r.Requests == 0 || r.Errors != 0 {
+			t.Fatalf("%s: got last message %+v, want a result of that model without errors", p.Model, msgs[len(msgs)-1])
+		}
+		if (p.Model == Open) != (r.Open != nil) || (p.Model == Ramping) != (r.MaxLoad != nil) {
+			t.Errorf("%s: got open %v max_load %v, want only the model's own part", p.Model, r.Open, r.MaxLoad)
+		}
 	}
 }

@@ -1,8 +1,11 @@
 package workloads
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -28,9 +31,16 @@ const (
 	progressInterval = time.Second
 )
 
-// LatencyNote is carried in every Result to say what its latencies mean.
+// LatencyNote is carried in every closed-model and ramping Result to say what
+// its latencies mean.
 const LatencyNote = "closed model: latency is service time from just before sending a request to the end of reading its body, " +
 	"for successful requests only; it does not include think time or time a user waited to send"
+
+// OpenLatencyNote is carried in every open-model Result to say what its latencies mean.
+const OpenLatencyNote = "open model: latency runs from each request's intended send time (its slot in the arrival schedule) " +
+	"to the end of reading its body, for successful requests only, so time spent waiting to be sent counts " +
+	"(no coordinated omission); open.service_ms is the service time from the actual send; " +
+	"arrivals that found max_in_flight requests in flight were dropped, not sent, and are counted in open.dropped"
 
 // Latency summarises a latency distribution in milliseconds.
 type Latency struct {
@@ -95,11 +105,13 @@ type Result struct {
 	Phase string `json:"phase"`
 	// Arm is the arm under test.
 	Arm string `json:"arm"`
+	// Model is the workload model that ran (never empty).
+	Model Model `json:"model"`
 	// DriverPID is the process id of the driver, to show it is not the target.
 	DriverPID int `json:"driver_pid"`
-	// Start is when the phase started (the first user's ramp slot).
+	// Start is when the phase started (the first user's ramp slot, or the open schedule's t = 0).
 	Start time.Time `json:"start"`
-	// End is when the last user finished.
+	// End is when the last user finished (open model: when the last request in flight returned).
 	End time.Time `json:"end"`
 	// DurationSeconds is End - Start, in seconds.
 	DurationSeconds float64 `json:"duration_seconds"`
@@ -111,29 +123,125 @@ type Result struct {
 	ErrorsByClass map[string]int64 `json:"errors_by_class"`
 	// ErrorExamples holds up to three example messages per error class.
 	ErrorExamples map[string][]string `json:"error_examples"`
-	// SteadyStart is the start of the steady window (all users active, head trimmed).
+	// SteadyStart is the start of the steady window: closed model, all users
+	// active and the head trimmed; open model, the schedule's start plus
+	// trim_head; ramping model, the start of the peak window.
 	SteadyStart time.Time `json:"steady_start"`
-	// SteadyEnd is the end of the steady window (tail trimmed, rounded down to SteadyBucket).
+	// SteadyEnd is the end of the steady window: closed model, the first
+	// finish (or the duration cap) less trim_tail, rounded down to
+	// SteadyBucket; open model, the schedule's end less trim_tail; ramping
+	// model, the end of the peak window.
 	SteadyEnd time.Time `json:"steady_end"`
 	// SteadyRequests is the number of requests completed inside the steady window.
 	SteadyRequests int64 `json:"steady_requests"`
-	// ThroughputRPS is SteadyRequests divided by the steady window's length, in requests per second.
+	// ThroughputRPS is SteadyRequests divided by the steady window's length, in
+	// requests per second (ramping model: MaxLoad.PeakThroughputRPS).
 	ThroughputRPS float64 `json:"throughput_rps"`
 	// SteadyFallback is true when there was no steady window and the whole phase was used instead.
 	SteadyFallback bool `json:"steady_fallback"`
 	// SteadyFallbackReason says why the whole phase was used.
 	SteadyFallbackReason string `json:"steady_fallback_reason,omitempty"`
-	// Aborted is true when the phase was cancelled before every request was sent.
+	// Aborted is true when the phase was cancelled before it ended on its own.
 	Aborted bool `json:"aborted"`
-	// LatencyMs summarises the latency of all successful requests, in ms.
+	// LatencyMs summarises the latency of all successful requests, in ms
+	// (open model: from the intended send time, see OpenLatencyNote).
 	LatencyMs Latency `json:"latency_ms"`
 	// Operations holds one entry per user group, in the phase's order.
 	Operations []OperationResult `json:"operations"`
-	// ClosedModel is always true: users wait for each response before thinking and sending again.
+	// ClosedModel is true for the closed and ramping models, where users wait
+	// for each response before thinking and sending again, and false for the open model.
 	ClosedModel bool `json:"closed_model"`
-	// LatencyNote says what the latencies measure (LatencyNote).
+	// LatencyNote says what the latencies measure (LatencyNote or OpenLatencyNote).
 	LatencyNote string `json:"latency_note"`
+	// Open holds the open model's schedule figures; nil for the other models.
+	Open *OpenResult `json:"open,omitempty"`
+	// MaxLoad holds the ramping model's outcome; nil for the other models.
+	MaxLoad *MaxLoadResult `json:"max_load,omitempty"`
+	// Subscriptions is the delivery of the subscription events the phase's
+	// mutations raised; nil when the phase opened none.
+	Subscriptions *SubscriptionResult `json:"subscriptions,omitempty"`
 }
+
+// OpenResult is what an open-model phase did with its arrival schedule.
+type OpenResult struct {
+	// IntendedRateRPS is the schedule's arrivals (sent or dropped) per second
+	// of schedule run: the mean of Rate and RateEnd unless the phase was aborted.
+	IntendedRateRPS float64 `json:"intended_rate_rps"`
+	// AchievedRateRPS is the requests actually sent per second of schedule run.
+	AchievedRateRPS float64 `json:"achieved_rate_rps"`
+	// Arrivals is the number of scheduled arrivals that came due: Sent + Dropped.
+	Arrivals int64 `json:"arrivals"`
+	// Sent is the number of requests sent.
+	Sent int64 `json:"sent"`
+	// Dropped is the number of arrivals not sent because max_in_flight
+	// requests were in flight at their intended time.
+	Dropped int64 `json:"dropped"`
+	// Late is the number of requests sent more than LateThreshold after their intended time.
+	Late int64 `json:"late"`
+	// LateThresholdMs is LateThreshold, in ms.
+	LateThresholdMs float64 `json:"late_threshold_ms"`
+	// MaxLatenessMs is the largest delay between a request's intended and actual send time, in ms.
+	MaxLatenessMs float64 `json:"max_lateness_ms"`
+	// ServiceMs summarises the service time (actual send to the end of the
+	// body) of the successful requests, in ms, for comparison with LatencyMs.
+	ServiceMs Latency `json:"service_ms"`
+	// ServiceHistogram is the service-time histogram (microseconds), for merging.
+	ServiceHistogram *hdrhistogram.Snapshot `json:"service_histogram"`
+}
+
+// MaxLoadResult is the outcome of a ramping (maximum-load) phase.
+type MaxLoadResult struct {
+	// Reason says why the phase ended: ReasonErrorRatio, ReasonP99Latency or
+	// ReasonConnectionErrors (a failure), ReasonMaxUsers, ReasonDuration or ReasonAborted.
+	Reason string `json:"reason"`
+	// Detail explains Reason in words, with the measured values and the limits.
+	Detail string `json:"detail"`
+	// Failed is true when a failure rule tripped.
+	Failed bool `json:"failed"`
+	// UsersAtFailure is the number of active users when the rule tripped (0 without a failure).
+	UsersAtFailure int `json:"users_at_failure"`
+	// FailureAt is when the rule tripped: the end of the window judged (zero without a failure).
+	FailureAt time.Time `json:"failure_at,omitzero"`
+	// FailureWindow holds the figures of the window that tripped the rule.
+	FailureWindow *WindowStats `json:"failure_window,omitempty"`
+	// FinalUsers is the number of users active when the phase was stopped.
+	FinalUsers int `json:"final_users"`
+	// PeakThroughputRPS is the highest throughput of a sliding window that did
+	// not trip a rule, in requests per second: the most the target sustained.
+	PeakThroughputRPS float64 `json:"peak_throughput_rps"`
+	// PeakUsers is the number of active users at the end of the peak window.
+	PeakUsers int `json:"peak_users"`
+	// PeakWindowStart is the start of the peak window (zero when there was none),
+	// for reading the target's CPU and memory over the same span.
+	PeakWindowStart time.Time `json:"peak_window_start,omitzero"`
+	// PeakWindowEnd is the end of the peak window.
+	PeakWindowEnd time.Time `json:"peak_window_end,omitzero"`
+	// PeakWindow holds the peak window's figures.
+	PeakWindow *WindowStats `json:"peak_window,omitempty"`
+	// Timeline has one point per LoadBucket, oldest first; it keeps at most
+	// MaxTimelinePoints (the latest), so a long phase cannot grow it without bound.
+	Timeline []TimelinePoint `json:"timeline"`
+	// TimelineDropped is the number of earliest points left out of Timeline.
+	TimelineDropped int64 `json:"timeline_dropped"`
+}
+
+// TimelinePoint is one LoadBucket of a ramping phase.
+type TimelinePoint struct {
+	// TSeconds is the bucket's end, in seconds since the phase start.
+	TSeconds float64 `json:"t_seconds"`
+	// Users is the number of active users at the bucket's end.
+	Users int `json:"users"`
+	// RPS is the bucket's completed requests per second.
+	RPS float64 `json:"rps"`
+	// ErrorRatio is the bucket's share of failed requests (0..1).
+	ErrorRatio float64 `json:"error_ratio"`
+	// P99Ms is the 99th-percentile latency of the bucket's successful requests, in ms.
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// MaxTimelinePoints caps MaxLoadResult.Timeline: one hour of 1 s points,
+// about 150 KiB in memory; older points are dropped first.
+const MaxTimelinePoints = 3600
 
 // Progress is a snapshot of a running phase, reported about once per second.
 type Progress struct {
@@ -143,10 +251,13 @@ type Progress struct {
 	Requests int64 `json:"requests"`
 	// Errors is the number of failed requests so far.
 	Errors int64 `json:"errors"`
-	// ActiveUsers is the number of users started and not yet finished.
+	// ActiveUsers is the number of users started and not yet finished (open
+	// model: the number of requests in flight).
 	ActiveUsers int64 `json:"active_users"`
 	// RPS is the completion rate over the last interval, in requests per second.
 	RPS float64 `json:"rps"`
+	// Dropped is the open model's number of dropped arrivals so far.
+	Dropped int64 `json:"dropped,omitempty"`
 }
 
 // NewClient returns an HTTP client for a phase of users virtual users: a
@@ -192,15 +303,20 @@ type opStats struct {
 type engine struct {
 	phase  Phase
 	client *http.Client
+	base   *url.URL
 	start  time.Time
 	ops    []*opStats
 
 	requests atomic.Int64 // completed requests, for progress
 	errors   atomic.Int64 // failed requests, for progress
-	active   atomic.Int64 // started and unfinished users
+	active   atomic.Int64 // active users (open model: requests in flight)
+	dropped  atomic.Int64 // open model: dropped arrivals
+	aborted  atomic.Bool  // a user stopped early because the run's context ended
 
-	mu     sync.Mutex // guards steady and reads of the clock for it
-	steady *steadyCounter
+	mu     sync.Mutex     // guards the fields below and reads of the clock for them
+	steady *steadyCounter // closed model
+	window *loadWindow    // ramping model
+	open   *openStats     // open model
 
 	exMu     sync.Mutex
 	examples map[string][]string
@@ -210,14 +326,22 @@ type engine struct {
 // "http://127.0.0.1:8080") with client, calling progress (if not nil) about
 // once per second from a goroutine that Run owns, and returns the result.
 //
-// It is a closed model: each user waits for its ramp slot, then for each
-// iteration thinks, sends one request and waits for the whole response before
-// validating it. Exactly p.Requests() requests are sent unless ctx is
-// cancelled; then no new request starts, requests in flight finish (each is
-// bounded by p.RequestTimeout), and Run returns the partial result with
-// Aborted set and a nil error. A nil client gets NewClient(p.Users(),
-// p.RequestTimeout), closed when Run returns. The error is non-nil only when p
-// or target is invalid, before any request is sent.
+// The closed model (the default): each user waits for its ramp slot, then for
+// each iteration thinks, sends one request and waits for the whole response
+// before validating it. Exactly p.Requests() requests are sent unless ctx is
+// cancelled or p.Duration elapses first; then no new request starts and
+// requests in flight finish (each is bounded by p.RequestTimeout).
+//
+// The open model sends requests on the schedule of NewPacer(p), choosing each
+// one's operation by the groups' weights, with at most p.MaxInFlight in
+// flight; see OpenLatencyNote. The ramping model adds closed-model users on the
+// schedule of RampUsers until a failure rule trips (see Judge), the user cap
+// has run for one window, p.Duration elapses or ctx is cancelled.
+//
+// When ctx is cancelled Run returns the partial result with Aborted set and a
+// nil error. A nil client gets NewClient(p.Connections(), p.RequestTimeout),
+// closed when Run returns. The error is non-nil only when p or target is
+// invalid, before any request is sent.
 func Run(ctx context.Context, target string, p Phase, client *http.Client, progress func(Progress)) (Result, error) {
 	if err := p.Validate(); err != nil {
 		return Result{}, fmt.Errorf("invalid phase: %w", err)
@@ -227,21 +351,33 @@ func Run(ctx context.Context, target string, p Phase, client *http.Client, progr
 		return Result{}, err
 	}
 	if client == nil {
-		client = NewClient(p.Users(), p.RequestTimeout)
+		client = NewClient(p.Connections(), p.RequestTimeout)
 		defer client.CloseIdleConnections()
 	}
-	order := startOrder(p.Groups)
-	users := make([]*user, len(order))
-	for i, slot := range order {
-		if users[i], err = newUser(p, base, i, slot); err != nil {
+	e := newEngine(p, client, base)
+	// Build one user per group up front, so that a phase whose requests
+	// cannot be built fails before sending anything.
+	for gi := range p.Groups {
+		if _, err := newUser(p, base, 0, userSlot{group: gi}); err != nil {
 			return Result{}, err
 		}
 	}
+	switch p.Model.normalized() {
+	case Open:
+		return e.runOpen(ctx, progress), nil
+	case Ramping:
+		return e.runRamping(ctx, progress), nil
+	}
+	return e.runClosed(ctx, progress)
+}
+
+// newEngine returns the engine of phase p, before its model-specific state is set.
+func newEngine(p Phase, client *http.Client, base *url.URL) *engine {
 	e := &engine{
 		phase:    p,
 		client:   client,
+		base:     base,
 		ops:      make([]*opStats, len(p.Groups)),
-		steady:   newSteadyCounter(len(users), p.TrimHead, p.TrimTail),
 		examples: make(map[string][]string),
 	}
 	for i := range e.ops {
@@ -250,28 +386,138 @@ func Run(ctx context.Context, target string, p Phase, client *http.Client, progr
 			byClass: make(map[string]int64),
 		}
 	}
+	return e
+}
+
+// runClosed plays a closed-model phase.
+func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result, error) {
+	p := e.phase
+	order := startOrder(p.Groups)
+	users := make([]*user, len(order))
+	for i, slot := range order {
+		var err error
+		if users[i], err = newUser(p, e.base, i, slot); err != nil {
+			return Result{}, err
+		}
+	}
+	var subs *Subscribers
+	if p.Subscriptions.Clients > 0 {
+		var ids []string
+		for _, u := range users {
+			if u.op == GraphQLMutation {
+				ids = append(ids, u.writerID)
+			}
+		}
+		var err error
+		if subs, err = OpenSubscribers(ctx, e.base.String(), p.Subscriptions, ids, e.probe); err != nil {
+			return Result{}, fmt.Errorf("cannot open subscriptions: %w", err)
+		}
+	}
+	e.steady = newSteadyCounter(len(users), p.TrimHead, p.TrimTail)
+	stopCtx, stop := context.WithCancel(ctx) // cancelled by ctx or at the duration cap
+	defer stop()
 
 	e.start = time.Now()
+	stopReporter := e.startReporter(progress)
 	var wg sync.WaitGroup
 	for i, u := range users {
 		offset := RampOffset(i, len(users), p.RampUp)
-		wg.Go(func() { e.runUser(ctx, u, offset) })
+		wg.Go(func() { e.runUser(ctx, stopCtx, u, offset) })
 	}
 	done := make(chan struct{})
-	var reporter sync.WaitGroup
-	if progress != nil {
-		reporter.Go(func() { e.report(done, progress) })
+	var capper sync.WaitGroup
+	if p.Duration > 0 {
+		capper.Go(func() { e.capAt(done, stop) })
 	}
 	wg.Wait()
 	end := time.Now()
 	close(done)
-	reporter.Wait()
+	capper.Wait()
+	stopReporter()
 	for _, u := range users {
 		if u.timer != nil {
 			u.timer.Stop()
 		}
 	}
-	return e.result(ctx, end), nil
+	r := e.result(end)
+	r.Aborted = e.aborted.Load()
+	st := e.steady.outcome(end.Sub(e.start))
+	e.setSteady(&r, st)
+	if subs != nil {
+		// Every successful mutation published one event to its writer's
+		// id; that is what each subscription of the id must receive.
+		written := make(map[string]int64, len(users))
+		for _, u := range users {
+			if u.op == GraphQLMutation {
+				written[u.writerID] = u.okWrites
+			}
+		}
+		sr := subs.Close(context.WithoutCancel(ctx), func(id string) int64 { return written[id] })
+		r.Subscriptions = &sr
+	}
+	return r, nil
+}
+
+// probe writes sequence 0 to id through a GraphQL mutation: the event that
+// proves a subscription to id is live before the load starts. Subscribers
+// never count it.
+func (e *engine) probe(ctx context.Context, id string) error {
+	body, err := json.Marshal(graphQLRequest{
+		Query:         mutationDocument,
+		OperationName: "UpdateDonut",
+		Variables:     map[string]any{"donut": donutJSON{ID: id, Name: EventName(id, 0, time.Now()), Flavor: flavorByIndex(0)}},
+	})
+	if err != nil {
+		return fmt.Errorf("cannot build probe: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.phase.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base.String()+"/graphql", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("cannot build probe: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Baggage", baggage(e.phase))
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("probe of %s: %w", id, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe of %s: HTTP %d", id, resp.StatusCode)
+	}
+	return nil
+}
+
+// capAt ends the steady window and stops the closed-model users once
+// Phase.Duration has elapsed, unless done is closed first.
+func (e *engine) capAt(done <-chan struct{}, stop func()) {
+	t := time.NewTimer(time.Until(e.start.Add(e.phase.Duration)))
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	e.mu.Lock()
+	// The cap, not the moment the first user notices it, ends the window;
+	// userFinished ignores this when a user finished earlier.
+	e.steady.userFinished(e.phase.Duration)
+	e.mu.Unlock()
+	stop()
+}
+
+// setSteady copies a steady outcome into r.
+func (e *engine) setSteady(r *Result, st steadyOutcome) {
+	r.SteadyStart = e.start.Add(st.window.Start)
+	r.SteadyEnd = e.start.Add(st.window.End)
+	r.SteadyRequests = st.requests
+	r.SteadyFallback = st.fallback
+	r.SteadyFallbackReason = st.reason
+	if secs := (st.window.End - st.window.Start).Seconds(); secs > 0 {
+		r.ThroughputRPS = float64(st.requests) / secs
+	}
 }
 
 // parseTarget checks that target is an absolute http(s) URL and returns it
@@ -290,10 +536,12 @@ func parseTarget(target string) (*url.URL, error) {
 	return u, nil
 }
 
-// runUser is one virtual user's life: wait for its ramp slot, then think, send
-// and validate for each iteration, stopping early when ctx is cancelled.
-func (e *engine) runUser(ctx context.Context, u *user, offset time.Duration) {
-	if !u.sleep(ctx, time.Until(e.start.Add(offset))) {
+// runUser is one closed-model user's life: wait for its ramp slot, then run
+// its iterations until stopCtx ends (ctx being the run's own context, to tell
+// an abort from the duration cap).
+func (e *engine) runUser(ctx, stopCtx context.Context, u *user, offset time.Duration) {
+	if !u.sleep(stopCtx, time.Until(e.start.Add(offset))) {
+		e.noteStop(ctx)
 		return
 	}
 	e.active.Add(1)
@@ -302,16 +550,37 @@ func (e *engine) runUser(ctx context.Context, u *user, offset time.Duration) {
 		e.mark(e.steady.userFinished)
 		e.active.Add(-1)
 	}()
-	reqCtx := context.WithoutCancel(ctx) // requests in flight finish even when the phase is aborted
-	for i := range u.iters {
-		if ctx.Err() != nil {
-			return
+	e.iterate(ctx, stopCtx, u)
+}
+
+// iterate runs u's iterations (unlimited when u.iters is 0): think, send,
+// validate and record, stopping before the next one once stopCtx ends.
+// Requests in flight finish even then. It reports whether u sent all its
+// iterations.
+func (e *engine) iterate(ctx, stopCtx context.Context, u *user) (completed bool) {
+	reqCtx := context.WithoutCancel(ctx)
+	for i := 0; u.iters == 0 || i < u.iters; i++ {
+		if stopCtx.Err() != nil {
+			e.noteStop(ctx)
+			return false
 		}
-		if !u.sleep(ctx, DrawThink(u.rng, e.phase.Think)) || ctx.Err() != nil {
-			return
+		if !u.sleep(stopCtx, DrawThink(u.rng, e.phase.Think)) || stopCtx.Err() != nil {
+			e.noteStop(ctx)
+			return false
 		}
 		o := u.do(reqCtx, e.client, e.phase.RequestTimeout, u.next(i))
-		e.record(u.group, o)
+		if o.class == "" && u.op.writes() {
+			u.okWrites++
+		}
+		e.record(u.group, o, o.latency)
+	}
+	return true
+}
+
+// noteStop records that a user stopped early, as an abort when ctx has ended.
+func (e *engine) noteStop(ctx context.Context) {
+	if ctx.Err() != nil {
+		e.aborted.Store(true)
 	}
 }
 
@@ -335,22 +604,23 @@ func (u *user) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// mark calls f with the time since the phase start, read under the steady
-// counter's lock so that the counter sees offsets in order.
+// mark calls f with the time since the phase start, read under the engine's
+// lock so that the steady counter sees offsets in order.
 func (e *engine) mark(f func(time.Duration)) {
 	e.mu.Lock()
 	f(time.Since(e.start))
 	e.mu.Unlock()
 }
 
-// record adds one request's outcome to its group and to the phase totals.
-func (e *engine) record(group int, o outcome) {
+// record adds one request's outcome to its group and to the phase totals;
+// latency is what goes into the group's histogram when the request succeeded
+// (the service time, or in the open model the time from the intended send).
+func (e *engine) record(group int, o outcome, latency time.Duration) {
 	s := e.ops[group]
 	s.mu.Lock()
 	s.requests++
 	if o.class == "" {
-		us := max(o.latency.Microseconds(), histMinMicros)
-		_ = s.hist.RecordValue(min(us, histMaxMicros)) // clamped into range, cannot fail
+		_ = s.hist.RecordValue(clampMicros(latency)) // clamped into range, cannot fail
 	} else {
 		s.errors++
 		s.byClass[o.class]++
@@ -366,9 +636,33 @@ func (e *engine) record(group int, o outcome) {
 		e.exMu.Unlock()
 	}
 	e.mu.Lock()
-	e.steady.completed(time.Since(e.start))
+	at := time.Since(e.start)
+	switch {
+	case e.steady != nil:
+		e.steady.completed(at)
+	case e.window != nil:
+		e.window.add(at, o.class, latency)
+	case e.open != nil:
+		e.open.completed(at, o)
+	}
 	e.mu.Unlock()
 	e.requests.Add(1)
+}
+
+// startReporter starts calling progress every progressInterval from a
+// goroutine it owns, and returns the function that stops it and waits for it.
+// A nil progress starts nothing.
+func (e *engine) startReporter(progress func(Progress)) (stop func()) {
+	if progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { e.report(done, progress) })
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // report calls progress every progressInterval until done is closed.
@@ -390,6 +684,7 @@ func (e *engine) report(done <-chan struct{}, progress func(Progress)) {
 			Requests:       n,
 			Errors:         e.errors.Load(),
 			ActiveUsers:    e.active.Load(),
+			Dropped:        e.dropped.Load(),
 		}
 		if dt := (at - lastAt).Seconds(); dt > 0 {
 			p.RPS = float64(n-lastRequests) / dt
@@ -399,18 +694,24 @@ func (e *engine) report(done <-chan struct{}, progress func(Progress)) {
 	}
 }
 
-// result assembles the phase's Result once every user has finished.
-func (e *engine) result(ctx context.Context, end time.Time) Result {
+// result assembles the parts of the phase's Result every model shares, once
+// every user has finished; the callers add the steady window and their own parts.
+func (e *engine) result(end time.Time) Result {
 	p := e.phase
+	model := p.Model.normalized()
 	r := Result{
 		Phase:         p.Name,
 		Arm:           p.Arm,
+		Model:         model,
 		DriverPID:     os.Getpid(),
 		Start:         e.start,
 		End:           end,
 		ErrorsByClass: make(map[string]int64),
-		ClosedModel:   true,
+		ClosedModel:   model != Open,
 		LatencyNote:   LatencyNote,
+	}
+	if model == Open {
+		r.LatencyNote = OpenLatencyNote
 	}
 	r.DurationSeconds = end.Sub(e.start).Seconds()
 	all := hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs)
@@ -435,16 +736,5 @@ func (e *engine) result(ctx context.Context, end time.Time) Result {
 	}
 	r.LatencyMs = Summarize(all)
 	r.ErrorExamples = e.examples
-	r.Aborted = ctx.Err() != nil && r.Requests < p.Requests()
-
-	st := e.steady.outcome(end.Sub(e.start))
-	r.SteadyStart = e.start.Add(st.window.Start)
-	r.SteadyEnd = e.start.Add(st.window.End)
-	r.SteadyRequests = st.requests
-	r.SteadyFallback = st.fallback
-	r.SteadyFallbackReason = st.reason
-	if secs := (st.window.End - st.window.Start).Seconds(); secs > 0 {
-		r.ThroughputRPS = float64(st.requests) / secs
-	}
 	return r
 }

@@ -51,21 +51,26 @@ const (
 	maxExampleBytes = 300
 )
 
-// user is one virtual user's prebuilt state. Only the user's own goroutine
-// touches it, and it sends one request at a time (closed model).
+// user is one virtual user's prebuilt state. Only one goroutine at a time
+// touches it -- the user's own (closed and ramping models) or the one holding
+// its open-model slot -- so it sends one request at a time.
 type user struct {
 	index  int       // global index in the phase (start order)
 	op     Operation // the operation every request sends
 	group  int       // index in Phase.Groups
-	iters  int
+	iters  int       // requests to send; 0 sends until stopped
 	rng    *rand.Rand
 	donuts int
 	header http.Header // never mutated after construction, so requests may share it
 
-	url       string // full URL, or for rest-get the prefix before the id
-	writerID  string
-	bodies    [3][]byte // writers: the constant body for each flavor index
-	bodyStart []byte    // graphql-query: the body before the id
+	url      string // full URL, or for rest-get the prefix before the id
+	writerID string
+	// writers: for each flavor index, the body before and after the donut
+	// name, which carries EventName(writer, seq, send time) so that
+	// subscribers can count and time the events it raises.
+	bodies    [3][2][]byte
+	okWrites  int64  // writers: successful writes, what subscribers must receive
+	bodyStart []byte // graphql-query: the body before the id
 	resp      bytes.Buffer
 	timer     *time.Timer
 }
@@ -111,13 +116,15 @@ func newUser(p Phase, target *url.URL, index int, slot userSlot) (*user, error) 
 		u.bodyStart = []byte(`{"query":` + strconv.Quote(queryDocument) + `,"operationName":"Donut","variables":{"id":"`)
 	case RESTPut, GraphQLMutation:
 		u.writerID = writerID(index)
-		name := "donut-" + u.writerID
+		// The name is a placeholder split out of the marshalled body, so a
+		// request only appends three slices.
+		const placeholder = `\u0000` // how encoding/json writes the NUL name below
 		for f := range u.bodies {
 			var (
 				b   []byte
 				err error
 			)
-			d := donutJSON{ID: u.writerID, Name: name, Flavor: flavorByIndex(f)}
+			d := donutJSON{ID: u.writerID, Name: "\x00", Flavor: flavorByIndex(f)}
 			if g.Operation == RESTPut {
 				b, err = json.Marshal(struct {
 					Name   string `json:"name"`
@@ -133,7 +140,11 @@ func newUser(p Phase, target *url.URL, index int, slot userSlot) (*user, error) 
 			if err != nil {
 				return nil, fmt.Errorf("cannot build request body: %w", err)
 			}
-			u.bodies[f] = b
+			before, after, ok := bytes.Cut(b, []byte(placeholder))
+			if !ok {
+				return nil, fmt.Errorf("cannot build request body: no name placeholder in %s", b)
+			}
+			u.bodies[f] = [2][]byte{before, after}
 		}
 	}
 	return u, nil
@@ -202,15 +213,27 @@ func (u *user) next(i int) call {
 		if u.op == RESTPut {
 			m = http.MethodPut
 		}
-		return call{method: m, url: u.url, body: u.bodies[f], wantID: u.writerID, wantFlavor: flavorByIndex(f)}
+		return call{method: m, url: u.url, body: u.writeBody(f, int64(i)+1), wantID: u.writerID, wantFlavor: flavorByIndex(f)}
 	}
+}
+
+// writeBody is a writer's body for flavor index f, naming the donut
+// EventName(writer, seq, now).
+func (u *user) writeBody(f int, seq int64) []byte {
+	name := EventName(u.writerID, seq, time.Now())
+	parts := u.bodies[f]
+	b := make([]byte, 0, len(parts[0])+len(name)+len(parts[1]))
+	b = append(b, parts[0]...)
+	b = append(b, name...)
+	return append(b, parts[1]...)
 }
 
 // outcome is what one request produced: its latency and, on failure, its
 // error class and a message.
 type outcome struct {
-	latency time.Duration
-	class   string // "" on success
+	sent    time.Time     // just before the request was handed to the client
+	latency time.Duration // service time: from sent to the end of the body (or the failure)
+	class   string        // "" on success
 	message string
 }
 
@@ -226,19 +249,19 @@ func (u *user) do(ctx context.Context, client *http.Client, timeout time.Duratio
 	}
 	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
 	if err != nil {
-		return outcome{class: ClassOther, message: fmt.Sprintf("cannot build request: %v", err)}
+		return outcome{sent: time.Now(), class: ClassOther, message: fmt.Sprintf("cannot build request: %v", err)}
 	}
 	req.Header = u.header
 
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return outcome{latency: time.Since(start), class: classifyTransport(err), message: err.Error()}
+		return outcome{sent: start, latency: time.Since(start), class: classifyTransport(err), message: err.Error()}
 	}
 	u.resp.Reset()
 	_, err = u.resp.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes))
 	resp.Body.Close()
-	o := outcome{latency: time.Since(start)}
+	o := outcome{sent: start, latency: time.Since(start)}
 	if err != nil {
 		o.class, o.message = classifyTransport(err), fmt.Sprintf("%s %s: cannot read body: %v", c.method, c.url, err)
 		return o

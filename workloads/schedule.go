@@ -211,7 +211,7 @@ func (s *steadyCounter) outcome(end time.Duration) steadyOutcome {
 	whole := steadyOutcome{window: Window{End: end}, requests: s.total, fallback: true}
 	switch {
 	case !s.openKnown:
-		whole.reason = "not every user started (the phase was aborted during ramp-up)"
+		whole.reason = "not every user started (the phase was aborted, or reached its duration, during ramp-up)"
 	case !s.finished:
 		whole.reason = "no user finished"
 	case !s.windowOK:

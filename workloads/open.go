@@ -1,0 +1,229 @@
+package workloads
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// openStream is the PCG stream of the open model's operation choices, apart
+// from the users' streams (their global indices).
+const openStream = math.MaxUint64
+
+// openStats accumulates the open model's own figures. It is clock-free
+// (callers pass offsets and latenesses) and not safe for concurrent use: the
+// engine guards it with its lock.
+type openStats struct {
+	window   Window // the planned steady window
+	steady   int64  // completions inside window
+	sent     int64
+	late     int64
+	maxLate  time.Duration
+	service  *hdrhistogram.Histogram // successful requests' service time, µs
+	arrivals int64                   // arrivals that came due (sent or dropped)
+}
+
+// newOpenStats returns the figures of an open phase whose steady window is
+// [trimHead, duration-trimTail).
+func newOpenStats(duration, trimHead, trimTail time.Duration) *openStats {
+	return &openStats{
+		window:  Window{Start: trimHead, End: duration - trimTail},
+		service: hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs),
+	}
+}
+
+// sentAt records that a request was sent lateness after its intended time; it
+// is late when lateness exceeds LateThreshold.
+func (s *openStats) sentAt(lateness time.Duration) {
+	s.sent++
+	if lateness > LateThreshold {
+		s.late++
+	}
+	s.maxLate = max(s.maxLate, lateness)
+}
+
+// completed records one completion at offset at.
+func (s *openStats) completed(at time.Duration, o outcome) {
+	if at >= s.window.Start && at < s.window.End {
+		s.steady++
+	}
+	if o.class == "" {
+		_ = s.service.RecordValue(clampMicros(o.latency))
+	}
+}
+
+// openSlot is one of the open model's MaxInFlight request slots: whoever
+// holds it may send one request. It holds one user per group, built on first
+// use, whose response buffer and writer id no other slot shares.
+type openSlot struct {
+	index int
+	users []*user
+	iters []int // requests sent per group, to cycle writers' flavors
+}
+
+// weightedPicker chooses a group index with probability proportional to the
+// groups' weights (0 counting as 1).
+type weightedPicker struct {
+	cum []int // cumulative weights
+	rng *rand.Rand
+}
+
+// newWeightedPicker returns a picker over groups drawing from rng.
+func newWeightedPicker(groups []UserGroup, rng *rand.Rand) *weightedPicker {
+	w := &weightedPicker{cum: make([]int, len(groups)), rng: rng}
+	total := 0
+	for i, g := range groups {
+		total += max(g.Weight, 1)
+		w.cum[i] = total
+	}
+	return w
+}
+
+// pick returns the next group index.
+func (w *weightedPicker) pick() int {
+	x := w.rng.IntN(w.cum[len(w.cum)-1])
+	for i, c := range w.cum {
+		if x < c {
+			return i
+		}
+	}
+	return len(w.cum) - 1
+}
+
+// runOpen plays an open-model phase: one scheduler (this goroutine) sends each
+// arrival of NewPacer(p) at its intended time from a goroutine of its own,
+// provided a slot is free, and drops it otherwise.
+func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
+	p := e.phase
+	pacer := NewPacer(p)
+	e.open = newOpenStats(p.Duration, p.TrimHead, p.TrimTail)
+	free := make(chan *openSlot, p.MaxInFlight)
+	for i := range p.MaxInFlight {
+		free <- &openSlot{index: i, users: make([]*user, len(p.Groups)), iters: make([]int, len(p.Groups))}
+	}
+	picker := newWeightedPicker(p.Groups, rand.New(rand.NewPCG(p.Seed, openStream)))
+	reqCtx := context.WithoutCancel(ctx) // requests in flight finish even when the phase is aborted
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+
+	var inflight sync.WaitGroup
+	e.start = time.Now()
+	stopReporter := e.startReporter(progress)
+	var hits uint64
+	aborted := false
+	for {
+		wait, stop := pacer.Pace(time.Since(e.start), hits)
+		if stop {
+			break
+		}
+		if !sleepTimer(ctx, timer, wait) {
+			aborted = true
+			break
+		}
+		at, _ := pacer.Intended(int64(hits))
+		hits++
+		intended := e.start.Add(at)
+		g := picker.pick() // drawn for dropped arrivals too, so choices do not depend on timing
+		select {
+		case s := <-free:
+			e.active.Add(1)
+			inflight.Go(func() {
+				e.sendOpen(reqCtx, s, g, intended)
+				e.active.Add(-1)
+				free <- s
+			})
+		default:
+			e.dropped.Add(1)
+		}
+	}
+	scheduled := p.Duration
+	if aborted {
+		scheduled = min(time.Since(e.start), p.Duration)
+	}
+	inflight.Wait()
+	end := time.Now()
+	stopReporter()
+
+	r := e.result(end)
+	r.Aborted = aborted
+	o := e.open
+	o.arrivals = int64(hits)
+	dropped := e.dropped.Load()
+	or := &OpenResult{
+		Arrivals:         o.arrivals,
+		Sent:             o.sent,
+		Dropped:          dropped,
+		Late:             o.late,
+		LateThresholdMs:  ms(LateThreshold),
+		MaxLatenessMs:    ms(o.maxLate),
+		ServiceMs:        Summarize(o.service),
+		ServiceHistogram: o.service.Export(),
+	}
+	if secs := scheduled.Seconds(); secs > 0 {
+		or.IntendedRateRPS = float64(o.arrivals) / secs
+		or.AchievedRateRPS = float64(o.sent) / secs
+	}
+	r.Open = or
+
+	st := steadyOutcome{window: o.window, requests: o.steady}
+	switch {
+	case aborted:
+		st = steadyOutcome{window: Window{End: end.Sub(e.start)}, requests: r.Requests, fallback: true,
+			reason: "the phase was aborted before its schedule ended"}
+	case o.window.End <= o.window.Start:
+		st = steadyOutcome{window: Window{End: end.Sub(e.start)}, requests: r.Requests, fallback: true,
+			reason: "the steady window is empty: trim_head " + p.TrimHead.String() + " and trim_tail " +
+				p.TrimTail.String() + " leave nothing of the " + p.Duration.String() + " schedule"}
+	}
+	e.setSteady(&r, st)
+	return r
+}
+
+// sendOpen sends one open-model request of group g from slot s, intended at
+// intended, and records it: its latency from the intended time in the
+// group's histogram, its service time and lateness in the open figures.
+func (e *engine) sendOpen(ctx context.Context, s *openSlot, g int, intended time.Time) {
+	u := s.users[g]
+	if u == nil {
+		var err error
+		// Run built a user of every group before starting, so this cannot fail.
+		if u, err = newUser(e.phase, e.base, s.index*len(e.phase.Groups)+g, userSlot{group: g, member: s.index}); err != nil {
+			o := outcome{sent: time.Now(), class: ClassOther, message: err.Error()}
+			e.record(g, o, 0)
+			return
+		}
+		s.users[g] = u
+	}
+	i := s.iters[g]
+	s.iters[g]++
+	o := u.do(ctx, e.client, e.phase.RequestTimeout, u.next(i))
+	lateness := max(o.sent.Sub(intended), 0)
+	e.mu.Lock()
+	e.open.sentAt(lateness)
+	e.mu.Unlock()
+	e.record(g, o, lateness+o.latency)
+}
+
+// sleepTimer waits for d on t (stopped, or fired and drained) unless ctx ends
+// first, and reports whether ctx is still live.
+func sleepTimer(ctx context.Context, t *time.Timer, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t.Reset(d)
+	select {
+	case <-t.C:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
+}
+
+// ms converts a duration to milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

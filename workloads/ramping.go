@@ -1,0 +1,208 @@
+package workloads
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// never is an offset no event reaches.
+const never = time.Duration(math.MaxInt64)
+
+// maxLoadState is the ramping controller's record of the run: the peak
+// window, the failure and the bounded timeline. Only the controller touches it.
+type maxLoadState struct {
+	res      MaxLoadResult
+	peak     WindowStats
+	peakEnd  time.Duration
+	havePeak bool
+
+	timeline []TimelinePoint // ring of at most MaxTimelinePoints
+	next     int             // where the next point goes once the ring is full
+}
+
+// addPoint appends pt to the timeline, dropping the oldest point when full.
+func (m *maxLoadState) addPoint(pt TimelinePoint) {
+	if len(m.timeline) < MaxTimelinePoints {
+		m.timeline = append(m.timeline, pt)
+		return
+	}
+	m.timeline[m.next] = pt
+	m.next = (m.next + 1) % MaxTimelinePoints
+	m.res.TimelineDropped++
+}
+
+// orderedTimeline returns the timeline oldest first.
+func (m *maxLoadState) orderedTimeline() []TimelinePoint {
+	out := make([]TimelinePoint, 0, len(m.timeline))
+	out = append(out, m.timeline[m.next:]...)
+	return append(out, m.timeline[:m.next]...)
+}
+
+// runRamping plays a ramping (maximum-load) phase. This goroutine is the
+// controller: it adds users on the schedule of RampUsers, closes a LoadBucket
+// every second, judges the sliding window that ends there, and stops the
+// users on a failure, on the user cap having run one full window, at
+// Phase.Duration, or when ctx ends. Users are closed-model users assigned to
+// the groups round robin, in group order.
+func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result {
+	p := e.phase
+	e.window = newLoadWindow(p.Failure.Window)
+	stopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	limit := rampCap(p.Ramp)
+	var m maxLoadState
+	var users []*user // bounded by limit; kept to stop their timers at the end
+	var wg sync.WaitGroup
+	// finished counts the users that sent all their iterations. The users
+	// running are len(users) - finished: unlike e.active it does not drop
+	// while the users stop after ctx is cancelled.
+	var finished atomic.Int64
+	running := func() int { return len(users) - int(finished.Load()) }
+
+	e.start = time.Now()
+	stopReporter := e.startReporter(progress)
+	launch := func(n int) {
+		for len(users) < n {
+			k := len(users)
+			u, err := newUser(p, e.base, k, userSlot{group: k % len(p.Groups), member: k / len(p.Groups)})
+			if err != nil { // Run built a user of every group before starting, so this cannot happen
+				e.record(k%len(p.Groups), outcome{class: ClassOther, message: err.Error()}, 0)
+				return
+			}
+			users = append(users, u)
+			e.active.Add(1)
+			wg.Go(func() {
+				defer e.active.Add(-1)
+				if e.iterate(ctx, stopCtx, u) {
+					finished.Add(1)
+				}
+			})
+		}
+	}
+
+	launch(RampUsers(p.Ramp, 0))
+	nextAdd, capAt := never, never
+	if len(users) >= limit {
+		capAt = 0
+	} else if p.Ramp.Step > 0 {
+		nextAdd = p.Ramp.Every
+	}
+	nextBucket := LoadBucket
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for m.res.Reason == "" {
+		next := min(nextBucket, p.Duration, nextAdd)
+		if !sleepTimer(ctx, timer, time.Until(e.start.Add(next))) {
+			m.res.Reason, m.res.Detail = ReasonAborted, "the run was cancelled after "+time.Since(e.start).Round(time.Millisecond).String()
+			break
+		}
+		// Events due at the same instant: the bucket closes first (with the
+		// users that ran in it), then the duration cap, then new users.
+		if next == nextBucket {
+			e.closeBucket(&m, nextBucket, capAt, running())
+			nextBucket += LoadBucket
+			if m.res.Reason != "" {
+				break
+			}
+		}
+		if next == p.Duration {
+			m.res.Reason = ReasonDuration
+			m.res.Detail = fmt.Sprintf("no failure within the duration cap %s (%d users at the end)", p.Duration, running())
+			break
+		}
+		if next == nextAdd {
+			launch(RampUsers(p.Ramp, nextAdd))
+			if len(users) >= limit {
+				capAt, nextAdd = nextAdd, never
+			} else {
+				nextAdd += p.Ramp.Every
+			}
+		}
+	}
+	m.res.FinalUsers = running()
+	stop()
+	wg.Wait()
+	end := time.Now()
+	stopReporter()
+	for _, u := range users {
+		if u.timer != nil {
+			u.timer.Stop()
+		}
+	}
+
+	r := e.result(end)
+	r.Aborted = m.res.Reason == ReasonAborted
+	for i := range r.Operations { // users per group: round robin over len(users)
+		n, g := len(users), len(p.Groups)
+		r.Operations[i].Users = n/g + btoi(i < n%g)
+	}
+	if m.havePeak {
+		span := time.Duration(math.Round(m.peak.Seconds/LoadBucket.Seconds())) * LoadBucket
+		st := steadyOutcome{window: Window{Start: m.peakEnd - span, End: m.peakEnd}, requests: m.peak.Requests}
+		e.setSteady(&r, st)
+		r.ThroughputRPS = m.res.PeakThroughputRPS
+		m.res.PeakWindowStart, m.res.PeakWindowEnd = r.SteadyStart, r.SteadyEnd
+		peak := m.peak
+		m.res.PeakWindow = &peak
+	} else {
+		e.setSteady(&r, steadyOutcome{window: Window{End: end.Sub(e.start)}, requests: r.Requests, fallback: true,
+			reason: "no window was judged without a failure before the phase stopped"})
+	}
+	m.res.Timeline = m.orderedTimeline()
+	r.MaxLoad = &m.res
+	return r
+}
+
+// closeBucket closes the bucket ending at offset t, when users users are
+// running: it adds the bucket's timeline point, judges the window ending
+// there, and tracks the peak. It sets m.res.Reason when the phase must stop:
+// a failure, or the user cap (reached at capAt) having run for one full window.
+func (e *engine) closeBucket(m *maxLoadState, t, capAt time.Duration, users int) {
+	b := int64(t/LoadBucket) - 1
+	e.mu.Lock()
+	bs := e.window.bucket(b)
+	ws, ok := e.window.stats(b)
+	e.mu.Unlock()
+
+	m.addPoint(TimelinePoint{
+		TSeconds:   t.Seconds(),
+		Users:      users,
+		RPS:        bs.RPS(),
+		ErrorRatio: bs.ErrorRatio(),
+		P99Ms:      ms(bs.P99),
+	})
+	if !ok {
+		return // the controller fell more than windowSlack buckets behind; this window is lost
+	}
+	f := e.phase.Failure
+	if reason, detail, failed := Judge(ws, f); failed {
+		m.res.Reason, m.res.Detail, m.res.Failed = reason, fmt.Sprintf("%s with %d users", detail, users), true
+		m.res.UsersAtFailure = users
+		m.res.FailureAt = e.start.Add(t)
+		m.res.FailureWindow = &ws
+		return
+	}
+	if rps := ws.RPS(); !m.havePeak || rps > m.res.PeakThroughputRPS {
+		m.havePeak = true
+		m.peak, m.peakEnd = ws, t
+		m.res.PeakThroughputRPS, m.res.PeakUsers = rps, users
+	}
+	if capAt != never && t-f.Window >= capAt {
+		m.res.Reason = ReasonMaxUsers
+		m.res.Detail = fmt.Sprintf("no failure up to the cap of %d users, which ran for a full %s window (peak %.1f requests/s)",
+			rampCap(e.phase.Ramp), f.Window, m.res.PeakThroughputRPS)
+	}
+}
+
+// btoi returns 1 for true and 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

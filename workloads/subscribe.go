@@ -1,0 +1,635 @@
+package workloads
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/soakd/soakd/gqlws"
+)
+
+// ProtocolMixed is the Subscriptions.Protocol value that alternates the two
+// GraphQL websocket protocols per client: even clients speak
+// graphql-transport-ws, odd ones the legacy graphql-ws, as seed 002's server
+// accepted both at once.
+const ProtocolMixed = "mixed"
+
+// Limits enforced by Subscriptions.Validate. Each connection costs the driver
+// a reader goroutine and a socket, and each subscription a few dozen bytes of
+// counters; the limits keep both far from exhausting a driver machine while
+// leaving room well above seed 002's 500 clients x 2 subscriptions.
+const (
+	// MaxSubscriptionClients caps Subscriptions.Clients (websocket connections).
+	MaxSubscriptionClients = 10_000
+	// MaxSubscriptionsPerClient caps Subscriptions.PerClient.
+	MaxSubscriptionsPerClient = 100
+	// MaxSubscriptions caps Clients x PerClient, the number of subscriptions.
+	MaxSubscriptions = 100_000
+	// MaxSubscriptionDrain caps Subscriptions.Drain: events still missing
+	// minutes after the load ended are lost, not late.
+	MaxSubscriptionDrain = 10 * time.Minute
+)
+
+// SubscriptionLatencyNote is carried in every SubscriptionResult to say what
+// its latencies mean.
+const SubscriptionLatencyNote = "publish-to-receive latency: measured from the mutation's send time in the driver " +
+	"(encoded in the donut's name by the writer, just before sending) to the subscriber's receipt of the event; " +
+	"writer and subscriber run in the same driver process and read the same wall clock. " +
+	"Only counted events (seq >= 1, first arrival) are recorded; probes and duplicates are not"
+
+// onDonutUpdatedDocument is the subscription every subscriber runs, with the
+// donut id as its only variable.
+const onDonutUpdatedDocument = "subscription OnDonutUpdated($id: ID!) { onDonutUpdated(id: $id) { id name flavor } }"
+
+const (
+	// dialConcurrency is how many connections OpenSubscribers dials at once:
+	// enough to open 500 connections in well under a second on loopback
+	// without flooding the target's accept queue.
+	dialConcurrency = 16
+	// closeConcurrency is how many connections Close closes at once; each
+	// close is bounded by gqlws (5 s for the stops, 5 s for the handshake).
+	closeConcurrency = 32
+	// subscriptionPoll is how often OpenSubscribers and Close check the
+	// counters; scanning even MaxSubscriptions atomics costs well under 1 ms.
+	subscriptionPoll = 10 * time.Millisecond
+	// probeRetry is how long OpenSubscribers waits for a probe event before
+	// probing the ids whose subscriptions have not seen one again: neither
+	// protocol acknowledges a subscribe, so a probe may overtake the server's
+	// registration of the subscription and reach nobody.
+	probeRetry = 250 * time.Millisecond
+)
+
+// Subscriptions is the subscription-client part of a phase: Clients websocket
+// connections each holding PerClient subscriptions to onDonutUpdated, which
+// listen while the phase's mutations raise events (seed 002: 500 clients x 2
+// subscriptions = 1,000).
+type Subscriptions struct {
+	// Clients is the number of websocket connections (seed: 500).
+	Clients int `yaml:"clients" json:"clients"`
+	// PerClient is the number of subscriptions per connection (seed: 2).
+	PerClient int `yaml:"per_client" json:"per_client"`
+	// Protocol is "graphql-transport-ws", "graphql-ws", or "mixed"
+	// (ProtocolMixed: alternate per client).
+	Protocol string `yaml:"protocol" json:"protocol"`
+	// Drain is how long, after the load, Close waits for outstanding events
+	// before counting them lost.
+	Drain time.Duration `yaml:"drain" json:"drain"`
+}
+
+// Validate reports every problem of s at once (joined with errors.Join); each
+// message names the offending field by its YAML/JSON key. A phase without
+// subscription clients should not carry a Subscriptions at all: Clients must
+// be at least 1.
+func (s Subscriptions) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if s.Clients < 1 || s.Clients > MaxSubscriptionClients {
+		bad("clients: must be between 1 and %d, got %d", MaxSubscriptionClients, s.Clients)
+	}
+	if s.PerClient < 1 || s.PerClient > MaxSubscriptionsPerClient {
+		bad("per_client: must be between 1 and %d, got %d", MaxSubscriptionsPerClient, s.PerClient)
+	} else if s.Clients >= 1 && s.Clients <= MaxSubscriptionClients && s.Clients*s.PerClient > MaxSubscriptions {
+		bad("per_client: clients x per_client = %d subscriptions, at most %d allowed", s.Clients*s.PerClient, MaxSubscriptions)
+	}
+	switch s.Protocol {
+	case string(gqlws.TransportWS), string(gqlws.LegacyWS), ProtocolMixed:
+	default:
+		bad("protocol: unknown protocol %q (want %s, %s or %s)", s.Protocol, gqlws.TransportWS, gqlws.LegacyWS, ProtocolMixed)
+	}
+	if s.Drain < 0 || s.Drain > MaxSubscriptionDrain {
+		bad("drain: must be between 0 and %s, got %s", MaxSubscriptionDrain, s.Drain)
+	}
+	return errors.Join(errs...)
+}
+
+// SubscriptionResult is what the subscription clients saw during a phase. An
+// event counts for a subscription when it carries the subscribed donut id and
+// a sequence number of at least 1 (0 marks OpenSubscribers' probes).
+type SubscriptionResult struct {
+	// Clients is the number of websocket connections.
+	Clients int `json:"clients"`
+	// Subscriptions is the number of subscriptions over all connections.
+	Subscriptions int `json:"subscriptions"`
+	// Expected is the number of events the subscriptions should have
+	// received: the sum over subscriptions of expected(id).
+	Expected int64 `json:"expected"`
+	// Received is the number of events received for the subscribed ids,
+	// duplicates included; Received - Duplicated are the unique ones.
+	Received int64 `json:"received"`
+	// Lost is the sum over subscriptions of expected(id) minus the unique
+	// events received, never negative: events that did not arrive before the
+	// drain ended. It must be 0.
+	Lost int64 `json:"lost"`
+	// Duplicated is the number of events whose sequence number was not above
+	// the last one the subscription had seen. Go's broker delivers in order
+	// per subscriber, so such an event is a repeat (or, see OutOfOrder, a
+	// late one).
+	Duplicated int64 `json:"duplicated"`
+	// OutOfOrder is the part of Duplicated whose sequence number was below
+	// the last one seen (rather than equal to it): an event that arrived after
+	// a later one. Keeping only the last sequence number per subscription
+	// (bounded memory) cannot tell a late event from a repeated old one.
+	OutOfOrder int64 `json:"out_of_order"`
+	// Unexpected is the sum over subscriptions of the unique events received
+	// beyond expected(id). It is 0 unless the expectation was wrong (for
+	// example another writer wrote a subscribed id).
+	Unexpected int64 `json:"unexpected"`
+	// Foreign is the number of events for an id the subscription did not ask
+	// for (or for no subscription of the connection); it must be 0.
+	Foreign int64 `json:"foreign"`
+	// ClientErrors counts failures seen by the clients: a connection lost
+	// before Close, a subscription ended or failed by the server, an event
+	// that cannot be decoded or whose name is not an EventName, and failed
+	// closes.
+	ClientErrors int64 `json:"client_errors"`
+	// ErrorExamples holds up to three client error messages.
+	ErrorExamples []string `json:"error_examples"`
+	// LatencyMs summarises the publish-to-receive latency of the counted
+	// (unique) events, in ms.
+	LatencyMs Latency `json:"latency_ms"`
+	// LatencyNote says what LatencyMs measures (SubscriptionLatencyNote).
+	LatencyNote string `json:"latency_note"`
+}
+
+// Subscribers holds the subscription clients opened by OpenSubscribers, with
+// one reader goroutine per connection. Call Close exactly once to stop them
+// and obtain the figures; later calls return the same result.
+type Subscribers struct {
+	spec    Subscriptions
+	conns   []*subscriberConn
+	total   int            // number of subscriptions
+	readers sync.WaitGroup // one reader per dialled connection
+	closing atomic.Bool    // set before closing the connections: read errors after it are expected
+
+	latMu   sync.Mutex
+	latency *hdrhistogram.Histogram // microseconds, guarded by latMu
+
+	errMu    sync.Mutex
+	errCount int64    // guarded by errMu
+	firstErr error    // guarded by errMu
+	examples []string // guarded by errMu, at most maxExamples
+
+	closeOnce sync.Once
+	result    SubscriptionResult
+}
+
+// subscriberConn is one websocket connection and its subscriptions; conn is
+// nil when it could not be dialled. Everything but the atomics is touched
+// only by the connection's reader until Close has waited for it.
+type subscriberConn struct {
+	index   int
+	conn    *gqlws.Conn
+	subs    []subscriberState // indexed by subscription number, which is also the gqlws subscription id
+	foreign int64             // events for another id or for no subscription of this connection
+}
+
+// subscriberState is one subscription's counters: constant size, whatever the
+// run length.
+type subscriberState struct {
+	id     string       // the donut id subscribed to
+	live   atomic.Bool  // a probe (seq 0) event has arrived
+	unique atomic.Int64 // events with a sequence number above every earlier one
+
+	last       int64 // highest sequence number seen
+	received   int64 // counted events, duplicates included
+	duplicated int64 // events with seq <= last
+	outOfOrder int64 // events with seq < last
+}
+
+// OpenSubscribers dials Clients connections to the target's /graphql over
+// websocket (http->ws URL), and subscribes subscription j of client c to
+// ids[(c*PerClient+j) % len(ids)] with
+// `subscription OnDonutUpdated($id: ID!) { onDonutUpdated(id: $id) { id name flavor } }`.
+// It returns only when every subscription is live: gqlws protocols have no
+// "subscribed" ack, so it proves it with a probe: it calls probe(ctx, id) once
+// per distinct subscribed id (the caller sends a mutation writing seq 0 to
+// that id, for example with EventName(id, 0, time.Now()) as the name) and
+// waits until every subscription has received its seq-0 event, bounded by
+// ctx. Ids whose subscriptions have not all seen a probe within 250 ms are
+// probed again, since a probe can overtake the server's registration of a
+// subscription. Probe events are never counted.
+//
+// One reader goroutine per connection, owned by Subscribers, awaited by
+// Close. On error every connection opened so far is closed and every reader
+// awaited before OpenSubscribers returns.
+func OpenSubscribers(ctx context.Context, target string, s Subscriptions, ids []string, probe func(ctx context.Context, id string) error) (*Subscribers, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid subscriptions: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("cannot open subscribers: no donut ids to subscribe to")
+	}
+	if probe == nil {
+		return nil, errors.New("cannot open subscribers: no probe function")
+	}
+	url, err := websocketURL(target)
+	if err != nil {
+		return nil, err
+	}
+	sub := &Subscribers{
+		spec:    s,
+		conns:   make([]*subscriberConn, s.Clients),
+		total:   s.Clients * s.PerClient,
+		latency: hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs),
+	}
+	for c := range sub.conns {
+		sc := &subscriberConn{index: c, subs: make([]subscriberState, s.PerClient)}
+		for j := range sc.subs {
+			sc.subs[j].id = subscriptionTarget(c, j, s.PerClient, ids)
+		}
+		sub.conns[c] = sc
+	}
+	if err := sub.dial(ctx, url); err != nil {
+		sub.shutdown()
+		return nil, err
+	}
+	if err := sub.awaitLive(ctx, probe); err != nil {
+		sub.shutdown()
+		return nil, err
+	}
+	return sub, nil
+}
+
+// websocketURL returns the GraphQL websocket URL of target, an http(s) base
+// URL: ws(s)://host[/base]/graphql.
+func websocketURL(target string) (string, error) {
+	u, err := parseTarget(target)
+	if err != nil {
+		return "", err
+	}
+	if u.Scheme == "https" {
+		u.Scheme = "wss"
+	} else {
+		u.Scheme = "ws"
+	}
+	u.Path += "/graphql"
+	return u.String(), nil
+}
+
+// subscriptionTarget returns the donut id that subscription j of client c
+// subscribes to: ids taken in turn, so each id gets an equal share (within
+// one) of the subscriptions.
+func subscriptionTarget(c, j, perClient int, ids []string) string {
+	return ids[(c*perClient+j)%len(ids)]
+}
+
+// clientProtocol returns the protocol client c speaks under the spec's
+// protocol setting: mixed alternates, starting with graphql-transport-ws.
+func clientProtocol(protocol string, c int) gqlws.Protocol {
+	if protocol == ProtocolMixed {
+		if c%2 == 0 {
+			return gqlws.TransportWS
+		}
+		return gqlws.LegacyWS
+	}
+	return gqlws.Protocol(protocol)
+}
+
+// dial opens every connection, dialConcurrency at a time, subscribes its
+// subscriptions and starts its reader. It stops at the first failure.
+func (s *Subscribers) dial(ctx context.Context, url string) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	readCtx := context.WithoutCancel(ctx) // readers live until Close, not until ctx ends
+	var next atomic.Int64
+	var workers sync.WaitGroup
+	for range min(dialConcurrency, len(s.conns)) {
+		workers.Go(func() {
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= len(s.conns) || ctx.Err() != nil {
+					return
+				}
+				if err := s.open(ctx, readCtx, url, s.conns[c]); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	workers.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("cannot open subscribers: %w", err)
+	}
+	return nil
+}
+
+// open dials one connection, starts its subscriptions and then its reader.
+func (s *Subscribers) open(ctx, readCtx context.Context, url string, c *subscriberConn) error {
+	conn, err := gqlws.Dial(ctx, url, clientProtocol(s.spec.Protocol, c.index))
+	if err != nil {
+		return fmt.Errorf("client %d: %w", c.index, err)
+	}
+	c.conn = conn
+	for j := range c.subs {
+		if err := conn.Subscribe(ctx, strconv.Itoa(j), onDonutUpdatedDocument, map[string]any{"id": c.subs[j].id}); err != nil {
+			return fmt.Errorf("client %d: %w", c.index, err)
+		}
+	}
+	s.readers.Go(func() { s.read(readCtx, c) })
+	return nil
+}
+
+// awaitLive probes the subscribed ids until every subscription has seen a
+// probe event, a client fails, or ctx ends.
+func (s *Subscribers) awaitLive(ctx context.Context, probe func(ctx context.Context, id string) error) error {
+	tick := time.NewTicker(subscriptionPoll)
+	defer tick.Stop()
+	var probed time.Time
+	for {
+		pending, live := s.pendingIDs()
+		if len(pending) == 0 {
+			return nil
+		}
+		if err := s.failure(); err != nil {
+			return fmt.Errorf("subscriptions failed before going live (%d of %d live): %w", live, s.total, err)
+		}
+		if time.Since(probed) >= probeRetry {
+			for _, id := range pending {
+				if err := probe(ctx, id); err != nil {
+					return fmt.Errorf("cannot probe donut %q: %w", id, err)
+				}
+			}
+			probed = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("subscriptions not live (%d of %d live): %w", live, s.total, context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+}
+
+// pendingIDs returns the distinct ids, in subscription order, that have a
+// subscription not yet live, and the number of live subscriptions.
+func (s *Subscribers) pendingIDs() (pending []string, live int) {
+	seen := make(map[string]bool)
+	for _, c := range s.conns {
+		for j := range c.subs {
+			st := &c.subs[j]
+			switch {
+			case st.live.Load():
+				live++
+			case !seen[st.id]:
+				seen[st.id] = true
+				pending = append(pending, st.id)
+			}
+		}
+	}
+	return pending, live
+}
+
+// subscriptionEvent is the payload of a "next" message of onDonutUpdated.
+type subscriptionEvent struct {
+	Data *struct {
+		OnDonutUpdated *donutJSON `json:"onDonutUpdated"`
+	} `json:"data"`
+}
+
+// read is connection c's reader: it handles messages until the connection
+// ends. A read error before Close began is a client error.
+func (s *Subscribers) read(ctx context.Context, c *subscriberConn) {
+	for {
+		m, err := c.conn.Next(ctx)
+		if err != nil {
+			if !s.closing.Load() {
+				s.clientError(fmt.Errorf("client %d: connection lost: %w", c.index, err))
+			}
+			return
+		}
+		s.handle(c, m, time.Now())
+	}
+}
+
+// handle counts one message received at now on connection c.
+func (s *Subscribers) handle(c *subscriberConn, m gqlws.Message, now time.Time) {
+	switch m.Type {
+	case gqlws.TypeError:
+		s.clientError(fmt.Errorf("client %d, subscription %s: server error %s", c.index, m.ID, m.Payload))
+		return
+	case gqlws.TypeComplete:
+		// gqlgen answers a client's complete/stop with complete; only an
+		// unprompted one, before Close, means a subscription ended early.
+		if !s.closing.Load() {
+			s.clientError(fmt.Errorf("client %d, subscription %s: completed by the server", c.index, m.ID))
+		}
+		return
+	}
+	j, err := strconv.Atoi(m.ID)
+	if err != nil || j < 0 || j >= len(c.subs) {
+		c.foreign++
+		return
+	}
+	st := &c.subs[j]
+	var ev subscriptionEvent
+	if err := json.Unmarshal(m.Payload, &ev); err != nil {
+		s.clientError(fmt.Errorf("client %d, subscription %d: cannot decode event %s: %w", c.index, j, m.Payload, err))
+		return
+	}
+	if ev.Data == nil || ev.Data.OnDonutUpdated == nil {
+		s.clientError(fmt.Errorf("client %d, subscription %d: event without data.onDonutUpdated: %s", c.index, j, m.Payload))
+		return
+	}
+	d := ev.Data.OnDonutUpdated
+	if d.ID != st.id {
+		c.foreign++
+		return
+	}
+	_, seq, sent, err := ParseEventName(d.Name)
+	if err != nil {
+		s.clientError(fmt.Errorf("client %d, subscription %d: %w", c.index, j, err))
+		return
+	}
+	if seq == 0 {
+		st.live.Store(true)
+		return
+	}
+	st.received++
+	switch {
+	case seq > st.last:
+		st.last = seq
+		st.unique.Add(1)
+		s.recordLatency(now.Sub(sent))
+	case seq < st.last:
+		st.duplicated++
+		st.outOfOrder++
+	default:
+		st.duplicated++
+	}
+}
+
+// recordLatency adds one publish-to-receive latency to the histogram, clamped
+// into its range: a negative latency (the wall clock stepped back) counts as
+// the minimum.
+func (s *Subscribers) recordLatency(d time.Duration) {
+	us := min(max(d.Microseconds(), histMinMicros), histMaxMicros)
+	s.latMu.Lock()
+	_ = s.latency.RecordValue(us) // clamped into range, cannot fail
+	s.latMu.Unlock()
+}
+
+// clientError counts a client failure and keeps its message as an example.
+func (s *Subscribers) clientError(err error) {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	s.errCount++
+	if s.firstErr == nil {
+		s.firstErr = err
+	}
+	if len(s.examples) < maxExamples {
+		s.examples = append(s.examples, truncate(err.Error()))
+	}
+}
+
+// failure returns the first client error, or nil.
+func (s *Subscribers) failure() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.firstErr
+}
+
+// Close waits until every subscription has received expected(id) events with
+// seq>=1 or s.Drain passes (or ctx ends), then closes all connections
+// (protocol-level complete/stop + normal close), waits for their readers and
+// returns the figures. expected is called once per distinct subscribed id; a
+// negative value counts as 0. Close is idempotent: later calls return the
+// first call's result without calling expected.
+func (s *Subscribers) Close(ctx context.Context, expected func(id string) int64) SubscriptionResult {
+	s.closeOnce.Do(func() {
+		want := s.expectations(expected)
+		s.drain(ctx, want)
+		s.shutdown()
+		s.result = s.tally(want)
+	})
+	return s.result
+}
+
+// expectations returns expected(id) for every subscription, by connection
+// and subscription number, calling expected once per distinct id.
+func (s *Subscribers) expectations(expected func(id string) int64) [][]int64 {
+	byID := make(map[string]int64)
+	want := make([][]int64, len(s.conns))
+	for c, sc := range s.conns {
+		want[c] = make([]int64, len(sc.subs))
+		for j := range sc.subs {
+			id := sc.subs[j].id
+			n, ok := byID[id]
+			if !ok {
+				n = max(expected(id), 0)
+				byID[id] = n
+			}
+			want[c][j] = n
+		}
+	}
+	return want
+}
+
+// drain waits until every subscription has its expected unique events, or
+// the spec's Drain passes, or ctx ends.
+func (s *Subscribers) drain(ctx context.Context, want [][]int64) {
+	if s.arrived(want) {
+		return
+	}
+	deadline := time.NewTimer(s.spec.Drain)
+	defer deadline.Stop()
+	tick := time.NewTicker(subscriptionPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case <-tick.C:
+			if s.arrived(want) {
+				return
+			}
+		}
+	}
+}
+
+// arrived reports whether every subscription has received at least its
+// expected number of unique events.
+func (s *Subscribers) arrived(want [][]int64) bool {
+	for c, sc := range s.conns {
+		for j := range sc.subs {
+			if sc.subs[j].unique.Load() < want[c][j] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// shutdown closes every dialled connection, closeConcurrency at a time, and
+// waits for every reader. A close failure other than "already closed" (the
+// peer may close first, for example in answer to a legacy
+// connection_terminate) is a client error.
+func (s *Subscribers) shutdown() {
+	s.closing.Store(true)
+	var next atomic.Int64
+	var workers sync.WaitGroup
+	for range min(closeConcurrency, len(s.conns)) {
+		workers.Go(func() {
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= len(s.conns) {
+					return
+				}
+				sc := s.conns[c]
+				if sc.conn == nil {
+					continue
+				}
+				if err := sc.conn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+					s.clientError(fmt.Errorf("client %d: %w", c, err))
+				}
+			}
+		})
+	}
+	workers.Wait()
+	s.readers.Wait()
+}
+
+// tally adds up the counters once every reader has finished.
+func (s *Subscribers) tally(want [][]int64) SubscriptionResult {
+	r := SubscriptionResult{
+		Clients:       len(s.conns),
+		Subscriptions: s.total,
+		LatencyNote:   SubscriptionLatencyNote,
+	}
+	for c, sc := range s.conns {
+		r.Foreign += sc.foreign
+		for j := range sc.subs {
+			st := &sc.subs[j]
+			lost, unexpected := eventBalance(want[c][j], st.unique.Load())
+			r.Expected += want[c][j]
+			r.Received += st.received
+			r.Duplicated += st.duplicated
+			r.OutOfOrder += st.outOfOrder
+			r.Lost += lost
+			r.Unexpected += unexpected
+		}
+	}
+	s.latMu.Lock()
+	r.LatencyMs = Summarize(s.latency)
+	s.latMu.Unlock()
+	s.errMu.Lock()
+	r.ClientErrors = s.errCount
+	r.ErrorExamples = append([]string{}, s.examples...) // [] rather than null in JSON
+	s.errMu.Unlock()
+	return r
+}
+
+// eventBalance compares one subscription's expected and unique received
+// events: lost is the shortfall and unexpected the excess, neither negative.
+func eventBalance(expected, unique int64) (lost, unexpected int64) {
+	return max(expected-unique, 0), max(unique-expected, 0)
+}
