@@ -129,32 +129,40 @@ type Compare struct {
 	GraphQL string `yaml:"graphql"`
 }
 
-// PhaseConfig is one closed-model phase of a profile.
+// PhaseConfig is one phase of a profile. The workload shapes are the
+// driver's own spec types, so the config and the wire spec cannot drift.
 type PhaseConfig struct {
 	Name string `yaml:"name"`
 	// Arm is "rest" or "graphql": which API the phase drives.
 	Arm string `yaml:"arm"`
-	// RampUp spreads user starts evenly over this duration.
+	// Model is closed (default: users with think time), open (arrival
+	// rate) or ramping (users added until failure: max load).
+	Model workloads.Model `yaml:"model"`
+	// RampUp spreads user starts evenly over this duration (closed model).
 	RampUp time.Duration `yaml:"ramp_up"`
+	// Duration caps a closed phase, sets an open schedule's length and caps
+	// a ramping phase.
+	Duration time.Duration `yaml:"duration"`
 	// Think is the uniform random pause before each request.
-	Think ThinkConfig `yaml:"think"`
-	// Users lists the user groups: operation, users, iterations per user.
-	Users []UserConfig `yaml:"users"`
-}
-
-// ThinkConfig is a uniform random think time [Min, Max] (JMeter's Uniform
-// Random Timer).
-type ThinkConfig struct {
-	Min time.Duration `yaml:"min"`
-	Max time.Duration `yaml:"max"`
-}
-
-// UserConfig is a group of identical closed-model users.
-type UserConfig struct {
-	// Operation is one of rest-get, rest-put, graphql-query, graphql-mutation.
-	Operation  string `yaml:"operation"`
-	Users      int    `yaml:"users"`
-	Iterations int    `yaml:"iterations"`
+	Think workloads.Think `yaml:"think"`
+	// Users lists the user groups: operation, users, iterations per user
+	// (and weight in the open model).
+	Users []workloads.UserGroup `yaml:"users"`
+	// Rate and RateEnd are the open model's arrival rate (req/s) at the
+	// start and, when set, at the end of a linear ramp.
+	Rate    float64 `yaml:"rate"`
+	RateEnd float64 `yaml:"rate_end"`
+	// MaxInFlight bounds requests in flight in the open model; arrivals
+	// beyond it are dropped and counted.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// Ramp adds users over time in the ramping model.
+	Ramp workloads.Ramp `yaml:"ramp"`
+	// Failure defines when a ramping phase has found the target's limit.
+	Failure workloads.Failure `yaml:"failure"`
+	// Subscriptions, when Clients > 0, open websocket subscriptions to the
+	// writers' ids for the phase's length (graphql phases with a
+	// graphql-mutation group).
+	Subscriptions workloads.Subscriptions `yaml:"subscriptions"`
 }
 
 // ConfigError carries every problem found in a configuration, so a user
@@ -395,33 +403,12 @@ func (p Profile) validate(path string) []FieldError {
 		if !ok {
 			bad(pp+".arm", "must be rest or graphql (got %q)", ph.Arm)
 		}
-		if ph.RampUp < 0 {
-			bad(pp+".ramp_up", "must not be negative (got %s)", ph.RampUp)
-		}
-		if ph.Think.Min < 0 {
-			bad(pp+".think.min", "must not be negative (got %s)", ph.Think.Min)
-		}
-		if ph.Think.Max < ph.Think.Min {
-			bad(pp+".think.max", "must be at least think.min (%s), got %s", ph.Think.Min, ph.Think.Max)
-		}
-		if len(ph.Users) == 0 {
-			bad(pp+".users", "at least one user group is needed")
-		}
 		for j, u := range ph.Users {
-			up := fmt.Sprintf("%s.users[%d]", pp, j)
-			op := workloads.Operation(u.Operation)
-			if !op.Valid() {
-				bad(up+".operation", "must be one of rest-get, rest-put, graphql-query, graphql-mutation (got %q)", u.Operation)
-			} else if ok && !slices.Contains(ops, op) {
-				bad(up+".operation", "%s does not belong in a %s phase", u.Operation, ph.Arm)
-			}
-			if u.Users < 1 || u.Users > 100_000 {
-				bad(up+".users", "must be between 1 and 100000 (got %d)", u.Users)
-			}
-			if u.Iterations < 1 {
-				bad(up+".iterations", "must be at least 1 (got %d)", u.Iterations)
+			if ok && u.Operation.Valid() && !slices.Contains(ops, u.Operation) {
+				bad(fmt.Sprintf("%s.users[%d].operation", pp, j), "%s does not belong in a %s phase", u.Operation, ph.Arm)
 			}
 		}
+		ps = append(ps, specProblems(pp, p.spec(ph, 1000, i, "validate"))...)
 	}
 	for key, want := range map[string]string{"rest": p.Compare.REST, "graphql": p.Compare.GraphQL} {
 		kp := path + ".compare." + key
@@ -441,25 +428,55 @@ func (p Profile) validate(path string) []FieldError {
 func (c *Config) Phases(p Profile, run string) []workloads.Phase {
 	out := make([]workloads.Phase, 0, len(p.Phases))
 	for i, ph := range p.Phases {
-		groups := make([]workloads.UserGroup, 0, len(ph.Users))
-		for _, u := range ph.Users {
-			groups = append(groups, workloads.UserGroup{Operation: workloads.Operation(u.Operation), Users: u.Users, Iterations: u.Iterations})
-		}
-		out = append(out, workloads.Phase{
-			Name:           ph.Name,
-			Arm:            ph.Arm,
-			Groups:         groups,
-			Think:          workloads.Think{Min: ph.Think.Min, Max: ph.Think.Max},
-			RampUp:         ph.RampUp,
-			TrimHead:       p.TrimHead,
-			TrimTail:       p.TrimTail,
-			RequestTimeout: p.RequestTimeout,
-			Donuts:         c.Data.Donuts,
-			Seed:           p.Seed + uint64(i),
-			Run:            run,
-		})
+		out = append(out, p.spec(ph, c.Data.Donuts, i, run))
 	}
 	return out
+}
+
+// spec is the driver's spec for phase i.
+func (p Profile) spec(ph PhaseConfig, donuts, i int, run string) workloads.Phase {
+	return workloads.Phase{
+		Name: ph.Name, Arm: ph.Arm, Model: ph.Model,
+		Groups: slices.Clone(ph.Users), Think: ph.Think, RampUp: ph.RampUp, Duration: ph.Duration,
+		Rate: ph.Rate, RateEnd: ph.RateEnd, MaxInFlight: ph.MaxInFlight,
+		Ramp: ph.Ramp, Failure: ph.Failure, Subscriptions: ph.Subscriptions,
+		TrimHead: p.TrimHead, TrimTail: p.TrimTail, RequestTimeout: p.RequestTimeout,
+		Donuts: donuts, Seed: p.Seed + uint64(i), Run: run,
+	}
+}
+
+// specProblems runs the driver's own validation of a phase spec and turns
+// its "key: message" errors into key paths: profile-level keys under the
+// profile, the rest under the phase.
+func specProblems(phasePath string, spec workloads.Phase) []FieldError {
+	err := spec.Validate()
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	var ps []FieldError
+	for _, e := range errs {
+		key, msg, found := strings.Cut(e.Error(), ": ")
+		if !found {
+			ps = append(ps, FieldError{Path: phasePath, Msg: e.Error()})
+			continue
+		}
+		switch root, _, _ := strings.Cut(key, "."); root {
+		case "trim_head", "trim_tail", "request_timeout", "seed":
+			// Profile-level keys: the profile's own checks report them once.
+			continue
+		case "donuts", "name", "arm", "run":
+			// Set by soakd or checked above with better words.
+			continue
+		}
+		ps = append(ps, FieldError{Path: phasePath + "." + key, Msg: msg})
+	}
+	return ps
 }
 
 // PhaseSpec returns the driver spec (JSON) of the phase called phase in

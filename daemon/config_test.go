@@ -141,13 +141,13 @@ profiles:
 	has(t, ps, "profiles.bad.request_timeout", 14, "positive")
 	has(t, ps, "profiles.bad.compare.rest", 15, "is a graphql phase, not rest")
 	has(t, ps, "profiles.bad.compare.graphql", 15, "names no phase")
-	has(t, ps, "profiles.bad.phases[0].think.max", 19, "at least think.min")
+	has(t, ps, "profiles.bad.phases[0].think.max", 19, "must be between think.min (30ms)")
 	has(t, ps, "profiles.bad.phases[0].users[0].operation", 21, "does not belong in a graphql phase")
 	has(t, ps, "profiles.bad.phases[0].users[0].users", 21, "between 1 and 100000")
 	has(t, ps, "profiles.bad.phases[0].users[0].iterations", 21, "at least 1")
 	has(t, ps, "profiles.bad.phases[1].name", 22, "used twice")
 	has(t, ps, "profiles.bad.phases[1].arm", 23, "must be rest or graphql")
-	has(t, ps, "profiles.bad.phases[1].users", 24, "at least one user group")
+	has(t, ps, "profiles.bad.phases[1].users", 24, "at least one user group is required")
 }
 
 func TestUserFileOverlaysDefaults(t *testing.T) {
@@ -194,4 +194,41 @@ func asErrors(ps []FieldError) []error {
 		errs[i] = p
 	}
 	return errs
+}
+
+func TestWorkloadModelProblems(t *testing.T) {
+	ps := problems(t, `
+profiles:
+  m:
+    request_timeout: 5s
+    compare: {rest: r, graphql: g}
+    phases:
+      - name: r
+        arm: rest
+        users: [{operation: rest-get, users: 1, iterations: 1}]
+        subscriptions: {clients: 2, per_client: 1, protocol: graphql-ws}
+      - name: g
+        arm: graphql
+        model: open
+        users: [{operation: graphql-query, users: 1, iterations: 1}]
+      - name: x
+        arm: graphql
+        model: ramping
+        duration: 10s
+        ramp: {start: 0, step: 0, every: 0s, max: 0}
+        failure: {window: 1500ms}
+        users: [{operation: graphql-mutation, users: 1, iterations: 0}]
+        subscriptions: {clients: 0, per_client: 1, protocol: smoke}
+`)
+	has(t, ps, "profiles.m.phases[0].subscriptions", 10, "need a graphql-mutation group")
+	has(t, ps, "profiles.m.phases[1].rate", 0, "")
+	has(t, ps, "profiles.m.phases[1].duration", 0, "")
+	has(t, ps, "profiles.m.phases[1].max_in_flight", 0, "")
+	has(t, ps, "profiles.m.phases[2].ramp", 19, "start or step must be at least 1")
+	has(t, ps, "profiles.m.phases[2].failure.window", 0, "")
+	has(t, ps, "profiles.m.phases[2].subscriptions.protocol", 0, "unknown protocol")
+	has(t, ps, "profiles.m.phases[2].subscriptions", 0, "only a closed-model phase")
+	if _, err := LoadConfig(defaults(t), []byte("profiles:\n  x:\n    phases: [{model: bursty}]\n"), "u.yaml"); err == nil || !strings.Contains(err.Error(), "model") {
+		t.Errorf("an unknown model must be named: %v", err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -106,21 +107,14 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	log.Info("run started", zap.String("run", runID), zap.String("profile", name), zap.String("dir", dir))
 
 	cores := runtime.NumCPU()
-	// Start from rest: a forced GC and a baseline sample.
-	runtime.GC()
-	target.Sampler.SampleNow()
-	for i, spec := range cfg.Phases(prof, runID) {
-		if i > 0 && prof.Settle > 0 {
-			if err := sleep(ctx, prof.Settle); err != nil {
-				return abort(fmt.Errorf("interrupted while settling before %s: %w", spec.Name, err))
-			}
-		}
-		// The forced GC starts each phase from the same heap state; the
-		// sample taken at the phase tag is its baseline.
-		runtime.GC()
+	for _, spec := range cfg.Phases(prof, runID) {
+		// A forced GC starts each phase from the same heap state; this
+		// sample is the phase's baseline.
+		forceGC()
+		base := target.Sampler.SampleNow()
 		target.Sampler.SetPhase(spec.Name)
-		log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.Int("users", spec.Users()), zap.Int64("requests", spec.Requests()))
-		pr := newProgress(opts.Stderr, opts.Terminal, spec.Name, spec.Users(), spec.Requests(), log)
+		log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.String("model", string(spec.Model)))
+		pr := newProgress(opts.Stderr, opts.Terminal, spec, log)
 		res, err := runDriver(ctx, opts.Executable, target.URL(), spec, opts.Stderr, pr.update)
 		pr.done()
 		target.Sampler.SetPhase("")
@@ -130,15 +124,23 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		if res.DriverPID == rep.TargetPID {
 			return abort(fmt.Errorf("phase %s: the driver reported the target's own pid %d; load must come from another process", spec.Name, res.DriverPID))
 		}
-		sum, serr := summarize(target.Sampler, res.SteadyStart, res.SteadyEnd, cores)
-		phase := report.NewPhase(res, sum, serr)
+		phase := newPhase(target.Sampler, res, cores)
+		interrupted := res.Aborted || ctx.Err() != nil
+		if !interrupted {
+			after, err := settle(ctx, target, base, prof.Settle)
+			if err != nil {
+				interrupted = true
+			} else {
+				phase.After = &after
+			}
+		}
 		rep.Phases = append(rep.Phases, phase)
 		if err := rep.Write(dir); err != nil {
 			return abort(err)
 		}
 		log.Info("phase done", zap.String("phase", spec.Name), zap.Int64("requests", res.Requests), zap.Int64("errors", res.Errors),
 			zap.Float64("throughput_rps", res.ThroughputRPS), zap.Float64("p99_ms", res.LatencyMs.P99))
-		if res.Aborted || ctx.Err() != nil {
+		if interrupted {
 			return abort(fmt.Errorf("phase %s was interrupted", spec.Name))
 		}
 		select {
@@ -162,6 +164,15 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 			rep.Notes = append(rep.Notes, fmt.Sprintf("Phase %s has no resource figures (%s): the verdict cannot pass without them.", p.Name, p.ResourcesError))
 		}
 	}
+	for _, p := range rep.Phases {
+		if sr := p.Subscriptions; sr != nil && (sr.Lost > 0 || sr.Duplicated > 0 || sr.Foreign > 0) {
+			rep.Verdict = kpi.Fail
+			rep.Notes = append(rep.Notes, fmt.Sprintf("Phase %s: subscriptions lost %d, duplicated %d and misrouted %d events: delivery must be exact.", p.Name, sr.Lost, sr.Duplicated, sr.Foreign))
+		}
+	}
+	if n := offeredLoadNote(prof); n != "" {
+		rep.Notes = append(rep.Notes, n)
+	}
 	rep.Notes = append(rep.Notes, saturationNotes(rep.Phases)...)
 	rep.Status = report.StatusComplete
 	rep.FinishedAt = time.Now().UTC()
@@ -180,6 +191,26 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	return rep, nil
 }
 
+// newPhase joins a driver result with the target's figures over the
+// phase's steady window and, for a max-load phase, over its peak window.
+func newPhase(s *profiles.Sampler, res workloads.Result, cores int) report.Phase {
+	sum, serr := summarize(s, res.SteadyStart, res.SteadyEnd, cores)
+	p := report.NewPhase(res, sum, serr)
+	if ml := res.MaxLoad; ml != nil {
+		p.MaxLoad = &report.MaxLoad{MaxLoadResult: *ml}
+		if ml.PeakWindowEnd.After(ml.PeakWindowStart) {
+			peak, err := summarize(s, ml.PeakWindowStart, ml.PeakWindowEnd, cores)
+			p.MaxLoad.PeakResources = peak
+			if err != nil {
+				p.MaxLoad.PeakResourcesError = err.Error()
+			}
+		} else {
+			p.MaxLoad.PeakResourcesError = "no peak window: no window was judged before the phase ended"
+		}
+	}
+	return p
+}
+
 // summarize reduces the target's samples inside [from, to] to resource
 // figures.
 func summarize(s *profiles.Sampler, from, to time.Time, cores int) (*profiles.Summary, error) {
@@ -192,6 +223,39 @@ func summarize(s *profiles.Sampler, from, to time.Time, cores int) (*profiles.Su
 		return nil, err
 	}
 	return &sum, nil
+}
+
+// offeredLoadNote says when the compared phases do not offer the same load
+// (as in seed 002's documented think times), which makes throughput and CPU %
+// comparisons unequal; per-request figures stay comparable.
+func offeredLoadNote(p Profile) string {
+	var rest, gql *PhaseConfig
+	for i := range p.Phases {
+		switch p.Phases[i].Name {
+		case p.Compare.REST:
+			rest = &p.Phases[i]
+		case p.Compare.GraphQL:
+			gql = &p.Phases[i]
+		}
+	}
+	if rest == nil || gql == nil {
+		return ""
+	}
+	users := func(ph *PhaseConfig) (n, iters int) {
+		for _, u := range ph.Users {
+			n += u.Users
+			iters += u.Users * u.Iterations
+		}
+		return n, iters
+	}
+	ru, ri := users(rest)
+	gu, gi := users(gql)
+	if rest.Think == gql.Think && ru == gu && ri == gi && rest.Model == gql.Model && rest.RampUp == gql.RampUp {
+		return ""
+	}
+	return fmt.Sprintf("The compared phases offer different load (REST: %d users, %d requests, think %s-%s; GraphQL: %d users, %d requests, think %s-%s), "+
+		"as seed 002 documented them: throughput and CPU %% compare unequal loads, so judge by the per-request figures.",
+		ru, ri, rest.Think.Min, rest.Think.Max, gu, gi, gql.Think.Min, gql.Think.Max)
 }
 
 // saturationNotes flags phases where the target was near the machine's
@@ -243,40 +307,41 @@ func sleep(ctx context.Context, d time.Duration) error {
 type progress struct {
 	w          io.Writer
 	terminal   bool
-	phase      string
-	users      int
-	total      int64
+	spec       workloads.Phase
 	log        *zap.Logger
 	lastLogged float64
 }
 
-func newProgress(w io.Writer, terminal bool, phase string, users int, total int64, log *zap.Logger) *progress {
-	return &progress{w: w, terminal: terminal && w != nil, phase: phase, users: users, total: total, log: log}
+func newProgress(w io.Writer, terminal bool, spec workloads.Phase, log *zap.Logger) *progress {
+	return &progress{w: w, terminal: terminal && w != nil, spec: spec, log: log}
+}
+
+// fraction is how far the phase is, from 0 to 1: by requests when their
+// number is known (closed model), by time otherwise.
+func fraction(spec workloads.Phase, pr workloads.Progress) float64 {
+	f := 0.0
+	if total := spec.Requests(); total > 0 && (spec.Model == "" || spec.Model == workloads.Closed) && spec.Duration == 0 {
+		f = float64(pr.Requests) / float64(total)
+	} else if spec.Duration > 0 {
+		f = pr.ElapsedSeconds / spec.Duration.Seconds()
+	}
+	return max(0, min(1, f))
 }
 
 func (p *progress) update(pr workloads.Progress) {
+	frac := fraction(p.spec, pr)
 	if p.terminal {
-		frac := 0.0
-		if p.total > 0 {
-			frac = float64(pr.Requests) / float64(p.total)
-		}
 		const width = 24
-		filled := min(width, int(frac*width))
-		bar := make([]byte, width)
-		for i := range bar {
-			bar[i] = '.'
-			if i < filled {
-				bar[i] = '#'
-			}
-		}
-		fmt.Fprintf(p.w, "\r\033[K%-14s [%s] %3.0f%%  %6.1fs  users %d/%d  %d req  %.0f req/s  errors %d",
-			p.phase, bar, frac*100, pr.ElapsedSeconds, pr.ActiveUsers, p.users, pr.Requests, pr.RPS, pr.Errors)
+		filled := int(frac * width)
+		bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
+		fmt.Fprintf(p.w, "\r\033[K%-16s [%s] %3.0f%%  %6.1fs  users %d  %d req  %.0f req/s  errors %d",
+			p.spec.Name, bar, frac*100, pr.ElapsedSeconds, pr.ActiveUsers, pr.Requests, pr.RPS, pr.Errors)
 		return
 	}
 	if pr.ElapsedSeconds-p.lastLogged >= 5 {
 		p.lastLogged = pr.ElapsedSeconds
-		p.log.Info("progress", zap.String("phase", p.phase), zap.Float64("elapsed_s", pr.ElapsedSeconds), zap.Int64("requests", pr.Requests),
-			zap.Int64("total", p.total), zap.Float64("rps", pr.RPS), zap.Int64("errors", pr.Errors), zap.Int64("active_users", pr.ActiveUsers))
+		p.log.Info("progress", zap.String("phase", p.spec.Name), zap.Float64("elapsed_s", pr.ElapsedSeconds), zap.Float64("done_percent", frac*100),
+			zap.Int64("requests", pr.Requests), zap.Float64("rps", pr.RPS), zap.Int64("errors", pr.Errors), zap.Int64("active_users", pr.ActiveUsers))
 	}
 }
 

@@ -134,6 +134,7 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	r.workloadSections(&b)
 	if len(r.Notes) > 0 {
 		b.WriteString("## Notes\n\n")
 		for _, n := range r.Notes {
@@ -156,10 +157,89 @@ func (r *Report) Table(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot write the table: %w", err)
 	}
+	for _, p := range r.Phases {
+		if ml := p.MaxLoad; ml != nil {
+			fmt.Fprintf(w, "%s: peak %.0f req/s with %d users; stopped by %s (%s)\n", p.Name, ml.PeakThroughputRPS, ml.PeakUsers, ml.Reason, ml.Detail)
+		}
+		if sr := p.Subscriptions; sr != nil {
+			fmt.Fprintf(w, "%s: %d subscriptions, %d/%d events received, %d lost, %d duplicated, p99 %.2f ms\n", p.Name, sr.Subscriptions, sr.Received, sr.Expected, sr.Lost, sr.Duplicated, sr.LatencyMs.P99)
+		}
+	}
 	verdict := fmt.Sprintf("verdict: %s", strings.ToUpper(r.Verdict))
 	if r.Error != "" {
 		verdict += " (" + r.Error + ")"
 	}
 	_, err := fmt.Fprintln(w, verdict)
 	return err
+}
+
+// workloadSections renders what only some phases have: subscription
+// delivery, max-load outcomes, open-model schedules, and the return to rest.
+func (r *Report) workloadSections(b *strings.Builder) {
+	for _, p := range r.Phases {
+		if sr := p.Subscriptions; sr != nil {
+			fmt.Fprintf(b, "## Subscriptions during %s\n\n", p.Name)
+			b.WriteString("| Clients | Subscriptions | Expected | Received | Lost | Duplicated | Out of order | Foreign | Unexpected | Client errors | Latency p50 | p90 | p99 | max |\n")
+			b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			l := sr.LatencyMs
+			fmt.Fprintf(b, "| %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n\n",
+				sr.Clients, sr.Subscriptions, sr.Expected, sr.Received, sr.Lost, sr.Duplicated, sr.OutOfOrder, sr.Foreign, sr.Unexpected, sr.ClientErrors, l.P50, l.P90, l.P99, l.Max)
+			b.WriteString("Expected is, for every subscription, the successful mutations of the id it follows. Lost must be 0. " + sr.LatencyNote + ".\n\n")
+		}
+	}
+	for _, p := range r.Phases {
+		ml := p.MaxLoad
+		if ml == nil {
+			continue
+		}
+		fmt.Fprintf(b, "## Max load: %s\n\n", p.Name)
+		outcome := "no failure up to the cap"
+		if ml.Failed {
+			outcome = "failed"
+		}
+		fmt.Fprintf(b, "- Outcome: **%s** (`%s`): %s.\n", outcome, ml.Reason, ml.Detail)
+		fmt.Fprintf(b, "- Maximum sustained throughput (best window before failure): **%.0f req/s** with %d users.\n", ml.PeakThroughputRPS, ml.PeakUsers)
+		if ml.Failed {
+			fmt.Fprintf(b, "- Users at failure: %d.\n", ml.UsersAtFailure)
+		}
+		if pr := ml.PeakResources; pr != nil {
+			fmt.Fprintf(b, "- Target at the peak: CPU %.1f %% of the machine (%.1f %% of one core), RSS %s, GC %.2f %%.\n", pr.CPUMachinePercent, pr.CPUCorePercent, mib(pr.RSSBytesMax), pr.GCPercent)
+			if pr.CPUMachinePercent < 80 {
+				b.WriteString("- The target used under 80 % of the machine at the peak: when the driver shares the machine, the limit found may be the driver's or the machine's, not the server's (seed 002's peak was limited by its client machines too).\n")
+			}
+		} else if ml.PeakResourcesError != "" {
+			fmt.Fprintf(b, "- Target at the peak: not measured (%s).\n", ml.PeakResourcesError)
+		}
+		b.WriteString("\n")
+	}
+	for _, p := range r.Phases {
+		o := p.Open
+		if o == nil {
+			continue
+		}
+		fmt.Fprintf(b, "## Open model: %s\n\n", p.Name)
+		fmt.Fprintf(b, "Intended %.1f req/s, achieved %.1f req/s; %d arrivals, %d sent, **%d dropped** (max_in_flight reached), %d late (> %.0f ms behind schedule, worst %.1f ms). ",
+			o.IntendedRateRPS, o.AchievedRateRPS, o.Arrivals, o.Sent, o.Dropped, o.Late, o.LateThresholdMs, o.MaxLatenessMs)
+		fmt.Fprintf(b, "Latency from the intended send time p99 %.2f ms; service time p99 %.2f ms.\n\n", p.LatencyMs.P99, o.ServiceMs.P99)
+	}
+	var settled []Phase
+	for _, p := range r.Phases {
+		if p.After != nil {
+			settled = append(settled, p)
+		}
+	}
+	if len(settled) > 0 {
+		b.WriteString("## Back to rest after each phase\n\n")
+		b.WriteString("After the settle period and a forced GC, compared with the sample taken before the phase (also after a forced GC).\n\n")
+		b.WriteString("| Phase | Goroutines before → after | Subscriptions open | Live heap before → after | Returned |\n|---|---:|---:|---:|---|\n")
+		for _, p := range settled {
+			a := p.After
+			ret := "yes"
+			if !a.Returned {
+				ret = "**no**"
+			}
+			fmt.Fprintf(b, "| %s | %d → %d | %d | %s → %s | %s |\n", p.Name, a.BaselineGoroutines, a.Goroutines, a.Subscribers, mib(a.BaselineHeapLiveBytes), mib(a.HeapLiveBytes), ret)
+		}
+		b.WriteString("\n")
+	}
 }

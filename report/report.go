@@ -84,8 +84,9 @@ type Phase struct {
 	Name      string `json:"name"`
 	Arm       string `json:"arm"`
 	DriverPID int    `json:"driver_pid"`
-	// Model is "closed" (users with think time); latency is then service
-	// time, measured from send to full response.
+	// Model is closed (users with think time: latency is service time),
+	// open (arrival rate: latency from the intended send time) or ramping
+	// (users added until failure).
 	Model           string    `json:"model"`
 	Start           time.Time `json:"start"`
 	End             time.Time `json:"end"`
@@ -112,7 +113,51 @@ type Phase struct {
 	ResourcesError string            `json:"resources_error,omitempty"`
 	// PerRequest are the target's costs per completed request.
 	PerRequest PerRequest `json:"per_request"`
-	Aborted    bool       `json:"aborted"`
+	// Open holds the open model's schedule figures (intended and achieved
+	// rate, dropped and late requests, service time); nil otherwise.
+	Open *workloads.OpenResult `json:"open,omitempty"`
+	// MaxLoad holds a ramping phase's outcome: why it stopped, the best
+	// sustained throughput before that and the target at that peak.
+	MaxLoad *MaxLoad `json:"max_load,omitempty"`
+	// Subscriptions is the delivery of subscription events during the
+	// phase; nil when it opened none.
+	Subscriptions *workloads.SubscriptionResult `json:"subscriptions,omitempty"`
+	// After is the target once the phase has settled; nil for an
+	// interrupted phase.
+	After   *After `json:"after"`
+	Aborted bool   `json:"aborted"`
+}
+
+// After is the target's state once a phase has ended and settled (settle
+// period, then a forced GC): the check that the phase released what it took.
+type After struct {
+	// BaselineGoroutines and BaselineHeapLiveBytes were sampled just before
+	// the phase, after a forced GC.
+	BaselineGoroutines    uint64 `json:"baseline_goroutines"`
+	BaselineHeapLiveBytes uint64 `json:"baseline_heap_live_bytes"`
+	// Goroutines, HeapLiveBytes and Subscribers were sampled after the
+	// settle period and a forced GC.
+	Goroutines    uint64 `json:"goroutines"`
+	HeapLiveBytes uint64 `json:"heap_live_bytes"`
+	Subscribers   int    `json:"subscribers"`
+	// Returned is true when no subscription is left open and goroutines are
+	// back within 2 of the baseline.
+	Returned bool `json:"returned"`
+	// ReturnedAfterSeconds is when, during the settle period, the target
+	// first looked returned; -1 if it never did.
+	ReturnedAfterSeconds float64 `json:"returned_after_seconds"`
+	SettleSeconds        float64 `json:"settle_seconds"`
+}
+
+// MaxLoad is the driver's max-load outcome plus the target's resources over
+// the peak window.
+type MaxLoad struct {
+	workloads.MaxLoadResult
+	// PeakResources are the target's figures over the peak window (CPU and
+	// RSS at the maximum sustained throughput); nil with PeakResourcesError
+	// when they could not be computed.
+	PeakResources      *profiles.Summary `json:"peak_resources"`
+	PeakResourcesError string            `json:"peak_resources_error,omitempty"`
 }
 
 // Operation is one user group's share of a phase.
@@ -139,13 +184,22 @@ type PerRequest struct {
 // sum may be nil when the resources could not be summarised.
 func NewPhase(r workloads.Result, sum *profiles.Summary, sumErr error) Phase {
 	p := Phase{
-		Name: r.Phase, Arm: r.Arm, DriverPID: r.DriverPID, Model: "closed",
+		Name: r.Phase, Arm: r.Arm, DriverPID: r.DriverPID,
 		Start: r.Start, End: r.End, DurationSeconds: r.DurationSeconds,
 		SteadyStart: r.SteadyStart, SteadyEnd: r.SteadyEnd,
 		Requests: r.Requests, Errors: r.Errors,
 		ErrorsByClass: r.ErrorsByClass, ErrorExamples: r.ErrorExamples,
 		ThroughputRPS: r.ThroughputRPS, LatencyMs: r.LatencyMs,
-		Resources: sum, Aborted: r.Aborted,
+		Resources: sum, Aborted: r.Aborted, Model: string(r.Model),
+		Subscriptions: r.Subscriptions,
+	}
+	if p.Model == "" {
+		p.Model = string(workloads.Closed)
+	}
+	if r.Open != nil {
+		o := *r.Open
+		o.ServiceHistogram = nil // kept in the driver's output, too bulky for a report
+		p.Open = &o
 	}
 	if p.ErrorsByClass == nil {
 		p.ErrorsByClass = map[string]int64{}

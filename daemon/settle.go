@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/report"
+)
+
+// goroutineSlack is how many goroutines above the pre-phase baseline still
+// count as "returned": the runtime and net/http may keep one or two (a timer,
+// an idle-connection reaper) that are not the phase's.
+const goroutineSlack = 2
+
+// settleCheck is how often the target's state is checked while settling.
+const settleCheck = 100 * time.Millisecond
+
+// returned reports whether the target is back at its pre-phase state: no
+// subscription left open and no more goroutines than before, give or take
+// goroutineSlack.
+func returned(baseGoroutines, goroutines uint64, subscribers int) bool {
+	return subscribers == 0 && goroutines <= baseGoroutines+goroutineSlack
+}
+
+// forceGC runs two collections: sync.Pool keeps its contents through one GC
+// in a victim cache (net/http pools a reader and writer per connection), so
+// only the second shows what the phase really left behind.
+func forceGC() {
+	runtime.GC()
+	runtime.GC()
+}
+
+// settle waits d after a phase (the target rests before the next one and
+// the driver's connections close), watching for the target to return to its
+// pre-phase state, then forces a GC and takes the sample that closes the
+// phase. It reports the state before and after.
+func settle(ctx context.Context, t *Target, base profiles.Sample, d time.Duration) (report.After, error) {
+	start := time.Now()
+	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLiveBytes, ReturnedAfterSeconds: -1}
+	tick := time.NewTicker(settleCheck)
+	defer tick.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		if a.ReturnedAfterSeconds < 0 && returned(base.Goroutines, uint64(runtime.NumGoroutine()), t.Service.Broker.Stats().Subscribers) {
+			a.ReturnedAfterSeconds = time.Since(start).Seconds()
+		}
+		select {
+		case <-ctx.Done():
+			return a, ctx.Err()
+		case <-deadline.C:
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	forceGC()
+	s := t.Sampler.SampleNow()
+	a.Goroutines, a.HeapLiveBytes, a.Subscribers = s.Goroutines, s.HeapLiveBytes, t.Service.Broker.Stats().Subscribers
+	a.Returned = returned(base.Goroutines, s.Goroutines, a.Subscribers)
+	a.SettleSeconds = time.Since(start).Seconds()
+	return a, nil
+}
