@@ -56,6 +56,16 @@ profiles:
         users:
           - {operation: graphql-query, users: 5, iterations: 300}
           - {operation: graphql-mutation, users: 5, iterations: 300}
+        subscriptions: {clients: 5, per_client: 2, protocol: mixed, drain: 5s}
+      - name: max-load-graphql
+        arm: graphql
+        model: ramping
+        duration: 3s
+        think: {min: 0ms, max: 10ms}
+        ramp: {start: 5, step: 5, every: 1s, max: 15}
+        failure: {window: 1s, max_error_ratio: 0.01, max_p99: 2s, min_requests: 10}
+        users:
+          - {operation: graphql-query, users: 1, iterations: 0}
 `
 
 func runSoakd(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
@@ -122,6 +132,19 @@ func TestEndToEndRun(t *testing.T) {
 				Samples           int     `json:"samples"`
 				AllocBytes        uint64  `json:"alloc_bytes"`
 			} `json:"resources"`
+			Subscriptions *struct {
+				Subscriptions            int
+				Expected, Received, Lost int64
+			} `json:"subscriptions"`
+			MaxLoad *struct {
+				Reason            string  `json:"reason"`
+				PeakThroughputRPS float64 `json:"peak_throughput_rps"`
+				PeakUsers         int     `json:"peak_users"`
+			} `json:"max_load"`
+			After *struct {
+				Returned    bool
+				Subscribers int
+			} `json:"after"`
 		} `json:"phases"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
@@ -149,11 +172,29 @@ func TestEndToEndRun(t *testing.T) {
 	if len(wantKPIs) > 0 {
 		t.Errorf("kpis missing: %v", wantKPIs)
 	}
-	if len(rep.Phases) != 2 {
-		t.Fatalf("phases: got %d, want 2", len(rep.Phases))
+	if len(rep.Phases) != 3 {
+		t.Fatalf("phases: got %d, want 3", len(rep.Phases))
 	}
 	pids := map[int]bool{rep.TargetPID: true}
 	for _, p := range rep.Phases {
+		if p.After == nil || !p.After.Returned || p.After.Subscribers != 0 {
+			t.Errorf("%s: the target did not return to rest: %+v", p.Name, p.After)
+		}
+		// Isolation: every driver is its own process, never the target.
+		if p.DriverPID <= 0 || pids[p.DriverPID] {
+			t.Errorf("%s: driver pid %d is not a separate process (target %d)", p.Name, p.DriverPID, rep.TargetPID)
+		}
+		pids[p.DriverPID] = true
+	}
+	// Max load: a ramp from 5 to 15 users within 3 s under a generous SLO
+	// ends without failure (user cap or duration cap) with a measured peak.
+	if ml := rep.Phases[2].MaxLoad; ml == nil || (ml.Reason != "max_users" && ml.Reason != "duration") || ml.PeakThroughputRPS <= 0 || ml.PeakUsers < 5 {
+		t.Errorf("max load: %+v, want no failure (max_users or duration) and a peak", ml)
+	}
+	if s := rep.Phases[1].Subscriptions; s == nil || s.Subscriptions != 10 || s.Expected != 10*300 || s.Received != s.Expected || s.Lost != 0 {
+		t.Errorf("subscriptions: %+v, want 10 subscriptions receiving all 3000 events", s)
+	}
+	for _, p := range rep.Phases[:2] {
 		if p.Requests != 3000 || p.Errors != 0 {
 			t.Errorf("%s: requests %d errors %d, want 3000 and 0", p.Name, p.Requests, p.Errors)
 		}
@@ -163,11 +204,6 @@ func TestEndToEndRun(t *testing.T) {
 		if p.Resources == nil || p.Resources.Samples < 2 || p.Resources.CPUMachinePercent <= 0 || p.Resources.AllocBytes == 0 {
 			t.Errorf("%s: resources missing or empty: %+v", p.Name, p.Resources)
 		}
-		// Isolation: every driver is its own process, never the target.
-		if p.DriverPID <= 0 || pids[p.DriverPID] {
-			t.Errorf("%s: driver pid %d is not a separate process (target %d)", p.Name, p.DriverPID, rep.TargetPID)
-		}
-		pids[p.DriverPID] = true
 	}
 	md, err := os.ReadFile(filepath.Join(out, "report.md"))
 	if err != nil {
