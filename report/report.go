@@ -56,10 +56,77 @@ type Report struct {
 	Compare Compare `json:"compare"`
 	// KPIs is the verdict table, one row per metric.
 	KPIs []kpi.Result `json:"kpis"`
+	// Rounds holds each interleaved REST/GraphQL round's KPI rows when the
+	// profile runs more than one; KPIs then aggregates them (median or worst
+	// round, as the gate rule says).
+	Rounds []Round `json:"rounds,omitempty"`
+	// Gate is the rule that turns rounds into the verdict: "median" or "worst".
+	Gate string `json:"gate,omitempty"`
+	// Checks are the verdict rules other than the KPI rows: the memory
+	// profile's rules, exact subscription delivery, error-free compared arms.
+	Checks []Check `json:"checks"`
+	// Overhead lists the functions where GraphQL spends the most extra CPU
+	// per request compared with REST (from the two arms' CPU profiles).
+	Overhead []OverheadRow `json:"overhead,omitempty"`
+	// Pinning records the CPUs the target and the drivers were pinned to;
+	// nil when not pinned.
+	Pinning *Pinning `json:"pinning,omitempty"`
+	// Profiles lists the pprof files captured in the run directory.
+	Profiles []string `json:"profiles,omitempty"`
 	// Phases in the order they ran.
 	Phases []Phase `json:"phases"`
 	// Notes are statements a reader needs to interpret the numbers.
 	Notes []string `json:"notes"`
+}
+
+// Round is one interleaved pair of a REST and a GraphQL phase.
+type Round struct {
+	Round   int          `json:"round"`
+	REST    string       `json:"rest"`
+	GraphQL string       `json:"graphql"`
+	KPIs    []kpi.Result `json:"kpis"`
+	Verdict string       `json:"verdict"`
+}
+
+// Check is one verdict rule that is not a KPI row.
+type Check struct {
+	// Group is memory, delivery, errors or rest.
+	Group string  `json:"group"`
+	Name  string  `json:"name"`
+	Title string  `json:"title"`
+	Phase string  `json:"phase,omitempty"`
+	Unit  string  `json:"unit"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"`
+	Pass  bool    `json:"pass"`
+	// Detail gives the measured figures behind Value in words.
+	Detail     string `json:"detail,omitempty"`
+	Definition string `json:"definition"`
+}
+
+// OverheadRow is one function's CPU per request in each arm.
+type OverheadRow struct {
+	Function            string  `json:"function"`
+	RESTMicrosPerReq    float64 `json:"rest_us_per_request"`
+	GraphQLMicrosPerReq float64 `json:"graphql_us_per_request"`
+	ExtraMicrosPerReq   float64 `json:"extra_us_per_request"`
+	// SharePercent is this function's part of all extra CPU per request.
+	SharePercent float64 `json:"share_percent"`
+}
+
+// Pinning records CPU affinity.
+type Pinning struct {
+	TargetCPUs []int `json:"target_cpus"`
+	DriverCPUs []int `json:"driver_cpus"`
+}
+
+// Samples is samples.json: the target's time series for a run, kept so
+// that `soakd report DIR` can re-render charts.
+type Samples struct {
+	// PauseBuckets are the GC pause histogram boundaries (seconds) the
+	// samples' sparse pause deltas index into.
+	PauseBuckets []float64         `json:"pause_buckets"`
+	Samples      []profiles.Sample `json:"samples"`
 }
 
 // Host describes where the run happened.
@@ -268,6 +335,9 @@ func (r *Report) PhaseNamed(name string) (Phase, bool) {
 const (
 	JSONFile     = "report.json"
 	MarkdownFile = "report.md"
+	SamplesFile  = "samples.json"
+	JUnitFile    = "junit.xml"
+	HTMLFile     = "report.html"
 )
 
 // Write stores report.json and report.md in dir, each atomically.
