@@ -16,12 +16,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/pin"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -34,9 +37,11 @@ var defaultConfig []byte
 const usage = `soakd: GraphQL vs REST resource soak tests with a pass/fail verdict.
 
 Usage:
-  soakd run   [--config FILE] [--profile NAME] [--out DIR]   run a suite once; exit with its verdict
+  soakd run   [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]  run a suite once; exit with its verdict
   soakd serve [--config FILE]                                serve the target and /metrics until SIGTERM
   soakd drive --target URL [--spec FILE | --phase NAME]      the load driver (started by run; usable by hand)
+  soakd report DIR                                           re-render a run's reports; exit with its verdict
+  soakd compare [--config FILE] OLD NEW                      compare two runs metric by metric; exit 0 or 1
   soakd config [--config FILE]                               print the effective configuration's profiles
 
 Every command takes --log-format console|json and --help.
@@ -68,6 +73,10 @@ func run(args []string, stdout, stderr io.Writer) daemon.ExitCode {
 		err = driveCmd(ctx, rest, stdout, stderr)
 	case "config":
 		err = configCmd(rest, stdout, stderr)
+	case "report":
+		err = reportCmd(rest, stdout, stderr)
+	case "compare":
+		err = compareCmd(rest, stdout, stderr)
 	default:
 		err = daemon.Usagef("unknown command %q; run soakd --help", cmd)
 	}
@@ -148,12 +157,17 @@ func isTerminal(w io.Writer) bool {
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	var profile, out string
-	fs := newFlags("run", "run [--config FILE] [--profile NAME] [--out DIR]", stderr, &c)
+	var profile, out, arms string
+	fs := newFlags("run", "run [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]", stderr, &c)
+	fs.StringVar(&arms, "arms", "rest,graphql", "compared arms: rest,graphql; or rest,rest / graphql,graphql to measure the machine's noise floor")
 	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml")
 	fs.StringVar(&profile, "profile", "", "profile to run (default: the config's default_profile)")
 	fs.StringVar(&out, "out", "", "run directory for the reports (default runs/<UTC timestamp>)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	a, err := daemon.ParseArms(arms)
+	if err != nil {
 		return err
 	}
 	log, err := newLogger(c.logFormat, stderr)
@@ -173,6 +187,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Profile:    profile,
 		OutDir:     out,
 		Executable: exe,
+		Arms:       a,
 		Log:        log,
 		Stdout:     stdout,
 		Stderr:     stderr,
@@ -209,11 +224,22 @@ func driveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&c.config, "config", "", "with --phase: YAML file decoded on top of the embedded config.yaml")
 	fs.StringVar(&profile, "profile", "", "with --phase: profile holding the phase (default: the config's default_profile)")
 	fs.StringVar(&phase, "phase", "", "run this phase of the profile instead of reading --spec")
+	var cpus string
+	fs.StringVar(&cpus, "cpus", "", "pin the driver to these CPUs, e.g. 1 or 2-3")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if target == "" {
 		return daemon.Usagef("drive needs --target URL")
+	}
+	if cpus != "" {
+		set, err := pin.Parse(cpus)
+		if err != nil {
+			return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--cpus: %w", err))
+		}
+		if err := pin.Process(set); err != nil {
+			return fmt.Errorf("cannot pin the driver to CPUs %v: %w", set, err)
+		}
 	}
 	if _, err := newLogger(c.logFormat, stderr); err != nil {
 		return err
@@ -258,4 +284,82 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  %-10s %d phases  %s\n", name, len(p.Phases), p.Description)
 	}
 	return nil
+}
+
+func reportCmd(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlags("report", "report DIR", stderr, &c)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return daemon.WithCode(daemon.ExitUsage, err)
+	}
+	if fs.NArg() != 1 {
+		return daemon.Usagef("report needs one run directory")
+	}
+	dir := fs.Arg(0)
+	rep, err := report.Read(filepath.Join(dir, report.JSONFile))
+	if err != nil {
+		return daemon.WithCode(daemon.ExitUsage, err)
+	}
+	var samples *report.Samples
+	if s, err := report.ReadSamples(filepath.Join(dir, report.SamplesFile)); err == nil {
+		samples = s
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return daemon.WithCode(daemon.ExitUsage, err)
+	}
+	if err := rep.Write(dir, samples); err != nil {
+		return err
+	}
+	if err := rep.Table(stdout); err != nil {
+		return err
+	}
+	return verdictError(rep.Verdict)
+}
+
+func compareCmd(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlags("compare", "compare [--config FILE] OLD NEW", stderr, &c)
+	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml (for the compare: limits)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return daemon.WithCode(daemon.ExitUsage, err)
+	}
+	if fs.NArg() != 2 {
+		return daemon.Usagef("compare needs two run directories (or report.json files): OLD NEW")
+	}
+	cfg, err := loadConfig(c.config)
+	if err != nil {
+		return err
+	}
+	var reps [2]*report.Report
+	for i, arg := range fs.Args() {
+		path := arg
+		if st, err := os.Stat(arg); err == nil && st.IsDir() {
+			path = filepath.Join(arg, report.JSONFile)
+		}
+		if reps[i], err = report.Read(path); err != nil {
+			return daemon.WithCode(daemon.ExitUsage, err)
+		}
+	}
+	cmp := report.CompareRuns(reps[0], reps[1], cfg.Compare.Limits())
+	if err := cmp.Table(stdout); err != nil {
+		return err
+	}
+	return verdictError(cmp.Verdict)
+}
+
+// verdictError maps a verdict to the exit code: pass 0, fail 1, anything
+// else (an aborted run) 3.
+func verdictError(v string) error {
+	switch v {
+	case "pass":
+		return nil
+	case "fail":
+		return daemon.WithCode(daemon.ExitFail, errors.New("the verdict is fail"))
+	}
+	return daemon.WithCode(daemon.ExitAborted, fmt.Errorf("the run's verdict is %q", v))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,7 +15,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/pin"
 	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -28,6 +32,10 @@ type Config struct {
 	Data           DataConfig         `yaml:"data"`
 	Sampler        SamplerConfig      `yaml:"sampler"`
 	KPIs           KPIConfig          `yaml:"kpis"`
+	Memory         MemoryConfig       `yaml:"memory"`
+	Profiling      ProfilingConfig    `yaml:"profiling"`
+	Pinning        PinningConfig      `yaml:"pinning"`
+	Compare        CompareConfig      `yaml:"compare"`
 	DefaultProfile string             `yaml:"default_profile"`
 	Profiles       map[string]Profile `yaml:"profiles"`
 }
@@ -104,6 +112,86 @@ type KPIConfig struct {
 	GCPauseP99IncreasePercent *float64 `yaml:"gc_pause_p99_increase_percent"`
 }
 
+// MemoryConfig holds the memory-profile verdict's limits (seed 002's
+// qualitative expectations made measurable).
+type MemoryConfig struct {
+	// AllocSpikeFactor: no allocation-rate window may exceed this many
+	// times the median window ("steady allocation, no extreme spikes").
+	AllocSpikeFactor float64 `yaml:"alloc_spike_factor"`
+	// AllocWindow is the length of those windows.
+	AllocWindow time.Duration `yaml:"alloc_window"`
+	// LiveHeapSlopeMaxBytesPerMin bounds the growth of the live heap after
+	// GC across the steady window ("little to nothing survives").
+	LiveHeapSlopeMaxBytesPerMin float64 `yaml:"live_heap_slope_max_bytes_per_min"`
+	// HeapReturnTolerancePercent and HeapReturnToleranceBytes: after the
+	// phase, a settle period and forced GCs, the live heap must be within
+	// either of the pre-phase baseline ("back to the steady state").
+	HeapReturnTolerancePercent float64 `yaml:"heap_return_tolerance_percent"`
+	HeapReturnToleranceBytes   uint64  `yaml:"heap_return_tolerance_bytes"`
+	// GoroutineReturnTolerance: goroutines at most this many above baseline.
+	GoroutineReturnTolerance int `yaml:"goroutine_return_tolerance"`
+}
+
+// ProfilingConfig selects the pprof captures written into the run
+// directory and the optional Pyroscope push.
+type ProfilingConfig struct {
+	// CPU captures a CPU profile of the target over each phase's steady
+	// window (all users active).
+	CPU bool `yaml:"cpu"`
+	// Heap captures heap profiles before and after each phase.
+	Heap bool `yaml:"heap"`
+	// Goroutines writes a goroutine dump after each phase.
+	Goroutines bool `yaml:"goroutines"`
+	// OverheadTop is how many functions the "where the overhead goes"
+	// table lists (0 turns it off).
+	OverheadTop int `yaml:"overhead_top"`
+	// Pyroscope pushes continuous profiles when server_address is set.
+	Pyroscope PyroscopeConfig `yaml:"pyroscope"`
+}
+
+// PyroscopeConfig configures the Pyroscope push (off when ServerAddress is
+// empty).
+type PyroscopeConfig struct {
+	ServerAddress   string            `yaml:"server_address"`
+	ApplicationName string            `yaml:"application_name"`
+	UploadRate      time.Duration     `yaml:"upload_rate"`
+	Tags            map[string]string `yaml:"tags"`
+	BasicAuthUser   string            `yaml:"basic_auth_user"`
+	// BasicAuthPasswordEnv names the environment variable holding the
+	// password, so it never sits in a config file.
+	BasicAuthPasswordEnv string `yaml:"basic_auth_password_env"`
+}
+
+// PinningConfig pins the target and the drivers to disjoint CPUs
+// (sched_setaffinity), e.g. target "0" and driver "1". Empty: not pinned.
+type PinningConfig struct {
+	Target string `yaml:"target"`
+	Driver string `yaml:"driver"`
+}
+
+// CompareConfig holds the regression limits of `soakd compare OLD NEW`:
+// how much worse NEW may be than OLD, per metric (0 disables that gate).
+type CompareConfig struct {
+	CPUPerRequestPercent      float64 `yaml:"cpu_per_request_increase_percent"`
+	AllocPerRequestPercent    float64 `yaml:"alloc_per_request_increase_percent"`
+	GCPercentPoints           float64 `yaml:"gc_increase_points"`
+	P99LatencyPercent         float64 `yaml:"p99_latency_increase_percent"`
+	ThroughputDecreasePercent float64 `yaml:"throughput_decrease_percent"`
+	HeapLivePercent           float64 `yaml:"heap_live_increase_percent"`
+}
+
+// Limits converts the config into the comparison's limits.
+func (c CompareConfig) Limits() report.CompareLimits {
+	return report.CompareLimits{
+		CPUPerRequestPercent:      c.CPUPerRequestPercent,
+		AllocPerRequestPercent:    c.AllocPerRequestPercent,
+		GCPercentPoints:           c.GCPercentPoints,
+		P99LatencyPercent:         c.P99LatencyPercent,
+		ThroughputDecreasePercent: c.ThroughputDecreasePercent,
+		HeapLivePercent:           c.HeapLivePercent,
+	}
+}
+
 // Profile is a named suite: phases run one after the other, and the two
 // phases named in Compare are the REST and GraphQL arms of the verdict.
 type Profile struct {
@@ -118,9 +206,17 @@ type Profile struct {
 	// RequestTimeout bounds one request in the driver.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// Seed makes the driver's random choices (think times, ids) repeatable.
-	Seed    uint64        `yaml:"seed"`
-	Compare Compare       `yaml:"compare"`
-	Phases  []PhaseConfig `yaml:"phases"`
+	Seed uint64 `yaml:"seed"`
+	// Rounds repeats the compared REST and GraphQL phases, interleaved
+	// (REST, GraphQL, REST, GraphQL, ...), to see past a noisy machine.
+	Rounds int `yaml:"rounds"`
+	// Gate turns rounds into the verdict: median (each KPI's median delta)
+	// or worst (every round must pass).
+	Gate string `yaml:"gate"`
+	// MemoryPhase names the phase the memory verdict judges ("" for none).
+	MemoryPhase string        `yaml:"memory_phase"`
+	Compare     Compare       `yaml:"compare"`
+	Phases      []PhaseConfig `yaml:"phases"`
 }
 
 // Compare names the phases the verdict compares.
@@ -204,6 +300,7 @@ func LoadConfig(defaults []byte, user []byte, source string) (*Config, error) {
 		}
 		lines = l
 	}
+	cfg.applyDefaults()
 	if problems := cfg.Validate(); len(problems) > 0 {
 		for i := range problems {
 			if problems[i].Line == 0 {
@@ -213,6 +310,20 @@ func LoadConfig(defaults []byte, user []byte, source string) (*Config, error) {
 		return nil, &ConfigError{Source: source, Problems: problems}
 	}
 	return cfg, nil
+}
+
+// applyDefaults fills the profile keys whose zero value means "the usual":
+// one round, judged by the median.
+func (c *Config) applyDefaults() {
+	for name, p := range c.Profiles {
+		if p.Rounds == 0 {
+			p.Rounds = 1
+		}
+		if p.Gate == "" {
+			p.Gate = kpi.GateMedian
+		}
+		c.Profiles[name] = p
+	}
 }
 
 // lineOf finds the line of path or of its nearest ancestor present in the
@@ -346,6 +457,57 @@ func (c *Config) Validate() []FieldError {
 		}
 	}
 
+	if c.Memory.AllocSpikeFactor < 1 {
+		bad("memory.alloc_spike_factor", "must be at least 1 (got %g)", c.Memory.AllocSpikeFactor)
+	}
+	if c.Memory.AllocWindow < c.Sampler.Interval {
+		bad("memory.alloc_window", "must be at least sampler.interval (%s), got %s", c.Sampler.Interval, c.Memory.AllocWindow)
+	}
+	nonNegative("memory.live_heap_slope_max_bytes_per_min", c.Memory.LiveHeapSlopeMaxBytesPerMin)
+	nonNegative("memory.heap_return_tolerance_percent", c.Memory.HeapReturnTolerancePercent)
+	if c.Memory.GoroutineReturnTolerance < 0 {
+		bad("memory.goroutine_return_tolerance", "must not be negative (got %d)", c.Memory.GoroutineReturnTolerance)
+	}
+	if c.Profiling.OverheadTop < 0 || c.Profiling.OverheadTop > 100 {
+		bad("profiling.overhead_top", "must be between 0 and 100 (got %d)", c.Profiling.OverheadTop)
+	}
+	if py := c.Profiling.Pyroscope; py.ServerAddress != "" {
+		if u, err := url.Parse(py.ServerAddress); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("profiling.pyroscope.server_address", "must be an http(s) URL like http://127.0.0.1:4040 (got %q)", py.ServerAddress)
+		}
+		if py.ApplicationName == "" {
+			bad("profiling.pyroscope.application_name", "must not be empty when server_address is set")
+		}
+		if py.UploadRate < time.Second {
+			bad("profiling.pyroscope.upload_rate", "must be at least 1s (got %s)", py.UploadRate)
+		}
+	}
+	if (c.Pinning.Target == "") != (c.Pinning.Driver == "") {
+		bad("pinning", "set both target and driver CPUs, or neither")
+	} else if c.Pinning.Target != "" {
+		t, terr := pin.Parse(c.Pinning.Target)
+		if terr != nil {
+			bad("pinning.target", "%v", terr)
+		}
+		d, derr := pin.Parse(c.Pinning.Driver)
+		if derr != nil {
+			bad("pinning.driver", "%v", derr)
+		}
+		if terr == nil && derr == nil && slices.ContainsFunc(t, func(cpu int) bool { return slices.Contains(d, cpu) }) {
+			bad("pinning", "target CPUs %v and driver CPUs %v overlap; they must be disjoint", t, d)
+		}
+	}
+	for path, v := range map[string]float64{
+		"compare.cpu_per_request_increase_percent":   c.Compare.CPUPerRequestPercent,
+		"compare.alloc_per_request_increase_percent": c.Compare.AllocPerRequestPercent,
+		"compare.gc_increase_points":                 c.Compare.GCPercentPoints,
+		"compare.p99_latency_increase_percent":       c.Compare.P99LatencyPercent,
+		"compare.throughput_decrease_percent":        c.Compare.ThroughputDecreasePercent,
+		"compare.heap_live_increase_percent":         c.Compare.HeapLivePercent,
+	} {
+		nonNegative(path, v)
+	}
+
 	if len(c.Profiles) == 0 {
 		bad("profiles", "at least one profile is needed")
 	}
@@ -388,6 +550,15 @@ func (p Profile) validate(path string) []FieldError {
 	}
 	if len(p.Phases) == 0 {
 		bad(path+".phases", "at least one phase is needed")
+	}
+	if p.Rounds < 1 || p.Rounds > 100 {
+		bad(path+".rounds", "must be between 1 and 100 (got %d)", p.Rounds)
+	}
+	if p.Gate != kpi.GateMedian && p.Gate != kpi.GateWorst {
+		bad(path+".gate", "must be median or worst (got %q)", p.Gate)
+	}
+	if p.MemoryPhase != "" && !slices.ContainsFunc(p.Phases, func(ph PhaseConfig) bool { return ph.Name == p.MemoryPhase }) {
+		bad(path+".memory_phase", "names no phase of this profile (got %q)", p.MemoryPhase)
 	}
 	arms := map[string]string{}
 	for i, ph := range p.Phases {

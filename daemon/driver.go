@@ -26,12 +26,20 @@ const driverGrace = 5 * time.Second
 // is a separate OS process so that its CPU, allocations and GC never count
 // against the target. Cancelling ctx sends it SIGTERM; it then stops
 // starting requests and reports what it has.
-func runDriver(ctx context.Context, exe, target string, spec workloads.Phase, stderr io.Writer, progress func(workloads.Progress)) (workloads.Result, error) {
+//
+// cpus, when not empty, pins the driver (`--cpus`). The driver's own CPU time
+// (user + system, from the OS once it has exited) is returned so the report
+// can tell when the load generator, not the target, was the limit.
+func runDriver(ctx context.Context, exe, target, cpus string, spec workloads.Phase, stderr io.Writer, progress func(workloads.Progress)) (workloads.Result, time.Duration, error) {
 	body, err := json.Marshal(spec)
 	if err != nil {
-		return workloads.Result{}, fmt.Errorf("cannot encode the phase spec: %w", err)
+		return workloads.Result{}, 0, fmt.Errorf("cannot encode the phase spec: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, exe, "drive", "--target", target, "--log-format", "json")
+	args := []string{"drive", "--target", target, "--log-format", "json"}
+	if cpus != "" {
+		args = append(args, "--cpus", cpus)
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stdin = bytes.NewReader(body)
 	tail := &tailBuffer{max: 4096}
 	cmd.Stderr = io.MultiWriter(stderr, tail)
@@ -46,10 +54,10 @@ func runDriver(ctx context.Context, exe, target string, spec workloads.Phase, st
 	cmd.WaitDelay = spec.RequestTimeout + driverGrace
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return workloads.Result{}, fmt.Errorf("cannot connect to the driver: %w", err)
+		return workloads.Result{}, 0, fmt.Errorf("cannot connect to the driver: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return workloads.Result{}, fmt.Errorf("cannot start the driver %s: %w", exe, err)
+		return workloads.Result{}, 0, fmt.Errorf("cannot start the driver %s: %w", exe, err)
 	}
 
 	var (
@@ -75,19 +83,23 @@ func runDriver(ctx context.Context, exe, target string, spec workloads.Phase, st
 		_, _ = io.Copy(io.Discard, stdout)
 	}
 	waitErr := cmd.Wait()
+	var cpu time.Duration
+	if ps := cmd.ProcessState; ps != nil {
+		cpu = ps.UserTime() + ps.SystemTime()
+	}
 	switch {
 	case result != nil:
 		// A result (possibly partial, when cancelled) is worth keeping
 		// even if the process then exited non-zero.
-		return *result, nil
+		return *result, cpu, nil
 	case driveErr != "":
-		return workloads.Result{}, fmt.Errorf("driver failed: %s", driveErr)
+		return workloads.Result{}, cpu, fmt.Errorf("driver failed: %s", driveErr)
 	case waitErr != nil:
-		return workloads.Result{}, fmt.Errorf("driver (pid %d) died without a result: %w%s", cmd.Process.Pid, waitErr, tail.context())
+		return workloads.Result{}, cpu, fmt.Errorf("driver (pid %d) died without a result: %w%s", cmd.Process.Pid, waitErr, tail.context())
 	case readErr != nil:
-		return workloads.Result{}, fmt.Errorf("cannot read the driver's output: %w", readErr)
+		return workloads.Result{}, cpu, fmt.Errorf("cannot read the driver's output: %w", readErr)
 	}
-	return workloads.Result{}, errors.New("driver exited without a result" + tail.context())
+	return workloads.Result{}, cpu, errors.New("driver exited without a result" + tail.context())
 }
 
 // tailBuffer keeps the last max bytes written to it: the end of a driver's

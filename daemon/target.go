@@ -60,15 +60,18 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	)
 
 	mux := http.NewServeMux()
-	mux.Handle("/graphql", graph.NewHandler(svc, graph.Options{
+	// Request handling runs under pprof labels (endpoint, and the driver's
+	// run/phase/arm from its baggage header), so GraphQL and REST separate
+	// in CPU profiles and Pyroscope flame graphs.
+	mux.Handle("/graphql", profiles.Labeled("graphql", graph.NewHandler(svc, graph.Options{
 		Introspection:  cfg.GraphQL.Introspection,
 		QueryCacheSize: cfg.GraphQL.QueryCacheSize,
 		APQCacheSize:   cfg.GraphQL.APQCacheSize,
 		KeepAlive:      cfg.GraphQL.KeepAlive,
 		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
 		Logger:         log.Named("graphql"),
-	}))
-	mux.Handle("/api/donuts/", control.NewHandler(svc, control.Options{MaxBodyBytes: cfg.Server.MaxBodyBytes, Logger: log.Named("rest")}))
+	})))
+	mux.Handle("/api/donuts/", profiles.Labeled("rest", control.NewHandler(svc, control.Options{MaxBodyBytes: cfg.Server.MaxBodyBytes, Logger: log.Named("rest")})))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -62,6 +62,13 @@ type Result struct {
 	Pass bool `json:"pass"`
 	// Definition says how the metric is measured.
 	Definition string `json:"definition"`
+	// Rounds is how many interleaved rounds the row aggregates (0 or 1:
+	// a single comparison). With several, REST, GraphQL and Delta are
+	// medians, DeltaMin and DeltaMax the spread, and Gate the rule applied.
+	Rounds   int      `json:"rounds,omitempty"`
+	DeltaMin *float64 `json:"delta_min,omitempty"`
+	DeltaMax *float64 `json:"delta_max,omitempty"`
+	Gate     string   `json:"gate,omitempty"`
 }
 
 // Verdicts.

@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Summary is the resource figures of one steady window, computed by Summarize from the window's samples.
@@ -36,8 +37,18 @@ type Summary struct {
 	GCCycles uint64 `json:"gc_cycles"`
 	// GCForcedCycles is the number of those cycles forced by the application (runtime.GC).
 	GCForcedCycles uint64 `json:"gc_forced_cycles"`
+	// GCAutomaticCycles is GCCycles - GCForcedCycles: the cycles the runtime started on its own because
+	// the heap reached its goal, the ones the allocation pattern of the workload is responsible for.
+	GCAutomaticCycles uint64 `json:"gc_automatic_cycles"`
 	// GCIntervalMeanSeconds is WindowSeconds / GCCycles, the mean time between cycles; 0 when no cycle ran.
 	GCIntervalMeanSeconds float64 `json:"gc_interval_mean_seconds"`
+	// GCIntervalMaxSeconds is the longest span, in seconds, between two consecutive samples at which
+	// /gc/cycles/total had advanced (seed 002 tracked "a GC cycle about every 20 s, then every 33 s"). A
+	// cycle is only seen at the next sample, so the resolution is the sampler interval: each end of a span
+	// may be late by up to one interval, and several cycles between two samples count as one. Only spans
+	// bounded by two observed cycles count (the open spans at the window's edges do not); forced cycles
+	// count like automatic ones. 0, with a note, when fewer than two samples saw a cycle.
+	GCIntervalMaxSeconds float64 `json:"gc_interval_max_seconds"`
 	// GCPauses is the number of stop-the-world GC pauses in the window (about two per cycle).
 	GCPauses uint64 `json:"gc_pauses"`
 	// GCPauseP50Ms is the median GC pause in milliseconds, reported as the upper boundary of the histogram
@@ -54,6 +65,8 @@ type Summary struct {
 	AllocObjects uint64 `json:"alloc_objects"`
 	// AllocBytesPerSecond is AllocBytes / WindowSeconds.
 	AllocBytesPerSecond float64 `json:"alloc_bytes_per_second"`
+	// AllocObjectsPerSecond is AllocObjects / WindowSeconds, heap allocations per second.
+	AllocObjectsPerSecond float64 `json:"alloc_objects_per_second"`
 
 	// HeapLiveBytesMax is the largest live heap after a GC seen in the window, in bytes.
 	HeapLiveBytesMax uint64 `json:"heap_live_bytes_max"`
@@ -111,8 +124,13 @@ func Summarize(ss []Sample, buckets []float64, cores int) (Summary, error) {
 		ThreadsMax:     -1,
 	}
 	sum.AllocBytesPerSecond = float64(sum.AllocBytes) / window
+	sum.AllocObjectsPerSecond = float64(sum.AllocObjects) / window
+	if sum.GCForcedCycles <= sum.GCCycles { // the two counters are read together; guard a torn reading
+		sum.GCAutomaticCycles = sum.GCCycles - sum.GCForcedCycles
+	}
 	if sum.GCCycles > 0 {
 		sum.GCIntervalMeanSeconds = window / float64(sum.GCCycles)
+		summarizeGCIntervalMax(&sum, ss)
 	}
 
 	if dTotal := last.RuntimeCPUSeconds - first.RuntimeCPUSeconds; dTotal > 0 {
@@ -147,6 +165,27 @@ func Summarize(ss []Sample, buckets []float64, cores int) (Summary, error) {
 	spacing := window / float64(len(ss)-1) // seconds
 	sum.SamplerCorePercent = meanCost / 1e9 / spacing * 100
 	return sum, nil
+}
+
+// summarizeGCIntervalMax fills GCIntervalMaxSeconds from the samples at which the cycle count advanced
+// since the previous sample, or adds a note when fewer than two did.
+func summarizeGCIntervalMax(sum *Summary, ss []Sample) {
+	var prev time.Time
+	seen := 0
+	for i := 1; i < len(ss); i++ {
+		if ss[i].GCCycles == ss[i-1].GCCycles {
+			continue
+		}
+		if seen > 0 {
+			sum.GCIntervalMaxSeconds = max(sum.GCIntervalMaxSeconds, ss[i].Time.Sub(prev).Seconds())
+		}
+		prev = ss[i].Time
+		seen++
+	}
+	if seen < 2 {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("gc_interval_max_seconds not measured: %d sample(s) in the "+
+			"window saw a gc cycle complete, need 2", seen))
+	}
 }
 
 // summarizeCPU fills the OS CPU figures from the first and last samples that have OS CPU times.

@@ -142,10 +142,13 @@ func TestSummarizeCountersAndPeaks(t *testing.T) {
 		GCPercent:             2.5,
 		GCCycles:              4,
 		GCForcedCycles:        2,
+		GCAutomaticCycles:     2,
 		GCIntervalMeanSeconds: 1,
+		GCIntervalMaxSeconds:  1,
 		AllocBytes:            4000,
 		AllocObjects:          40,
 		AllocBytesPerSecond:   1000,
+		AllocObjectsPerSecond: 10,
 		HeapLiveBytesMax:      300,
 		HeapLiveBytesLast:     150,
 		HeapGoalBytesMax:      600,
@@ -176,8 +179,12 @@ func TestSummarizeCountersAndPeaks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Summarize without cycles: %v", err)
 	}
-	if got.GCCycles != 0 || got.GCIntervalMeanSeconds != 0 {
-		t.Errorf("got cycles %d interval %v, want 0 and 0", got.GCCycles, got.GCIntervalMeanSeconds)
+	if got.GCCycles != 0 || got.GCIntervalMeanSeconds != 0 || got.GCIntervalMaxSeconds != 0 || got.GCAutomaticCycles != 0 {
+		t.Errorf("got cycles %d mean interval %v max interval %v automatic %d, want all 0", got.GCCycles,
+			got.GCIntervalMeanSeconds, got.GCIntervalMaxSeconds, got.GCAutomaticCycles)
+	}
+	if strings.Contains(strings.Join(got.Notes, " "), "gc_interval") {
+		t.Errorf("got notes %q without cycles, want no gc_interval note (no cycle is not a missing figure)", got.Notes)
 	}
 
 	// FDs and threads never read: -1.
@@ -359,5 +366,94 @@ func TestSampleJSONRoundTrip(t *testing.T) {
 	out.Time = in.Time
 	if !reflect.DeepEqual(out, in) {
 		t.Errorf("got %+v after a round trip, want %+v", out, in)
+	}
+}
+
+func TestSummarizeGCIntervalMax(t *testing.T) {
+	f := func(name string, seconds []float64, cycles []uint64, want float64, wantNote bool) {
+		t.Helper()
+		ss := series(len(cycles))
+		for i := range ss {
+			ss[i].Time = origin().Add(time.Duration(seconds[i] * float64(time.Second)))
+			ss[i].GCCycles = cycles[i]
+		}
+		got, err := Summarize(ss, nil, 2)
+		if err != nil {
+			t.Fatalf("%s: Summarize: %v", name, err)
+		}
+		if math.Abs(got.GCIntervalMaxSeconds-want) > 1e-9 {
+			t.Errorf("%s: got gc_interval_max_seconds %v, want %v", name, got.GCIntervalMaxSeconds, want)
+		}
+		hasNote := strings.Contains(strings.Join(got.Notes, " "), "gc_interval_max_seconds")
+		if hasNote != wantNote {
+			t.Errorf("%s: got notes %q, want a gc_interval_max_seconds note: %v", name, got.Notes, wantNote)
+		}
+	}
+	every := func(n int) []float64 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = float64(i)
+		}
+		return s
+	}
+	// Seed 002: a cycle about every 20 s, then every 33 s. Cycles seen at 3 s, 23 s and 56 s.
+	seed := make([]uint64, 60)
+	for i := range seed {
+		switch {
+		case i >= 56:
+			seed[i] = 13
+		case i >= 23:
+			seed[i] = 12
+		case i >= 3:
+			seed[i] = 11
+		default:
+			seed[i] = 10
+		}
+	}
+	f("20 s then 33 s", every(60), seed, 33, false)
+	f("a cycle every sample", every(5), []uint64{0, 1, 2, 3, 4}, 1, false)
+	f("a cycle before the window is not seen", every(6), []uint64{5, 5, 6, 6, 6, 7}, 3, false)
+	f("several cycles between two samples count once", every(5), []uint64{0, 3, 3, 3, 5}, 3, false)
+	f("irregular sample times", []float64{0, 0.5, 2.5, 3}, []uint64{0, 1, 1, 2}, 2.5, false)
+	f("only one cycle seen", every(5), []uint64{0, 0, 1, 1, 1}, 0, true)
+	f("one sample saw two cycles", every(3), []uint64{0, 0, 2}, 0, true)
+	f("no cycle", every(4), []uint64{2, 2, 2, 2}, 0, false)
+}
+
+func TestSummarizeAutomaticCyclesAndObjectRate(t *testing.T) {
+	ss := series(5) // 4 s window, 4 cycles, 40 allocations
+	ss[0].GCForcedCycles = 1
+	for i := 1; i < 5; i++ {
+		ss[i].GCForcedCycles = 2
+	}
+	got, err := Summarize(ss, nil, 2)
+	if err != nil {
+		t.Fatalf("Summarize: %v", err)
+	}
+	if got.GCAutomaticCycles != 3 || got.AllocObjectsPerSecond != 10 {
+		t.Errorf("got automatic cycles %d alloc objects/s %v, want 3 and 10", got.GCAutomaticCycles,
+			got.AllocObjectsPerSecond)
+	}
+
+	// A torn reading with more forced cycles than cycles must not wrap around.
+	ss[4].GCForcedCycles = 100
+	got, err = Summarize(ss, nil, 2)
+	if err != nil {
+		t.Fatalf("Summarize with a torn reading: %v", err)
+	}
+	if got.GCAutomaticCycles != 0 {
+		t.Errorf("got automatic cycles %d with 99 forced of 4, want 0", got.GCAutomaticCycles)
+	}
+}
+
+func TestSummaryJSONNames(t *testing.T) {
+	b, err := json.Marshal(Summary{})
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	for _, key := range []string{`"gc_interval_max_seconds"`, `"gc_automatic_cycles"`, `"alloc_objects_per_second"`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("got json %s, want it to contain %s", b, key)
+		}
 	}
 }

@@ -87,6 +87,22 @@ func (r *Report) Markdown() string {
 		for _, k := range r.KPIs {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), limit(k), outcome(k))
 		}
+		if len(r.Rounds) > 1 {
+			fmt.Fprintf(&b, "\n%d interleaved rounds (REST, GraphQL, REST, GraphQL, …); values are medians across rounds and the gate rule is **%s** (%s).\n\n",
+				len(r.Rounds), r.Gate, gateWords(r.Gate))
+			b.WriteString("| Metric | Median variance | Spread across rounds |\n|---|---:|---:|\n")
+			for _, k := range r.KPIs {
+				spread := "n/a"
+				if k.DeltaMin != nil && k.DeltaMax != nil {
+					spread = fmt.Sprintf("%+.2f … %+.2f %s", *k.DeltaMin, *k.DeltaMax, k.DeltaUnit)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", k.Title, variance(k), spread)
+			}
+			b.WriteString("\n| Round | REST phase | GraphQL phase | Verdict |\n|---:|---|---|---|\n")
+			for _, rd := range r.Rounds {
+				fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", rd.Round, rd.REST, rd.GraphQL, rd.Verdict)
+			}
+		}
 		b.WriteString("\nDefinitions:\n\n")
 		for _, k := range r.KPIs {
 			fmt.Fprintf(&b, "- **%s** (`%s`): %s.\n", k.Title, k.Name, k.Definition)
@@ -134,6 +150,7 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	r.checkSections(&b)
 	r.workloadSections(&b)
 	if len(r.Notes) > 0 {
 		b.WriteString("## Notes\n\n")
@@ -141,6 +158,12 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "- %s\n", n)
 		}
 		b.WriteString("\n")
+	}
+	if p := r.Pinning; p != nil {
+		fmt.Fprintf(&b, "Pinned: target on CPUs %v, drivers on CPUs %v.  \n", p.TargetCPUs, p.DriverCPUs)
+	}
+	if r.Arms != "" && r.Arms != "rest,graphql" {
+		fmt.Fprintf(&b, "Arms: %s (self-check).  \n", r.Arms)
 	}
 	fmt.Fprintf(&b, "Target PID %d on %d cores (GOMAXPROCS %d), %s %s/%s, soakd %s. Sampler interval %gs.\n",
 		r.TargetPID, r.Host.Cores, r.Host.GOMAXPROCS, r.Host.GoVersion, r.Host.OS, r.Host.Arch, r.Host.Soakd, r.SamplerIntervalSeconds)
@@ -239,6 +262,61 @@ func (r *Report) workloadSections(b *strings.Builder) {
 				ret = "**no**"
 			}
 			fmt.Fprintf(b, "| %s | %d → %d | %d | %s → %s | %s |\n", p.Name, a.BaselineGoroutines, a.Goroutines, a.Subscribers, mib(a.BaselineHeapLiveBytes), mib(a.HeapLiveBytes), ret)
+		}
+		b.WriteString("\n")
+	}
+}
+
+func gateWords(gate string) string {
+	if gate == "worst" {
+		return "every round must pass"
+	}
+	return "each KPI is judged by its median variance"
+}
+
+// checkSections renders the memory-profile verdict, the other checks and
+// the overhead breakdown.
+func (r *Report) checkSections(b *strings.Builder) {
+	group := func(title, g, intro string) {
+		var rows []Check
+		for _, c := range r.Checks {
+			if c.Group == g {
+				rows = append(rows, c)
+			}
+		}
+		if len(rows) == 0 {
+			return
+		}
+		fmt.Fprintf(b, "## %s\n\n%s\n\n| Phase | Rule | Measured | Limit | Result | Detail |\n|---|---|---:|---:|---|---|\n", title, intro)
+		for _, c := range rows {
+			res := "pass"
+			if !c.Pass {
+				res = "**FAIL**"
+			}
+			fmt.Fprintf(b, "| %s | %s | %.4g %s | %.4g %s | %s | %s |\n", c.Phase, c.Title, c.Value, c.Unit, c.Limit, c.Unit, res, c.Detail)
+		}
+		b.WriteString("\nDefinitions:\n\n")
+		seen := map[string]bool{}
+		for _, c := range rows {
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				fmt.Fprintf(b, "- **%s** (`%s`): %s.\n", c.Title, c.Name, c.Definition)
+			}
+		}
+		b.WriteString("\n")
+	}
+	group("Memory profile verdict", "memory",
+		"Seed 002's memory expectations, measured: steady allocation with no extreme spikes, little to nothing surviving each GC cycle, and a return to the pre-test state.")
+	group("Subscription delivery", "delivery",
+		"Every subscription must receive each event of its id exactly once.")
+	group("Compared phases", "errors", "The compared phases must be error-free and measured.")
+	group("Return to rest", "rest", "After each phase, a settle period and forced GCs, the target must have released what the phase took.")
+	if len(r.Overhead) > 0 {
+		b.WriteString("## Where the overhead goes\n\n")
+		b.WriteString("Self (flat) CPU per request by function, from CPU profiles of the target over each compared phase's steady window (first round), each divided by the requests completed while it ran.\n\n")
+		b.WriteString("| Function | REST | GraphQL | Extra | Share of extra |\n|---|---:|---:|---:|---:|\n")
+		for _, o := range r.Overhead {
+			fmt.Fprintf(b, "| `%s` | %.2f µs | %.2f µs | %+.2f µs | %.1f %% |\n", o.Function, o.RESTMicrosPerReq, o.GraphQLMicrosPerReq, o.ExtraMicrosPerReq, o.SharePercent)
 		}
 		b.WriteString("\n")
 	}

@@ -6,6 +6,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -54,6 +55,9 @@ type Report struct {
 	SamplerIntervalSeconds float64 `json:"sampler_interval_seconds"`
 	// Compare names the REST and GraphQL phases the KPIs compare.
 	Compare Compare `json:"compare"`
+	// Arms is what was compared: "rest,graphql", or a self-check
+	// ("rest,rest", "graphql,graphql") that measures the noise floor.
+	Arms string `json:"arms"`
 	// KPIs is the verdict table, one row per metric.
 	KPIs []kpi.Result `json:"kpis"`
 	// Rounds holds each interleaved REST/GraphQL round's KPI rows when the
@@ -125,8 +129,57 @@ type Pinning struct {
 type Samples struct {
 	// PauseBuckets are the GC pause histogram boundaries (seconds) the
 	// samples' sparse pause deltas index into.
-	PauseBuckets []float64         `json:"pause_buckets"`
+	PauseBuckets Bounds            `json:"pause_buckets"`
 	Samples      []profiles.Sample `json:"samples"`
+}
+
+// Bounds are histogram boundaries. runtime/metrics histograms start at -Inf
+// and end at +Inf, which JSON numbers cannot hold: they are written as the
+// strings "-Inf" and "+Inf".
+type Bounds []float64
+
+// MarshalJSON writes infinities as strings.
+func (b Bounds) MarshalJSON() ([]byte, error) {
+	out := make([]any, len(b))
+	for i, v := range b {
+		switch {
+		case math.IsInf(v, 1):
+			out[i] = "+Inf"
+		case math.IsInf(v, -1):
+			out[i] = "-Inf"
+		default:
+			out[i] = v
+		}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (b *Bounds) UnmarshalJSON(data []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	out := make(Bounds, len(raw))
+	for i, r := range raw {
+		var s string
+		if json.Unmarshal(r, &s) == nil {
+			switch s {
+			case "+Inf":
+				out[i] = math.Inf(1)
+			case "-Inf":
+				out[i] = math.Inf(-1)
+			default:
+				return fmt.Errorf("bound %d: %q is not a number or ±Inf", i, s)
+			}
+			continue
+		}
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			return fmt.Errorf("bound %d: %w", i, err)
+		}
+	}
+	*b = out
+	return nil
 }
 
 // Host describes where the run happened.
@@ -180,6 +233,10 @@ type Phase struct {
 	ResourcesError string            `json:"resources_error,omitempty"`
 	// PerRequest are the target's costs per completed request.
 	PerRequest PerRequest `json:"per_request"`
+	// DriverCPUPercent is the driver process's CPU time over the phase as a
+	// share of the machine: high values mean the load generator competed
+	// with the target.
+	DriverCPUPercent float64 `json:"driver_cpu_percent"`
 	// Open holds the open model's schedule figures (intended and achieved
 	// rate, dropped and late requests, service time); nil otherwise.
 	Open *workloads.OpenResult `json:"open,omitempty"`
@@ -340,16 +397,52 @@ const (
 	HTMLFile     = "report.html"
 )
 
-// Write stores report.json and report.md in dir, each atomically.
-func (r *Report) Write(dir string) error {
+// Write stores report.json, report.md, junit.xml and report.html in dir,
+// and samples.json when s is not nil, each atomically.
+func (r *Report) Write(dir string, s *Samples) error {
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("cannot encode the report: %w", err)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, JSONFile), append(js, '\n'), 0o644); err != nil {
+	if s != nil {
+		sj, err := json.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("cannot encode the samples: %w", err)
+		}
+		if err := WriteFileAtomic(filepath.Join(dir, SamplesFile), sj, 0o644); err != nil {
+			return err
+		}
+	}
+	junit, err := r.JUnit()
+	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, MarkdownFile), []byte(r.Markdown()), 0o644)
+	html, err := r.HTML(s)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{JSONFile, append(js, '\n')}, {MarkdownFile, []byte(r.Markdown())}, {JUnitFile, junit}, {HTMLFile, html}} {
+		if err := WriteFileAtomic(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadSamples loads a samples.json.
+func ReadSamples(path string) (*Samples, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read samples: %w", err)
+	}
+	var s Samples
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("cannot decode %s: %w", path, err)
+	}
+	return &s, nil
 }
 
 // Read loads a report.json.

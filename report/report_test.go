@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,11 +108,11 @@ func TestTableGolden(t *testing.T) {
 func TestWriteAndRead(t *testing.T) {
 	dir := t.TempDir()
 	r := fixture()
-	if err := r.Write(dir); err != nil {
+	if err := r.Write(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	r.Verdict = "pass"
-	if err := r.Write(dir); err != nil {
+	if err := r.Write(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Read(filepath.Join(dir, JSONFile))
@@ -122,12 +123,12 @@ func TestWriteAndRead(t *testing.T) {
 		t.Errorf("round trip lost data: %+v", got)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 2 {
+	if len(entries) != 4 {
 		names := []string{}
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		t.Errorf("want only report.json and report.md, got %v (temporary files left behind?)", names)
+		t.Errorf("want report.json, report.md, junit.xml and report.html only, got %v (temporary files left behind?)", names)
 	}
 	// Required keys, as CI consumers read them.
 	raw, _ := os.ReadFile(filepath.Join(dir, JSONFile))
@@ -142,5 +143,27 @@ func TestWriteAndRead(t *testing.T) {
 	}
 	if err := WriteFileAtomic(filepath.Join(dir, "missing-dir", "x"), []byte("x"), 0o644); err == nil {
 		t.Errorf("writing into a missing directory must fail")
+	}
+}
+
+func TestSamplesRoundTripInfiniteBounds(t *testing.T) {
+	dir := t.TempDir()
+	in := &Samples{PauseBuckets: Bounds{math.Inf(-1), 0, 1e-6, math.Inf(1)}, Samples: []profiles.Sample{{Phase: "p", GCCycles: 3}}}
+	if err := fixture().Write(dir, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadSamples(filepath.Join(dir, SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.PauseBuckets) != 4 || !math.IsInf(out.PauseBuckets[0], -1) || !math.IsInf(out.PauseBuckets[3], 1) || out.PauseBuckets[2] != 1e-6 {
+		t.Errorf("bounds: got %v", out.PauseBuckets)
+	}
+	if len(out.Samples) != 1 || out.Samples[0].GCCycles != 3 {
+		t.Errorf("samples: got %+v", out.Samples)
+	}
+	var b Bounds
+	if err := b.UnmarshalJSON([]byte(`["Inf"]`)); err == nil {
+		t.Errorf("an unknown string bound must be an error")
 	}
 }

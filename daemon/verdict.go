@@ -1,0 +1,134 @@
+package daemon
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/report"
+)
+
+// roundPhases pairs each round's REST-arm and GraphQL-arm phase results.
+func roundPhases(ps []report.Phase, plans []planned) (rest, gql map[int]report.Phase) {
+	rest, gql = map[int]report.Phase{}, map[int]report.Phase{}
+	byName := map[string]report.Phase{}
+	for _, p := range ps {
+		byName[p.Name] = p
+	}
+	for _, pl := range plans {
+		p, ok := byName[pl.spec.Name]
+		if !ok {
+			continue
+		}
+		switch pl.role {
+		case roleRESTArm:
+			rest[pl.round] = p
+		case roleGQLArm:
+			gql[pl.round] = p
+		}
+	}
+	return rest, gql
+}
+
+// evaluateKPIs compares the arms round by round and aggregates the rounds
+// by the gate rule. With one round, Rounds is empty and the KPIs are that
+// round's.
+func evaluateKPIs(rest, gql map[int]report.Phase, rounds int, gate string, l kpi.Limits) (kpis []kpi.Result, rs []report.Round, err error) {
+	var all [][]kpi.Result
+	for r := 1; r <= rounds; r++ {
+		a, okA := rest[r]
+		b, okB := gql[r]
+		if !okA || !okB {
+			return nil, nil, fmt.Errorf("round %d did not run both arms", r)
+		}
+		k := kpi.Evaluate(a.Figures(), b.Figures(), l)
+		all = append(all, k)
+		rs = append(rs, report.Round{Round: r, REST: a.Name, GraphQL: b.Name, KPIs: k, Verdict: kpi.Verdict(k)})
+	}
+	if rounds == 1 {
+		return all[0], nil, nil
+	}
+	kpis, err = kpi.Aggregate(all, gate)
+	return kpis, rs, err
+}
+
+// checks are the verdict's rules beyond the KPI rows: compared phases
+// without failed requests and with resource figures, exact subscription
+// delivery, and every phase back to rest.
+func checks(ps []report.Phase, compared map[string]bool) []report.Check {
+	var cs []report.Check
+	for _, p := range ps {
+		if compared[p.Name] {
+			cs = append(cs, report.Check{
+				Group: "errors", Name: "no_failed_requests", Title: "No failed requests", Phase: p.Name, Unit: "requests",
+				Value: float64(p.Errors), Limit: 0, Pass: p.Errors == 0,
+				Detail:     fmt.Sprintf("%d of %d requests failed", p.Errors, p.Requests),
+				Definition: "every response had HTTP 200, the expected payload and no GraphQL errors",
+			}, report.Check{
+				Group: "errors", Name: "resources_measured", Title: "Resource figures measured", Phase: p.Name, Unit: "",
+				Value: b2f(p.Resources != nil), Limit: 1, Pass: p.Resources != nil, Detail: p.ResourcesError,
+				Definition: "the steady window held at least two samples of the target",
+			})
+		}
+		if sr := p.Subscriptions; sr != nil {
+			bad := sr.Lost + sr.Duplicated + sr.Foreign
+			cs = append(cs, report.Check{
+				Group: "delivery", Name: "exact_delivery", Title: "Subscription events delivered exactly once", Phase: p.Name, Unit: "events",
+				Value: float64(bad), Limit: 0, Pass: bad == 0,
+				Detail:     fmt.Sprintf("%d expected, %d received, %d lost, %d duplicated, %d misrouted", sr.Expected, sr.Received, sr.Lost, sr.Duplicated, sr.Foreign),
+				Definition: "each subscription receives each successful mutation of its id once: lost, duplicated and misrouted events must all be 0",
+			})
+		}
+		if a := p.After; a != nil {
+			cs = append(cs, report.Check{
+				Group: "rest", Name: "released", Title: "Connections, subscriptions and goroutines released", Phase: p.Name, Unit: "goroutines",
+				Value: float64(int64(a.Goroutines) - int64(a.BaselineGoroutines)), Limit: goroutineSlack, Pass: a.Returned,
+				Detail:     fmt.Sprintf("goroutines %d → %d, %d subscriptions still open after %.1fs", a.BaselineGoroutines, a.Goroutines, a.Subscribers, a.SettleSeconds),
+				Definition: fmt.Sprintf("after the settle period and forced GCs: no subscription open and goroutines within %d of the pre-phase baseline", goroutineSlack),
+			})
+		}
+	}
+	return cs
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// memoryChecks judges the memory-profile phase: steady allocation, no
+// survivor growth and the return to the pre-phase state.
+func memoryChecks(p report.Phase, ss []profiles.Sample, m MemoryConfig) []report.Check {
+	in := kpi.MemoryInput{}
+	for _, pt := range profiles.AllocRates(ss, m.AllocWindow) {
+		in.AllocRates = append(in.AllocRates, pt.V)
+	}
+	var t0 time.Time
+	for i, pt := range profiles.LiveHeapAfterGC(ss) {
+		if i == 0 {
+			t0 = pt.T
+		}
+		in.LiveHeap = append(in.LiveHeap, kpi.Sample2D{X: pt.T.Sub(t0).Seconds(), Y: pt.V})
+	}
+	if a := p.After; a != nil {
+		in.BaselineHeapLive, in.AfterHeapLive = a.BaselineHeapLiveBytes, a.HeapLiveBytes
+		in.BaselineGoroutines, in.AfterGoroutines = a.BaselineGoroutines, a.Goroutines
+	}
+	rules := kpi.MemoryVerdict(in, kpi.MemoryLimits{
+		AllocSpikeFactor:            m.AllocSpikeFactor,
+		AllocWindow:                 m.AllocWindow,
+		LiveHeapSlopeMaxBytesPerMin: m.LiveHeapSlopeMaxBytesPerMin,
+		HeapReturnTolerancePercent:  m.HeapReturnTolerancePercent,
+		HeapReturnToleranceBytes:    m.HeapReturnToleranceBytes,
+		GoroutineReturnTolerance:    m.GoroutineReturnTolerance,
+	})
+	cs := make([]report.Check, 0, len(rules))
+	for _, r := range rules {
+		cs = append(cs, report.Check{Group: "memory", Name: r.Name, Title: r.Title, Phase: p.Name, Unit: r.Unit,
+			Value: r.Value, Limit: r.Limit, Pass: r.Pass, Detail: r.Detail, Definition: r.Definition})
+	}
+	return cs
+}

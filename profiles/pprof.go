@@ -1,0 +1,185 @@
+package profiles
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sync"
+)
+
+// Kinds of local capture a phase leaves in the run directory; CapturePath joins one to a phase name:
+//
+//	<phase>.heap-before.pb.gz, <phase>.cpu.pb.gz, <phase>.heap-after.pb.gz, <phase>.goroutine-after.txt
+//
+// The .pb.gz files are gzip'd pprof protos (go tool pprof reads them); the goroutine dump is text.
+const (
+	// CaptureHeapBefore is the heap profile written before the phase starts (after the settle and GC).
+	CaptureHeapBefore = "heap-before.pb.gz"
+	// CaptureCPU is the CPU profile of the phase's steady window.
+	CaptureCPU = "cpu.pb.gz"
+	// CaptureHeapAfter is the heap profile written after the phase ends (after the settle and GC).
+	CaptureHeapAfter = "heap-after.pb.gz"
+	// CaptureGoroutineAfter is the goroutine dump (debug=1 text) written after the phase ends.
+	CaptureGoroutineAfter = "goroutine-after.txt"
+)
+
+// ErrCPUProfilerBusy is wrapped by StartCPUProfile's error when this process's CPU profiler is already
+// running: another capture, a request to /debug/pprof/profile, or the Pyroscope push (which holds the
+// profiler for as long as it runs). Go has one CPU profiler per process, so the caller logs this and
+// carries on without the capture.
+const ErrCPUProfilerBusy = cpuBusyError("the cpu profiler is already running (another capture, /debug/pprof/profile or the pyroscope push)")
+
+// cpuBusyError is a constant error type, so ErrCPUProfilerBusy needs no package variable.
+type cpuBusyError string
+
+func (e cpuBusyError) Error() string { return string(e) }
+
+// CapturePath is the file for one capture kind (CaptureCPU, ...) of a phase in dir. Bytes of the phase name
+// other than ASCII letters, digits, '.', '_' and '-' become '_', so any phase name gives one file name in
+// dir and never a path elsewhere.
+func CapturePath(dir, phase, kind string) string {
+	b := []byte(phase)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		b = []byte("phase")
+	}
+	return filepath.Join(dir, string(b)+"."+kind)
+}
+
+// HeapProfile writes this process's "heap" profile (gzip'd pprof proto, allocation and in-use samples as
+// of the most recently completed GC cycle) to path, creating its directory if needed. It writes a
+// temporary file in the same directory and renames it into place, so path is either absent or complete.
+// It does not force a GC: the caller decides when one runs, because forced cycles count in the GC KPIs.
+func HeapProfile(path string) error {
+	return writeAtomically(path, func(w io.Writer) error {
+		return pprof.Lookup("heap").WriteTo(w, 0)
+	})
+}
+
+// GoroutineDump writes this process's goroutine profile in its debug=1 text form (stacks grouped with
+// counts, and their pprof labels) to path, atomically like HeapProfile. A leak shows as a group whose
+// count grew across a phase.
+func GoroutineDump(path string) error {
+	return writeAtomically(path, func(w io.Writer) error {
+		return pprof.Lookup("goroutine").WriteTo(w, 1)
+	})
+}
+
+// writeAtomically creates path's directory, writes a temporary file there with write, syncs it and
+// renames it to path; on failure it removes the temporary file.
+func writeAtomically(path string, write func(io.Writer) error) error {
+	f, err := createTemp(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		return errors.Join(fmt.Errorf("cannot write profile %s: %w", path, err), removeTemp(f))
+	}
+	return commitTemp(f, path)
+}
+
+// createTemp makes path's directory and an empty temporary file next to path.
+func createTemp(path string) (*os.File, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create profile directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("cannot create profile file: %w", err)
+	}
+	return f, nil
+}
+
+// commitTemp syncs and closes the temporary file f and renames it to path.
+func commitTemp(f *os.File, path string) error {
+	if err := f.Sync(); err != nil {
+		return errors.Join(fmt.Errorf("cannot sync profile %s: %w", path, err), removeTemp(f))
+	}
+	if err := f.Close(); err != nil {
+		return errors.Join(fmt.Errorf("cannot close profile %s: %w", path, err), os.Remove(f.Name()))
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return errors.Join(fmt.Errorf("cannot move profile into place: %w", err), os.Remove(f.Name()))
+	}
+	return nil
+}
+
+// removeTemp closes and removes the temporary file f.
+func removeTemp(f *os.File) error {
+	return errors.Join(f.Close(), os.Remove(f.Name()))
+}
+
+// CPUProfile is a CPU profile being written to a file; StartCPUProfile begins it and Stop finishes it.
+// The profile covers the wall time between the two calls, sampled at the runtime's 100 Hz.
+type CPUProfile struct {
+	path string
+	f    *os.File
+	w    *errWriter
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+// StartCPUProfile starts this process's CPU profiler writing into a temporary file next to path (its
+// directory is created if needed). Stop moves the finished profile to path, so path never holds a partial
+// profile. If the profiler is already running the error wraps ErrCPUProfilerBusy and nothing is left on
+// disk; callers log it and go on, since a missing profile must not fail a run.
+//
+// Go has one CPU profiler per process, and the Pyroscope push (StartPyroscope) restarts it every upload
+// period: while Pyroscope runs, StartCPUProfile fails, and a capture started before Pyroscope is cut short
+// at Pyroscope's first upload. Use one or the other for a run.
+func StartCPUProfile(path string) (*CPUProfile, error) {
+	f, err := createTemp(path)
+	if err != nil {
+		return nil, err
+	}
+	w := &errWriter{w: f}
+	if err := pprof.StartCPUProfile(w); err != nil {
+		return nil, errors.Join(fmt.Errorf("cannot start cpu profile: %w: %w", ErrCPUProfilerBusy, err), removeTemp(f))
+	}
+	return &CPUProfile{path: path, f: f, w: w}, nil
+}
+
+// Stop stops the CPU profiler, which writes the whole profile, then syncs the file and renames it into
+// place. Calling it again returns an error.
+func (c *CPUProfile) Stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return fmt.Errorf("cannot stop cpu profile %s: already stopped", c.path)
+	}
+	c.stopped = true
+	// StopCPUProfile returns once the profile has been written; runtime/pprof ignores write errors, so
+	// errWriter keeps the first one.
+	pprof.StopCPUProfile()
+	if c.w.err != nil {
+		return errors.Join(fmt.Errorf("cannot write cpu profile %s: %w", c.path, c.w.err), removeTemp(c.f))
+	}
+	return commitTemp(c.f, c.path)
+}
+
+// errWriter passes writes to w and remembers the first error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}

@@ -1,0 +1,211 @@
+package report
+
+import (
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/kpi"
+)
+
+// richFixture is fixture() plus checks, two interleaved rounds under gate
+// and a name that needs escaping.
+func richFixture(gate string) *Report {
+	r := fixture()
+	r.Checks = []Check{
+		{Group: "errors", Name: "error_free", Title: "Compared arm is error-free", Phase: "rest-control", Unit: "errors", Value: 0, Limit: 0, Pass: true, Definition: "failed requests in the phase"},
+		{Group: "errors", Name: "error_free", Title: "Compared arm is error-free", Phase: "graphql-load", Unit: "errors", Value: 3, Limit: 0, Pass: false, Detail: "3 of 80000 requests failed (http_500: 3)", Definition: "failed requests in the phase"},
+		{Group: "memory", Name: "heap_slope", Title: "Live heap <trend> & drift", Unit: "B/s", Value: 12.5, Limit: 100, Pass: true, Definition: "least-squares slope of the live heap after GC"},
+	}
+	lim := kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}
+	rest, gql := r.Phases[0].Figures(), r.Phases[1].Figures()
+	good := gql
+	good.CPUMachinePercent, good.GCPercent = rest.CPUMachinePercent+1, rest.GCPercent+0.5
+	r.Rounds = []Round{
+		{Round: 1, REST: "rest-control", GraphQL: "graphql-load", KPIs: kpi.Evaluate(rest, gql, lim)},
+		{Round: 2, REST: "rest-control", GraphQL: "graphql-load", KPIs: kpi.Evaluate(rest, good, lim)},
+	}
+	for i := range r.Rounds {
+		r.Rounds[i].Verdict = kpi.Verdict(r.Rounds[i].KPIs)
+	}
+	r.Gate = gate
+	return r
+}
+
+type parsedCase struct {
+	ClassName string `xml:"classname,attr"`
+	Name      string `xml:"name,attr"`
+	Failure   *struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	} `xml:"failure"`
+	SystemOut string `xml:"system-out"`
+}
+
+type parsedSuites struct {
+	XMLName  xml.Name `xml:"testsuites"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Suites   []struct {
+		Name     string       `xml:"name,attr"`
+		Tests    int          `xml:"tests,attr"`
+		Failures int          `xml:"failures,attr"`
+		Cases    []parsedCase `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func parseJUnit(t *testing.T, r *Report) parsedSuites {
+	t.Helper()
+	b, err := r.JUnit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), xml.Header) {
+		t.Errorf("junit.xml must start with the xml header, got %.40q", b)
+	}
+	var p parsedSuites
+	if err := xml.Unmarshal(b, &p); err != nil {
+		t.Fatalf("junit.xml is not valid xml: %v\n%s", err, b)
+	}
+	if len(p.Suites) != 1 {
+		t.Fatalf("got %d testsuites, want 1", len(p.Suites))
+	}
+	return p
+}
+
+func findCase(cs []parsedCase, class, name string) (parsedCase, bool) {
+	for _, c := range cs {
+		if c.ClassName == class && c.Name == name {
+			return c, true
+		}
+	}
+	return parsedCase{}, false
+}
+
+func TestJUnitGolden(t *testing.T) {
+	b, err := richFixture(kpi.GateMedian).JUnit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "junit.xml", string(b))
+}
+
+func TestJUnitCases(t *testing.T) {
+	for _, tc := range []struct {
+		gate string
+		// wantFailures: 2 failing KPI rows + 1 failing check, plus round 1's
+		// two failing rows only under the worst gate.
+		wantFailures int
+	}{
+		{kpi.GateMedian, 3},
+		{kpi.GateWorst, 5},
+	} {
+		t.Run(tc.gate, func(t *testing.T) {
+			r := richFixture(tc.gate)
+			p := parseJUnit(t, r)
+			s := p.Suites[0]
+			if s.Name != "soakd quick" {
+				t.Errorf("suite name: got %q, want %q", s.Name, "soakd quick")
+			}
+			wantTests := len(r.KPIs) + len(r.Checks) + len(r.Rounds[0].KPIs) + len(r.Rounds[1].KPIs)
+			if s.Tests != wantTests || len(s.Cases) != wantTests || p.Tests != wantTests {
+				t.Errorf("tests: got suite %d, cases %d, root %d; want %d", s.Tests, len(s.Cases), p.Tests, wantTests)
+			}
+			failed := 0
+			for _, c := range s.Cases {
+				if c.Failure != nil {
+					failed++
+				}
+			}
+			if s.Failures != tc.wantFailures || failed != tc.wantFailures || p.Failures != tc.wantFailures {
+				t.Errorf("failures: got suite %d, cases %d, root %d; want %d", s.Failures, failed, p.Failures, tc.wantFailures)
+			}
+
+			cpu, ok := findCase(s.Cases, "kpi", "cpu_machine_percent")
+			switch {
+			case !ok:
+				t.Errorf("no testcase kpi/cpu_machine_percent")
+			case cpu.Failure == nil:
+				t.Errorf("kpi/cpu_machine_percent: got no failure, want one")
+			default:
+				if want := "GraphQL CPU (share of machine) +13.00 points > +5 points"; cpu.Failure.Message != want {
+					t.Errorf("failure message: got %q, want %q", cpu.Failure.Message, want)
+				}
+				for _, w := range []string{"rest: 17.00 %", "graphql: 30.00 %", "delta: +13.00 points", "limit: ≤ +5 points"} {
+					if !strings.Contains(cpu.Failure.Text, w) {
+						t.Errorf("failure text lacks %q:\n%s", w, cpu.Failure.Text)
+					}
+				}
+			}
+			if tp, _ := findCase(s.Cases, "kpi", "throughput_rps"); tp.Failure != nil {
+				t.Errorf("kpi/throughput_rps passed in the report, got failure %q", tp.Failure.Message)
+			}
+			info, ok := findCase(s.Cases, "kpi", "cpu_us_per_request")
+			if !ok || info.Failure != nil || !strings.Contains(info.SystemOut, "graphql: 101.7 µs") {
+				t.Errorf("informational row: got %+v, want a passing case with its values in system-out", info)
+			}
+			ch, ok := findCase(s.Cases, "check.errors", "graphql-load/error_free")
+			if !ok || ch.Failure == nil || !strings.Contains(ch.Failure.Message, "3 of 80000") {
+				t.Errorf("failing check: got %+v, want a failure naming the detail", ch)
+			}
+			if _, ok := findCase(s.Cases, "check.memory", "heap_slope"); !ok {
+				t.Errorf("a check without a phase must be named by its name alone")
+			}
+			r1, ok := findCase(s.Cases, "round1.kpi", "cpu_machine_percent")
+			if !ok {
+				t.Fatalf("no testcase round1.kpi/cpu_machine_percent")
+			}
+			if got, want := r1.Failure != nil, tc.gate == kpi.GateWorst; got != want {
+				t.Errorf("round 1 cpu failure under gate %s: got %v, want %v", tc.gate, got, want)
+			}
+			if r2, _ := findCase(s.Cases, "round2.kpi", "cpu_machine_percent"); r2.Failure != nil {
+				t.Errorf("round 2 passed, got failure %q", r2.Failure.Message)
+			}
+		})
+	}
+}
+
+func TestJUnitThroughputMessage(t *testing.T) {
+	r := fixture()
+	rest, gql := r.Phases[0].Figures(), r.Phases[1].Figures()
+	gql.ThroughputRPS = 5100 // -15 %
+	r.KPIs = kpi.Evaluate(rest, gql, kpi.Limits{CPUIncreasePoints: 50, GCIncreasePoints: 10, ThroughputDecreasePercent: 10})
+	c, ok := findCase(parseJUnit(t, r).Suites[0].Cases, "kpi", "throughput_rps")
+	if !ok || c.Failure == nil {
+		t.Fatalf("got %+v, want a failing throughput case", c)
+	}
+	if want := "GraphQL Throughput -15.0 % < -10 %"; c.Failure.Message != want {
+		t.Errorf("got %q, want %q", c.Failure.Message, want)
+	}
+}
+
+func TestJUnitAborted(t *testing.T) {
+	r := &Report{Run: "r1", Profile: "soak <24h> & more", Status: StatusAborted, Verdict: VerdictAborted,
+		Error: "target exited: signal \"killed\" <oom> \x1b[31m]]>", StartedAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	p := parseJUnit(t, r)
+	s := p.Suites[0]
+	if s.Name != "soakd soak <24h> & more" {
+		t.Errorf("suite name: got %q", s.Name)
+	}
+	if s.Tests != 1 || s.Failures != 1 || len(s.Cases) != 1 {
+		t.Fatalf("got %d tests, %d failures, want 1 and 1", s.Tests, s.Failures)
+	}
+	c := s.Cases[0]
+	want := "target exited: signal \"killed\" <oom> \uFFFD[31m]]>"
+	if c.Name != "run" || c.Failure == nil || c.Failure.Message != want {
+		t.Fatalf("got %+v, want a failing case \"run\" with message %q", c, want)
+	}
+	if !strings.Contains(c.Failure.Text, want) {
+		t.Errorf("failure text: got %q, want it to contain %q", c.Failure.Text, want)
+	}
+}
+
+func TestJUnitPassingRunHasNoFailure(t *testing.T) {
+	r := fixture()
+	r.KPIs = kpi.Evaluate(r.Phases[0].Figures(), r.Phases[1].Figures(), kpi.Limits{CPUIncreasePoints: 50, GCIncreasePoints: 10, ThroughputDecreasePercent: 10})
+	p := parseJUnit(t, r)
+	if p.Failures != 0 || p.Tests != len(r.KPIs) {
+		t.Errorf("got %d tests, %d failures; want %d and 0", p.Tests, p.Failures, len(r.KPIs))
+	}
+}
