@@ -3,7 +3,7 @@ GO    ?= go
 BIN   := bin/soakd
 PKGS  := ./...
 
-.PHONY: all build run test vet fmt-check generate check-generate fuzz clean
+.PHONY: all build run test vet fmt-check generate check-generate fuzz dashboards stack clean
 
 all: build
 
@@ -41,6 +41,14 @@ fuzz:
 	$(GO) test ./daemon -run '^$$' -fuzz FuzzLoadConfig -fuzztime $(FUZZTIME)
 	$(GO) test ./control -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./graph -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
+
+## dashboards: regenerate grafana/dashboards/*.json from grafana/*.go
+dashboards:
+	$(GO) run ./grafana/gen
+
+## stack: soakd + Prometheus + Pyroscope + Grafana (needs Docker); add --profile soak to run a suite in it
+stack:
+	docker compose -f grafana/docker-compose.yml up --build
 
 clean:
 	rm -rf bin

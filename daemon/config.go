@@ -36,6 +36,7 @@ type Config struct {
 	Profiling      ProfilingConfig    `yaml:"profiling"`
 	Pinning        PinningConfig      `yaml:"pinning"`
 	Compare        CompareConfig      `yaml:"compare"`
+	Metrics        MetricsConfig      `yaml:"metrics"`
 	DefaultProfile string             `yaml:"default_profile"`
 	Profiles       map[string]Profile `yaml:"profiles"`
 }
@@ -167,6 +168,13 @@ type PyroscopeConfig struct {
 type PinningConfig struct {
 	Target string `yaml:"target"`
 	Driver string `yaml:"driver"`
+}
+
+// MetricsConfig configures /metrics beyond what is always exposed.
+type MetricsConfig struct {
+	// Linger keeps a finished `soakd run` serving /metrics this long, so
+	// Prometheus scrapes the final KPI series (0: exit at once).
+	Linger time.Duration `yaml:"linger"`
 }
 
 // CompareConfig holds the regression limits of `soakd compare OLD NEW`:
@@ -506,6 +514,10 @@ func (c *Config) Validate() []FieldError {
 		"compare.heap_live_increase_percent":         c.Compare.HeapLivePercent,
 	} {
 		nonNegative(path, v)
+	}
+
+	if c.Metrics.Linger < 0 || c.Metrics.Linger > time.Hour {
+		bad("metrics.linger", "must be between 0s and 1h (got %s)", c.Metrics.Linger)
 	}
 
 	if len(c.Profiles) == 0 {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/metrics"
 	"github.com/soakd/soakd/pin"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/report"
@@ -155,7 +156,7 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 			return r.abort(err)
 		}
 	}
-	return r.finish(plans, captures)
+	return r.finish(ctx, plans, captures)
 }
 
 // runPhase runs one phase and appends its results to the report.
@@ -174,11 +175,15 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	capt := newCapture(r.dir, spec, pc, r.log)
 	capt.before()
 	r.target.Sampler.SetPhase(spec.Name)
+	m := r.target.Metrics
+	m.PhaseStarted(r.rep.Run, spec.Name, spec.Arm)
+	defer m.PhaseEnded()
 	r.log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.String("model", string(spec.Model)))
 	pr := newProgress(r.opts.Stderr, r.opts.Terminal, spec, r.log)
 	res, driverCPU, err := runDriver(ctx, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, spec, r.opts.Stderr, func(p workloads.Progress) {
 		capt.progress(p)
 		pr.update(p)
+		m.DriverProgress(spec.Name, spec.Arm, metrics.FromProgress(p))
 	})
 	pr.done()
 	r.target.Sampler.SetPhase("")
@@ -186,6 +191,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		capt.after(0)
 		return capt, fmt.Errorf("phase %s: %w", spec.Name, err)
 	}
+	m.DriverResult(res)
 	if res.DriverPID == r.rep.TargetPID {
 		return capt, fmt.Errorf("phase %s: the driver reported the target's own pid %d; load must come from another process", spec.Name, res.DriverPID)
 	}
@@ -223,7 +229,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 
 // finish evaluates the KPIs and checks, writes the final reports and
 // prints the table.
-func (r *run) finish(plans []planned, captures map[string]*capture) (*report.Report, error) {
+func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*capture) (*report.Report, error) {
 	rep := r.rep
 	restBy, gqlBy := roundPhases(rep.Phases, plans)
 	kpis, rounds, err := evaluateKPIs(restBy, gqlBy, r.prof.Rounds, r.prof.Gate, r.cfg.KPIs.limits())
@@ -258,10 +264,21 @@ func (r *run) finish(plans []planned, captures map[string]*capture) (*report.Rep
 		rep.Notes = append(rep.Notes, n)
 	}
 	rep.Notes = append(rep.Notes, saturationNotes(rep.Phases)...)
+	r.target.Metrics.KPIResults(rep.KPIs)
 	rep.Status = report.StatusComplete
 	rep.FinishedAt = time.Now().UTC()
 	if err := r.write(); err != nil {
 		return r.abort(err)
+	}
+	if d := r.cfg.Metrics.Linger; d > 0 {
+		// Keep /metrics up so Prometheus scrapes the final KPI series.
+		r.log.Info("lingering for a last scrape", zap.Duration("linger", d))
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
 	}
 	if out := r.opts.Stdout; out != nil {
 		if err := rep.Table(out); err != nil {

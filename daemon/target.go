@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/soakd/soakd/control"
 	"github.com/soakd/soakd/donut"
 	"github.com/soakd/soakd/graph"
+	"github.com/soakd/soakd/metrics"
 	"github.com/soakd/soakd/profiles"
 )
 
@@ -30,6 +32,9 @@ type Target struct {
 	Service  *donut.Service
 	Sampler  *profiles.Sampler
 	Registry *prometheus.Registry
+	// Metrics are soakd's own series on Registry: request metrics of both
+	// arms, the driver's figures, the phase marker and the KPI results.
+	Metrics *metrics.Metrics
 
 	log      *zap.Logger
 	server   *http.Server
@@ -59,19 +64,26 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 
+	m := metrics.New(reg)
+	m.Broker(svc.Broker.Stats)
+
 	mux := http.NewServeMux()
 	// Request handling runs under pprof labels (endpoint, and the driver's
 	// run/phase/arm from its baggage header), so GraphQL and REST separate
 	// in CPU profiles and Pyroscope flame graphs.
-	mux.Handle("/graphql", profiles.Labeled("graphql", graph.NewHandler(svc, graph.Options{
+	mux.Handle("/graphql", profiles.Labeled("graphql", m.Middleware("graphql", nil, graph.NewHandler(svc, graph.Options{
 		Introspection:  cfg.GraphQL.Introspection,
 		QueryCacheSize: cfg.GraphQL.QueryCacheSize,
 		APQCacheSize:   cfg.GraphQL.APQCacheSize,
 		KeepAlive:      cfg.GraphQL.KeepAlive,
 		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
 		Logger:         log.Named("graphql"),
-	})))
-	mux.Handle("/api/donuts/", profiles.Labeled("rest", control.NewHandler(svc, control.Options{MaxBodyBytes: cfg.Server.MaxBodyBytes, Logger: log.Named("rest")})))
+		OnOperation:    metrics.SetOperation,
+	}))))
+	// The request metrics sit right around the REST handler so they read
+	// the route template ("GET /api/donuts/{id}") it matched.
+	mux.Handle("/api/donuts/", profiles.Labeled("rest", m.Middleware("rest", metrics.RouteOperation(),
+		control.NewHandler(svc, control.Options{MaxBodyBytes: cfg.Server.MaxBodyBytes, Logger: log.Named("rest")}))))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -102,7 +114,7 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 	t := &Target{
-		Service: svc, Sampler: sampler, Registry: reg,
+		Service: svc, Sampler: sampler, Registry: reg, Metrics: m,
 		log: log, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
 		stop: stop, serveErr: make(chan error, 1),
 	}
@@ -120,8 +132,16 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	return t, nil
 }
 
-// URL is the target's base URL, e.g. http://127.0.0.1:41234.
-func (t *Target) URL() string { return "http://" + t.listener.Addr().String() }
+// URL is the target's base URL, e.g. http://127.0.0.1:41234. A listener on
+// an unspecified address (0.0.0.0, ::) is reached through loopback.
+func (t *Target) URL() string {
+	addr := t.listener.Addr().(*net.TCPAddr)
+	ip := addr.IP
+	if ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(addr.Port))
+}
 
 // Failed returns a channel that yields the server's error if it stops
 // serving on its own.

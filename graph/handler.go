@@ -64,6 +64,10 @@ type Options struct {
 	// Logger receives resolver panics and websocket errors. Nil means
 	// zap.NewNop().
 	Logger *zap.Logger
+	// OnOperation, when set, is called with each operation's context and
+	// name ("" for an anonymous operation) before it executes: the hook
+	// request metrics use to label by operation name, never by query text.
+	OnOperation func(ctx context.Context, name string)
 }
 
 // Handler serves GraphQL over HTTP (GET, POST application/json, POST
@@ -137,6 +141,17 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 		srv.Use(extension.Introspection{})
 	}
 	srv.AroundOperations(websocketOnlySubscriptions)
+	if on := opts.OnOperation; on != nil {
+		srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+			oc := graphql.GetOperationContext(ctx)
+			name := oc.OperationName
+			if name == "" && oc.Operation != nil {
+				name = oc.Operation.Name // a single named operation sent without operationName
+			}
+			on(ctx, name)
+			return next(ctx)
+		})
+	}
 	srv.SetRecoverFunc(h.recoverResolver)
 	h.srv = srv
 	return h
