@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,6 +33,8 @@ func buildSoakd(t *testing.T) string {
 const tinyConfig = `
 sampler:
   interval: 100ms
+kpis:
+  alloc_per_request_increase_percent: 2000
 default_profile: tiny
 profiles:
   tiny:
@@ -217,6 +221,205 @@ func TestEndToEndRun(t *testing.T) {
 	if !strings.Contains(stdout, "verdict: "+strings.ToUpper(rep.Verdict)) || !strings.Contains(stdout, "CPU (share of machine)") {
 		t.Errorf("the terminal table is missing from stdout:\n%s", stdout)
 	}
+	// The control for TestInjectedRegressionFailsTheGate: without the
+	// planted cost, GraphQL's allocation per request is within the limit.
+	for _, k := range rep.KPIs {
+		if k.Name == "alloc_bytes_per_request" && (k.Pass == nil || !*k.Pass) {
+			t.Errorf("alloc_bytes_per_request fails without an injected cost: delta %v", *k.Delta)
+		}
+	}
+	for _, f := range []string{"report.html", "junit.xml", "samples.json", "graphql-load.cpu.pb.gz", "rest-control.cpu.pb.gz"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+
+	// soakd report re-renders the run and exits with its verdict.
+	if err := os.Remove(filepath.Join(out, "report.md")); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, rcode := runSoakd(t, bin, "report", out)
+	if rcode != code {
+		t.Errorf("soakd report: exit %d, want the run's %d\n%s", rcode, code, stderr)
+	}
+	if md2, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md2), "| Metric | REST | GraphQL | Variance | KPI | Result |") {
+		t.Errorf("soakd report did not re-render report.md: %v", err)
+	}
+	// A run compared with itself shows no regression.
+	cout, stderr, ccode := runSoakd(t, bin, "compare", out, filepath.Join(out, "report.json"))
+	if ccode != 0 || !strings.Contains(cout, "graphql-load") {
+		t.Errorf("soakd compare of a run with itself: exit %d, want 0\n%s\n%s", ccode, cout, stderr)
+	}
+}
+
+// runTiny runs soakd on tinyConfig plus extra YAML and returns the report,
+// the run directory and the exit code.
+func runTiny(t *testing.T, bin, extra string, args ...string) (map[string]any, string, int) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tiny.yaml")
+	if err := os.WriteFile(cfg, []byte(tinyConfig+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	_, stderr, code := runSoakd(t, bin, append([]string{"run", "--config", cfg, "--out", out, "--log-format", "json"}, args...)...)
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatalf("no report.json (exit %d): %v\n%s", code, err, stderr)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep, out, code
+}
+
+func rows(rep map[string]any, key string) []map[string]any {
+	var out []map[string]any
+	list, _ := rep[key].([]any)
+	for _, x := range list {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestInjectedRegressionFailsTheGate plants 256 KiB of garbage per GraphQL
+// request: the allocation KPI must fail, by name, in report.json and in
+// junit.xml, and the run must exit 1.
+func TestInjectedRegressionFailsTheGate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	rep, out, code := runTiny(t, bin, "inject:\n  graphql_alloc_bytes_per_request: 262144\n")
+	if code != 1 || rep["verdict"] != "fail" {
+		t.Fatalf("an injected regression: exit %d verdict %v, want 1 and fail", code, rep["verdict"])
+	}
+	found := false
+	for _, k := range rows(rep, "kpis") {
+		if k["name"] == "alloc_bytes_per_request" {
+			found = true
+			if k["pass"] != false {
+				t.Errorf("alloc_bytes_per_request must fail with 256 KiB injected per request: %v", k)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no alloc_bytes_per_request row")
+	}
+	junit, err := os.ReadFile(filepath.Join(out, "junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?s)<testcase[^>]*name="alloc_bytes_per_request"[^>]*>\s*<failure`).Match(junit) {
+		t.Errorf("junit.xml does not fail alloc_bytes_per_request:\n%s", junit)
+	}
+	if !strings.Contains(fmt.Sprint(rep["notes"]), "TEST RUN") {
+		t.Errorf("a run with a planted regression must say so in its notes")
+	}
+}
+
+// TestInjectedLeakFailsTheMemoryVerdict plants a leak of 16 KiB per GraphQL
+// request: the memory profile's survivor-growth and heap-return rules must
+// fail.
+func TestInjectedLeakFailsTheMemoryVerdict(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	extra := `
+inject:
+  graphql_leak_bytes_per_request: 16384
+memory:
+  alloc_window: 500ms
+`
+	cfg := strings.Replace(tinyConfig, "    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n",
+		"    memory_phase: memory-profile\n    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n"+
+			"      - name: memory-profile\n        arm: graphql\n        ramp_up: 200ms\n        think: {min: 0ms, max: 4ms}\n        users:\n          - {operation: graphql-query, users: 5, iterations: 1500}\n", 1)
+	if cfg == tinyConfig {
+		t.Fatal("could not add the memory phase to the test config")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "leak.yaml")
+	if err := os.WriteFile(path, []byte(cfg+extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runSoakd(t, bin, "run", "--config", path, "--out", filepath.Join(dir, "run"), "--log-format", "json")
+	raw, err := os.ReadFile(filepath.Join(dir, "run", "report.json"))
+	if err != nil {
+		t.Fatalf("no report (exit %d): %v\n%s", code, err, stderr)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if code != 1 {
+		t.Errorf("a leaking run: exit %d, want 1", code)
+	}
+	got := map[string]bool{}
+	for _, c := range rows(rep, "checks") {
+		if c["group"] == "memory" {
+			got[c["name"].(string)] = c["pass"].(bool)
+		}
+	}
+	if pass, ok := got["survivor_growth"]; !ok || pass {
+		t.Errorf("survivor_growth must fail under a leak: %v", got)
+	}
+	if pass, ok := got["heap_returned"]; !ok || pass {
+		t.Errorf("heap_returned must fail under a leak: %v", got)
+	}
+}
+
+// TestSelfCheckRounds runs REST against itself in two interleaved rounds:
+// the second arm is REST too, the KPIs carry the rounds' spread, and the
+// deltas are the noise floor.
+func TestSelfCheckRounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	cfg := strings.Replace(tinyConfig, "    seed: 7\n", "    seed: 7\n    rounds: 2\n    gate: median\n", 1)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "self.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runSoakd(t, bin, "run", "--config", path, "--out", filepath.Join(dir, "run"), "--arms", "rest,rest", "--log-format", "json")
+	raw, err := os.ReadFile(filepath.Join(dir, "run", "report.json"))
+	if err != nil {
+		t.Fatalf("no report (exit %d): %v\n%s", code, err, stderr)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep["arms"] != "rest,rest" || rep["gate"] != "median" {
+		t.Errorf("arms %v gate %v, want rest,rest and median", rep["arms"], rep["gate"])
+	}
+	var names []string
+	for _, p := range rows(rep, "phases") {
+		names = append(names, p["name"].(string)+":"+p["arm"].(string))
+	}
+	want := "rest-control#1:rest rest-control-b#1:rest rest-control#2:rest rest-control-b#2:rest max-load-graphql:graphql"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("phases:\n got %s\nwant %s", got, want)
+	}
+	if n := len(rows(rep, "rounds")); n != 2 {
+		t.Errorf("rounds: got %d, want 2", n)
+	}
+	for _, k := range rows(rep, "kpis") {
+		if k["rounds"] != 2.0 || k["delta_min"] == nil || k["delta_max"] == nil {
+			t.Errorf("kpi %v lacks the rounds' spread", k["name"])
+		}
+	}
+	switch {
+	case rep["verdict"] == "pass" && code == 0, rep["verdict"] == "fail" && code == 1:
+	default:
+		t.Errorf("verdict %v with exit %d", rep["verdict"], code)
+	}
+	t.Logf("self-check verdict %v; kpis %v", rep["verdict"], rows(rep, "kpis"))
 }
 
 func TestUsageErrors(t *testing.T) {

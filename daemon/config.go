@@ -37,6 +37,7 @@ type Config struct {
 	Pinning        PinningConfig      `yaml:"pinning"`
 	Compare        CompareConfig      `yaml:"compare"`
 	Metrics        MetricsConfig      `yaml:"metrics"`
+	Inject         InjectConfig       `yaml:"inject"`
 	DefaultProfile string             `yaml:"default_profile"`
 	Profiles       map[string]Profile `yaml:"profiles"`
 }
@@ -168,6 +169,18 @@ type PyroscopeConfig struct {
 type PinningConfig struct {
 	Target string `yaml:"target"`
 	Driver string `yaml:"driver"`
+}
+
+// InjectConfig plants a known regression in the GraphQL arm, to prove the
+// gate catches one: a test switch, never set in a real run (a run with it
+// set says so in its report).
+type InjectConfig struct {
+	// GraphQLAllocBytesPerRequest makes every GraphQL request allocate this
+	// many extra heap bytes (garbage).
+	GraphQLAllocBytesPerRequest int `yaml:"graphql_alloc_bytes_per_request"`
+	// GraphQLLeakBytesPerRequest makes every GraphQL request keep this many
+	// bytes alive for the rest of the process: a leak.
+	GraphQLLeakBytesPerRequest int `yaml:"graphql_leak_bytes_per_request"`
 }
 
 // MetricsConfig configures /metrics beyond what is always exposed.
@@ -516,6 +529,12 @@ func (c *Config) Validate() []FieldError {
 		nonNegative(path, v)
 	}
 
+	if v := c.Inject.GraphQLAllocBytesPerRequest; v < 0 || v > 16<<20 {
+		bad("inject.graphql_alloc_bytes_per_request", "must be between 0 and 16777216 (got %d)", v)
+	}
+	if v := c.Inject.GraphQLLeakBytesPerRequest; v < 0 || v > 1<<20 {
+		bad("inject.graphql_leak_bytes_per_request", "must be between 0 and 1048576 (got %d)", v)
+	}
 	if c.Metrics.Linger < 0 || c.Metrics.Linger > time.Hour {
 		bad("metrics.linger", "must be between 0s and 1h (got %s)", c.Metrics.Linger)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"regexp"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -71,7 +72,7 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	// Request handling runs under pprof labels (endpoint, and the driver's
 	// run/phase/arm from its baggage header), so GraphQL and REST separate
 	// in CPU profiles and Pyroscope flame graphs.
-	mux.Handle("/graphql", profiles.Labeled("graphql", m.Middleware("graphql", nil, graph.NewHandler(svc, graph.Options{
+	mux.Handle("/graphql", profiles.Labeled("graphql", m.Middleware("graphql", nil, inject(cfg.Inject, graph.NewHandler(svc, graph.Options{
 		Introspection:  cfg.GraphQL.Introspection,
 		QueryCacheSize: cfg.GraphQL.QueryCacheSize,
 		APQCacheSize:   cfg.GraphQL.APQCacheSize,
@@ -79,7 +80,7 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
 		Logger:         log.Named("graphql"),
 		OnOperation:    metrics.SetOperation,
-	}))))
+	})))))
 	// The request metrics sit right around the REST handler so they read
 	// the route template ("GET /api/donuts/{id}") it matched.
 	mux.Handle("/api/donuts/", profiles.Labeled("rest", m.Middleware("rest", metrics.RouteOperation(),
@@ -161,4 +162,31 @@ func (t *Target) Shutdown(ctx context.Context) error {
 	t.wg.Wait()
 	t.log.Info("target stopped", zap.Duration("took", time.Since(start)))
 	return err
+}
+
+// inject wraps the GraphQL handler with the configured planted regression
+// (see InjectConfig); with none configured it returns next unchanged, so
+// real runs pay nothing.
+func inject(c InjectConfig, next http.Handler) http.Handler {
+	if c.GraphQLAllocBytesPerRequest == 0 && c.GraphQLLeakBytesPerRequest == 0 {
+		return next
+	}
+	var (
+		mu     sync.Mutex
+		leaked [][]byte // grows for the life of the process, on purpose
+	)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := c.GraphQLAllocBytesPerRequest; n > 0 {
+			b := make([]byte, n)
+			b[n-1] = 1 // touched, so the allocation is real
+			runtime.KeepAlive(b)
+		}
+		if n := c.GraphQLLeakBytesPerRequest; n > 0 {
+			b := make([]byte, n)
+			mu.Lock()
+			leaked = append(leaked, b)
+			mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
 }
