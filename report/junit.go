@@ -227,7 +227,7 @@ func checkValue(v float64, unit string) string {
 	case "%", "req/s", "µs", "B", "ms":
 		return value(v, unit)
 	case "":
-		return fmt.Sprintf("%g", v)
+		return fmt.Sprintf("%.6g", v)
 	}
-	return fmt.Sprintf("%g %s", v, unit)
+	return fmt.Sprintf("%.6g %s", v, unit)
 }
