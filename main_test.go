@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -528,5 +530,81 @@ func TestSIGTERMKeepsPartialReport(t *testing.T) {
 		if err := syscall.Kill(p.DriverPID, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("driver %d is still running (kill 0: %v)", p.DriverPID, err)
 		}
+	}
+}
+
+// TestDriverKilledMidPhase kills the driver with SIGKILL during the second
+// phase: the daemon notices at once (its pipe closes), keeps the first
+// phase's results, marks the run aborted and exits 3.
+func TestDriverKilledMidPhase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "long.yaml")
+	long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
+	if err := os.WriteFile(cfg, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfg, "--out", out, "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Find the second phase's driver in the daemon's JSON log.
+	var log strings.Builder
+	sc := bufio.NewScanner(stderr)
+	pid := 0
+	for pid == 0 && sc.Scan() {
+		line := sc.Text()
+		log.WriteString(line + "\n")
+		var m struct {
+			Msg   string `json:"msg"`
+			Phase string `json:"phase"`
+			PID   int    `json:"pid"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Msg == "driver started" && m.Phase == "graphql-load" {
+			pid = m.PID
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no driver for graphql-load in the log:\n%s", log.String())
+	}
+	time.Sleep(500 * time.Millisecond) // mid-phase
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("driver killed: got %v, want exit code 3", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Status, Error string
+		Phases        []struct {
+			Name     string
+			Requests int64
+		}
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != "aborted" || !strings.Contains(rep.Error, "driver") || !strings.Contains(rep.Error, "graphql-load") {
+		t.Errorf("status %q error %q, want aborted naming the dead driver and its phase", rep.Status, rep.Error)
+	}
+	if len(rep.Phases) != 1 || rep.Phases[0].Name != "rest-control" || rep.Phases[0].Requests != 3000 {
+		t.Errorf("the finished phase must be kept: %+v", rep.Phases)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -30,7 +32,7 @@ const driverGrace = 5 * time.Second
 // cpus, when not empty, pins the driver (`--cpus`). The driver's own CPU time
 // (user + system, from the OS once it has exited) is returned so the report
 // can tell when the load generator, not the target, was the limit.
-func runDriver(ctx context.Context, exe, target, cpus string, spec workloads.Phase, stderr io.Writer, progress func(workloads.Progress)) (workloads.Result, time.Duration, error) {
+func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, spec workloads.Phase, stderr io.Writer, progress func(workloads.Progress)) (workloads.Result, time.Duration, error) {
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return workloads.Result{}, 0, fmt.Errorf("cannot encode the phase spec: %w", err)
@@ -59,6 +61,7 @@ func runDriver(ctx context.Context, exe, target, cpus string, spec workloads.Pha
 	if err := cmd.Start(); err != nil {
 		return workloads.Result{}, 0, fmt.Errorf("cannot start the driver %s: %w", exe, err)
 	}
+	log.Info("driver started", zap.String("phase", spec.Name), zap.Int("pid", cmd.Process.Pid))
 
 	var (
 		result   *workloads.Result

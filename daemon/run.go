@@ -39,6 +39,12 @@ type RunOptions struct {
 	Stdout, Stderr io.Writer
 	// Terminal selects a redrawn progress line instead of periodic logs.
 	Terminal bool
+	// Target, when set, is a running target to measure (a soak's cycles
+	// share one, so drift across cycles is the same process's); otherwise
+	// RunSuite starts and stops its own.
+	Target *Target
+	// RunID names the run; "" means the UTC start time.
+	RunID string
 }
 
 // standingNotes are the notes every report carries, so the numbers are read
@@ -93,7 +99,10 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	}
 	r.prof = prof
 	r.start = time.Now().UTC()
-	runID := r.start.Format("20060102T150405Z")
+	runID := opts.RunID
+	if runID == "" {
+		runID = r.start.Format("20060102T150405Z")
+	}
 	plans, err := plan(cfg.Phases(prof, runID), prof.Compare, prof.Rounds, r.opts.Arms)
 	if err != nil {
 		return nil, WithCode(ExitUsage, err)
@@ -124,15 +133,17 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		return r.abort(err)
 	}
 
-	r.target, err = StartTarget(ctx, cfg, r.log)
-	if err != nil {
-		return r.abort(err)
-	}
-	defer func() {
-		if err := r.target.Shutdown(context.WithoutCancel(ctx)); err != nil {
-			r.log.Warn("target shutdown", zap.Error(err))
+	if r.target = opts.Target; r.target == nil {
+		r.target, err = StartTarget(ctx, cfg, r.log)
+		if err != nil {
+			return r.abort(err)
 		}
-	}()
+		defer func() {
+			if err := r.target.Shutdown(context.WithoutCancel(ctx)); err != nil {
+				r.log.Warn("target shutdown", zap.Error(err))
+			}
+		}()
+	}
 	if r.cfg.Profiling.Pyroscope.ServerAddress != "" && r.cfg.Profiling.CPU {
 		// Go has one CPU profiler per process and pyroscope-go restarts it
 		// every upload period: local CPU captures would fail or be cut.
@@ -184,7 +195,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	defer m.PhaseEnded()
 	r.log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.String("model", string(spec.Model)))
 	pr := newProgress(r.opts.Stderr, r.opts.Terminal, spec, r.log)
-	res, driverCPU, err := runDriver(ctx, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, spec, r.opts.Stderr, func(p workloads.Progress) {
+	res, driverCPU, err := runDriver(ctx, r.log, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, spec, r.opts.Stderr, func(p workloads.Progress) {
 		capt.progress(p)
 		pr.update(p)
 		m.DriverProgress(spec.Name, spec.Arm, metrics.FromProgress(p))
