@@ -33,8 +33,8 @@ func TestDrift(t *testing.T) {
 			t.Errorf("heap %v: pass %v measured %v worst %d, want %v %v %d (%s)", heap, r.Pass, r.Measured, r.WorstCycle, wantPass, wantMeasured, wantWorst, r.Detail)
 		}
 	}
-	f([]float64{100}, true, 0, 0)                 // too few cycles: pass, not judged
-	f([]float64{100, 100}, true, 0, 0)            // only the baseline
+	f([]float64{100}, true, 0, 0)                  // too few cycles: pass, not judged
+	f([]float64{100, 100}, true, 0, 0)             // only the baseline
 	f([]float64{100, 100, 105, 110}, true, 1.1, 4) // exactly at the limit
 	f([]float64{100, 100, 105, 111}, false, 1.11, 4)
 	f([]float64{90, 110, 120, 100}, false, 1.2, 3) // baseline is the mean of the first two
