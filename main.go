@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -38,7 +39,9 @@ const usage = `soakd: GraphQL vs REST resource soak tests with a pass/fail verdi
 
 Usage:
   soakd run   [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]  run a suite once; exit with its verdict
-  soakd serve [--config FILE]                                serve the target and /metrics until SIGTERM
+  soakd serve [--config FILE]                                serve the target, /metrics and the control API until SIGTERM
+  soakd soak  [--config FILE] [--profile NAME] [--cycles N] [--duration D]  run cycles on one target; exit with the soak verdict
+  soakd runs | status [ID] | stop [ID]  [--api URL]          talk to a running soakd serve
   soakd drive --target URL [--spec FILE | --phase NAME]      the load driver (started by run; usable by hand)
   soakd report DIR                                           re-render a run's reports; exit with its verdict
   soakd compare [--config FILE] OLD NEW                      compare two runs metric by metric; exit 0 or 1
@@ -69,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) daemon.ExitCode {
 		err = runCmd(ctx, rest, stdout, stderr)
 	case "serve":
 		err = serveCmd(ctx, rest, stderr)
+	case "soak":
+		err = soakCmd(ctx, rest, stdout, stderr)
 	case "drive":
 		err = driveCmd(ctx, rest, stdout, stderr)
 	case "config":
@@ -362,4 +367,46 @@ func verdictError(v string) error {
 		return daemon.WithCode(daemon.ExitFail, errors.New("the verdict is fail"))
 	}
 	return daemon.WithCode(daemon.ExitAborted, fmt.Errorf("the run's verdict is %q", v))
+}
+
+func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	var profile string
+	var cycles int
+	var duration time.Duration
+	fs := newFlags("soak", "soak [--config FILE] [--profile NAME] [--cycles N] [--duration D]", stderr, &c)
+	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml")
+	fs.StringVar(&profile, "profile", "", "profile each cycle runs (default: soak.profile, then default_profile)")
+	fs.IntVar(&cycles, "cycles", -1, "cycles to run (default: soak.cycles)")
+	fs.DurationVar(&duration, "duration", -1, "total soak length, e.g. 24h (default: soak.duration)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(c.logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	cfg, err := loadConfig(c.config)
+	if err != nil {
+		return err
+	}
+	if cycles < 0 {
+		cycles = cfg.Soak.Cycles
+	}
+	if duration < 0 {
+		duration = cfg.Soak.Duration
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the soakd binary to start the driver: %w", err)
+	}
+	rep, err := daemon.Soak(ctx, cfg, daemon.SoakOptions{
+		RunOptions: daemon.RunOptions{Profile: profile, Executable: exe, Log: log, Stderr: stderr, Terminal: isTerminal(stderr)},
+		Cycles:     cycles, Duration: duration,
+	})
+	if rep != nil {
+		rep.Table(stdout)
+	}
+	return err
 }

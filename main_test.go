@@ -608,3 +608,110 @@ func TestDriverKilledMidPhase(t *testing.T) {
 		t.Errorf("the finished phase must be kept: %+v", rep.Phases)
 	}
 }
+
+// soakConfig adds what a soak needs to tinyConfig: a data directory and a
+// short pause between cycles.
+func soakConfig(dataDir string) string {
+	return tinyConfig + fmt.Sprintf(`
+data_dir: %s
+soak:
+  pause: 200ms
+`, dataDir)
+}
+
+// TestSoakCycles runs three cycles on one target: every cycle's run is kept
+// in the data directory, soak.json records their figures and the drift
+// rules, and the exit code is the soak's verdict.
+func TestSoakCycles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := filepath.Join(dir, "soak.yaml")
+	if err := os.WriteFile(cfg, []byte(soakConfig(data)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runSoakd(t, bin, "soak", "--config", cfg, "--cycles", "3", "--log-format", "json")
+	var soak struct {
+		Status, Verdict string
+		Cycles          []struct {
+			Cycle         int
+			Run           string
+			Verdict       string
+			HeapLiveBytes float64 `json:"heap_live_bytes"`
+			RSSBytes      float64 `json:"rss_bytes"`
+		}
+		Drift []struct {
+			Name string
+			Pass bool
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(data, "soak.json"))
+	if err != nil {
+		t.Fatalf("no soak.json (exit %d): %v\n%s", code, err, stderr)
+	}
+	if err := json.Unmarshal(raw, &soak); err != nil {
+		t.Fatal(err)
+	}
+	if soak.Status != "complete" || len(soak.Cycles) != 3 || len(soak.Drift) != 5 {
+		t.Fatalf("soak: status %s, %d cycles, %d drift rules; want complete, 3, 5\n%s", soak.Status, len(soak.Cycles), len(soak.Drift), raw)
+	}
+	for _, c := range soak.Cycles {
+		if c.HeapLiveBytes <= 0 || c.RSSBytes <= 0 {
+			t.Errorf("cycle %d lacks figures: %+v", c.Cycle, c)
+		}
+		if _, err := os.Stat(filepath.Join(data, "runs", c.Run, "report.json")); err != nil {
+			t.Errorf("cycle %d's run is not in the history: %v", c.Cycle, err)
+		}
+	}
+	switch {
+	case soak.Verdict == "pass" && code == 0, soak.Verdict == "fail" && code == 1:
+	default:
+		t.Errorf("soak verdict %s with exit %d\n%s", soak.Verdict, code, stdout)
+	}
+	if !strings.Contains(stdout, "soak verdict: "+soak.Verdict) {
+		t.Errorf("the soak table is missing:\n%s", stdout)
+	}
+}
+
+// TestSoakDriftCatchesALeak plants a leak of 16 KiB per GraphQL request: the
+// live heap after GC grows from cycle to cycle, the drift rule fails and
+// the soak exits 1.
+func TestSoakDriftCatchesALeak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := filepath.Join(dir, "leak.yaml")
+	if err := os.WriteFile(cfg, []byte(soakConfig(data)+"inject:\n  graphql_leak_bytes_per_request: 16384\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runSoakd(t, bin, "soak", "--config", cfg, "--cycles", "2", "--log-format", "json")
+	raw, err := os.ReadFile(filepath.Join(data, "soak.json"))
+	if err != nil {
+		t.Fatalf("no soak.json (exit %d): %v\n%s", code, err, stderr)
+	}
+	var soak struct {
+		Verdict string
+		Drift   []struct {
+			Name     string
+			Pass     bool
+			Measured float64
+		}
+	}
+	if err := json.Unmarshal(raw, &soak); err != nil {
+		t.Fatal(err)
+	}
+	if code != 1 || soak.Verdict != "fail" {
+		t.Errorf("a leaking soak: exit %d verdict %s, want 1 and fail", code, soak.Verdict)
+	}
+	for _, d := range soak.Drift {
+		if d.Name == "heap_live_drift" && (d.Pass || d.Measured < 1.1) {
+			t.Errorf("heap_live_drift must fail with a 16 KiB-per-request leak: %+v", d)
+		}
+	}
+}

@@ -38,6 +38,10 @@ type Config struct {
 	Compare        CompareConfig      `yaml:"compare"`
 	Metrics        MetricsConfig      `yaml:"metrics"`
 	Inject         InjectConfig       `yaml:"inject"`
+	DataDir        string             `yaml:"data_dir"`
+	Retention      RetentionConfig    `yaml:"retention"`
+	Soak           SoakConfig         `yaml:"soak"`
+	Control        ControlConfig      `yaml:"control"`
 	DefaultProfile string             `yaml:"default_profile"`
 	Profiles       map[string]Profile `yaml:"profiles"`
 }
@@ -169,6 +173,52 @@ type PyroscopeConfig struct {
 type PinningConfig struct {
 	Target string `yaml:"target"`
 	Driver string `yaml:"driver"`
+}
+
+// RetentionConfig bounds the run history kept in data_dir. The run marked
+// as baseline is never deleted.
+type RetentionConfig struct {
+	// KeepLast keeps the newest this many runs (0: no count limit).
+	KeepLast int `yaml:"keep_last"`
+	// MaxAge deletes runs older than this (0: no age limit).
+	MaxAge time.Duration `yaml:"max_age"`
+}
+
+// SoakConfig schedules repeated cycles of a profile (`soakd soak`, and
+// `soakd serve` when cycles or duration is set) and the drift rules judged
+// across them.
+type SoakConfig struct {
+	// Profile each cycle runs ("" = default_profile).
+	Profile string `yaml:"profile"`
+	// Cycles to run (0: no count limit) and Duration of the whole soak (0:
+	// no time limit); a scheduled soak needs at least one of them.
+	Cycles   int           `yaml:"cycles"`
+	Duration time.Duration `yaml:"duration"`
+	// Pause between cycles.
+	Pause time.Duration `yaml:"pause"`
+	Drift DriftConfig   `yaml:"drift"`
+}
+
+// DriftConfig holds the drift rules: cycle N against the mean of the first
+// baseline_cycles cycles.
+type DriftConfig struct {
+	BaselineCycles          int     `yaml:"baseline_cycles"`
+	HeapLiveRatio           float64 `yaml:"heap_live_ratio"`
+	RSSRatio                float64 `yaml:"rss_ratio"`
+	CPUPerRequestRatio      float64 `yaml:"cpu_per_request_ratio"`
+	GoroutinesIncrease      float64 `yaml:"goroutines_increase"`
+	GCPercentIncreasePoints float64 `yaml:"gc_percent_increase_points"`
+}
+
+// ControlConfig configures the control API of `soakd serve`.
+type ControlConfig struct {
+	// Listen is the API's own address; loopback by default. Any other
+	// address requires a token.
+	Listen string `yaml:"listen"`
+	// Token is the bearer token the API requires when set; the
+	// SOAKD_CONTROL_TOKEN environment variable overrides it (keep tokens out
+	// of files).
+	Token string `yaml:"token"`
 }
 
 // InjectConfig plants a known regression in the GraphQL arm, to prove the
@@ -534,6 +584,42 @@ func (c *Config) Validate() []FieldError {
 	}
 	if v := c.Inject.GraphQLLeakBytesPerRequest; v < 0 || v > 1<<20 {
 		bad("inject.graphql_leak_bytes_per_request", "must be between 0 and 1048576 (got %d)", v)
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty")
+	}
+	if c.Retention.KeepLast < 0 {
+		bad("retention.keep_last", "must not be negative (got %d)", c.Retention.KeepLast)
+	}
+	if c.Retention.MaxAge < 0 {
+		bad("retention.max_age", "must not be negative (got %s)", c.Retention.MaxAge)
+	}
+	if c.Soak.Profile != "" {
+		if _, ok := c.Profiles[c.Soak.Profile]; !ok {
+			bad("soak.profile", "names no profile (got %q)", c.Soak.Profile)
+		}
+	}
+	if c.Soak.Cycles < 0 {
+		bad("soak.cycles", "must not be negative (got %d)", c.Soak.Cycles)
+	}
+	if c.Soak.Duration < 0 {
+		bad("soak.duration", "must not be negative (got %s)", c.Soak.Duration)
+	}
+	if c.Soak.Pause < 0 {
+		bad("soak.pause", "must not be negative (got %s)", c.Soak.Pause)
+	}
+	if d := c.Soak.Drift; d.BaselineCycles < 1 {
+		bad("soak.drift.baseline_cycles", "must be at least 1 (got %d)", d.BaselineCycles)
+	}
+	for path, v := range map[string]float64{"soak.drift.heap_live_ratio": c.Soak.Drift.HeapLiveRatio, "soak.drift.rss_ratio": c.Soak.Drift.RSSRatio, "soak.drift.cpu_per_request_ratio": c.Soak.Drift.CPUPerRequestRatio} {
+		if v < 1 {
+			bad(path, "must be at least 1 (a ratio to the first cycles; got %g)", v)
+		}
+	}
+	nonNegative("soak.drift.goroutines_increase", c.Soak.Drift.GoroutinesIncrease)
+	nonNegative("soak.drift.gc_percent_increase_points", c.Soak.Drift.GCPercentIncreasePoints)
+	if _, _, err := net.SplitHostPort(c.Control.Listen); err != nil {
+		bad("control.listen", "must be host:port, like 127.0.0.1:7070 (got %q)", c.Control.Listen)
 	}
 	if c.Metrics.Linger < 0 || c.Metrics.Linger > time.Hour {
 		bad("metrics.linger", "must be between 0s and 1h (got %s)", c.Metrics.Linger)

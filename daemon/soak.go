@@ -1,0 +1,264 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/history"
+	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/report"
+)
+
+// SoakFile is the soak's own record in the data directory: every cycle's
+// figures and the drift verdict, rewritten after each cycle.
+const SoakFile = "soak.json"
+
+// SoakReport is soak.json.
+type SoakReport struct {
+	Soak      string    `json:"soak"`
+	Profile   string    `json:"profile"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Status is running, complete or aborted.
+	Status string `json:"status"`
+	// Verdict is pass when every cycle passed and no drift rule failed.
+	Verdict string          `json:"verdict"`
+	Cycles  []Cycle         `json:"cycles"`
+	Drift   []kpi.DriftRule `json:"drift"`
+	Notes   []string        `json:"notes,omitempty"`
+}
+
+// Cycle is one soak cycle: its run and the figures drift rules watch.
+type Cycle struct {
+	kpi.CycleFigures
+	Verdict string `json:"verdict"`
+	Error   string `json:"error,omitempty"`
+}
+
+// SoakOptions configure a soak.
+type SoakOptions struct {
+	RunOptions
+	// Cycles and Duration bound the soak (0: unbounded on that axis; one
+	// of them must be set).
+	Cycles   int
+	Duration time.Duration
+}
+
+// soaker runs cycles on one long-lived target and judges drift.
+type soaker struct {
+	cfg    *Config
+	store  *history.Store
+	target *Target
+	log    *zap.Logger
+	rep    SoakReport
+}
+
+// Soak runs the soak profile in cycles on one target until the cycle count
+// or the duration is reached (or ctx ends), keeping every cycle's run in the
+// data directory and judging drift across cycles. A cycle whose driver
+// failed is recorded and the soak goes on; an interrupted soak returns
+// ExitAborted. The error carries the soak's exit code.
+func Soak(ctx context.Context, cfg *Config, opts SoakOptions) (*SoakReport, error) {
+	if opts.Cycles <= 0 && opts.Duration <= 0 {
+		return nil, Usagef("a soak needs a number of cycles or a duration (soak.cycles, soak.duration, --cycles, --duration)")
+	}
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	store, err := history.Open(cfg.DataDir)
+	if err != nil {
+		return nil, WithCode(ExitUsage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+	}
+	target, err := StartTarget(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := target.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("target shutdown", zap.Error(err))
+		}
+	}()
+	s := &soaker{cfg: cfg, store: store, target: target, log: log}
+	return s.run(ctx, opts)
+}
+
+func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
+	profile := s.cfg.Soak.Profile
+	if opts.Profile != "" {
+		profile = opts.Profile
+	}
+	if profile == "" {
+		profile = s.cfg.DefaultProfile
+	}
+	start := time.Now().UTC()
+	s.rep = SoakReport{Soak: start.Format("20060102T150405Z"), Profile: profile, StartedAt: start, Status: report.StatusRunning, Cycles: []Cycle{}}
+	for n := 1; opts.Cycles == 0 || n <= opts.Cycles; n++ {
+		if opts.Duration > 0 && time.Since(start) >= opts.Duration {
+			break
+		}
+		if n > 1 && s.cfg.Soak.Pause > 0 {
+			if err := pause(ctx, s.cfg.Soak.Pause); err != nil {
+				return s.finish(ctx.Err())
+			}
+		}
+		c, interrupted := s.cycle(ctx, opts.RunOptions, profile, n)
+		s.rep.Cycles = append(s.rep.Cycles, c)
+		s.judge()
+		if err := s.write(); err != nil {
+			return s.finish(err)
+		}
+		if removed, err := s.store.Prune(s.cfg.Retention.KeepLast, s.cfg.Retention.MaxAge, time.Now()); err != nil {
+			s.log.Warn("retention", zap.Error(err))
+		} else if len(removed) > 0 {
+			s.log.Info("retention removed runs", zap.Strings("runs", removed))
+		}
+		if interrupted {
+			return s.finish(errors.New("the soak was interrupted"))
+		}
+	}
+	return s.finish(nil)
+}
+
+// cycle runs one cycle of profile as its own run in the history.
+func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int) (Cycle, bool) {
+	id := fmt.Sprintf("%s-c%04d", s.rep.Soak, n)
+	c := Cycle{CycleFigures: kpi.CycleFigures{Cycle: n, Run: id}}
+	dir, err := s.store.NewRun(id)
+	if err != nil {
+		c.Verdict, c.Error = report.VerdictAborted, err.Error()
+		return c, false
+	}
+	ro.Profile, ro.OutDir, ro.RunID, ro.Target, ro.Log = profile, dir, id, s.target, s.log.With(zap.Int("cycle", n))
+	s.log.Info("soak cycle started", zap.Int("cycle", n), zap.String("run", id))
+	rep, err := RunSuite(ctx, s.cfg, ro)
+	if uerr := s.store.Update(id); uerr != nil {
+		s.log.Warn("history", zap.Error(uerr))
+	}
+	if rep != nil {
+		c.Verdict = rep.Verdict
+		c.CycleFigures = cycleFigures(rep, n)
+	}
+	if err != nil && CodeOf(err) != ExitFail {
+		c.Error = err.Error()
+		// A failed driver fails the cycle, not the soak; an interrupted
+		// context ends the soak.
+		return c, ctx.Err() != nil
+	}
+	return c, false
+}
+
+// cycleFigures takes the drift figures from a cycle's report: the state
+// after its last phase settled, its largest RSS, and the GraphQL arm's GC %
+// and CPU per request.
+func cycleFigures(rep *report.Report, n int) kpi.CycleFigures {
+	f := kpi.CycleFigures{Cycle: n, Run: rep.Run}
+	for _, p := range rep.Phases {
+		if p.After != nil {
+			f.HeapLiveBytes, f.Goroutines = float64(p.After.HeapLiveBytes), float64(p.After.Goroutines)
+		}
+		if p.Resources != nil {
+			f.RSSBytes = max(f.RSSBytes, float64(p.Resources.RSSBytesMax))
+		}
+	}
+	for _, k := range rep.KPIs {
+		switch k.Name {
+		case "gc_percent":
+			f.GCPercent = k.GraphQL
+		case "cpu_us_per_request":
+			f.CPUMicrosPerRequest = k.GraphQL
+		}
+	}
+	return f
+}
+
+func (s *soaker) judge() {
+	d := s.cfg.Soak.Drift
+	var figs []kpi.CycleFigures
+	for _, c := range s.rep.Cycles {
+		if c.Error == "" {
+			figs = append(figs, c.CycleFigures)
+		}
+	}
+	s.rep.Drift = kpi.Drift(figs, kpi.DriftLimits{
+		BaselineCycles: d.BaselineCycles, HeapLiveRatio: d.HeapLiveRatio, RSSRatio: d.RSSRatio,
+		CPUPerRequestRatio: d.CPUPerRequestRatio, GoroutinesIncrease: d.GoroutinesIncrease, GCPercentIncreasePoints: d.GCPercentIncreasePoints,
+	})
+	s.rep.Verdict = kpi.Pass
+	if !kpi.DriftPass(s.rep.Drift) {
+		s.rep.Verdict = kpi.Fail
+	}
+	for _, c := range s.rep.Cycles {
+		if c.Verdict != kpi.Pass {
+			s.rep.Verdict = kpi.Fail
+		}
+	}
+}
+
+func (s *soaker) write() error {
+	s.rep.UpdatedAt = time.Now().UTC()
+	b, err := json.MarshalIndent(s.rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cannot encode %s: %w", SoakFile, err)
+	}
+	return report.WriteFileAtomic(filepath.Join(s.cfg.DataDir, SoakFile), append(b, '\n'), 0o644)
+}
+
+// finish writes the final soak.json and maps the outcome to an exit code.
+func (s *soaker) finish(err error) (*SoakReport, error) {
+	s.rep.Status = report.StatusComplete
+	if err != nil {
+		s.rep.Status, s.rep.Verdict = report.StatusAborted, report.VerdictAborted
+		s.rep.Notes = append(s.rep.Notes, err.Error())
+	}
+	if len(s.rep.Cycles) == 0 && err == nil {
+		s.rep.Verdict = report.VerdictAborted
+		err = errors.New("no cycle ran")
+	}
+	if werr := s.write(); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	switch {
+	case err != nil:
+		return &s.rep, WithCode(ExitAborted, err)
+	case s.rep.Verdict != kpi.Pass:
+		return &s.rep, WithCode(ExitFail, errors.New("the soak's verdict is fail"))
+	}
+	return &s.rep, nil
+}
+
+// Table prints the soak's cycles and drift rules.
+func (r *SoakReport) Table(w io.Writer) {
+	fmt.Fprintf(w, "soak %s: %d cycles of %s\n", r.Soak, len(r.Cycles), r.Profile)
+	for _, c := range r.Cycles {
+		fmt.Fprintf(w, "  cycle %d %s: %s  live heap %.1f MiB  rss %.1f MiB  goroutines %.0f  gc %.2f %%  cpu %.1f µs/req %s\n",
+			c.Cycle, c.Run, c.Verdict, c.HeapLiveBytes/(1<<20), c.RSSBytes/(1<<20), c.Goroutines, c.GCPercent, c.CPUMicrosPerRequest, c.Error)
+	}
+	for _, d := range r.Drift {
+		res := "pass"
+		if !d.Pass {
+			res = "FAIL"
+		}
+		fmt.Fprintf(w, "  drift %-22s %s  %s\n", d.Name, res, d.Detail)
+	}
+	fmt.Fprintf(w, "soak verdict: %s\n", r.Verdict)
+}
+
+// pause waits d or until ctx is done.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

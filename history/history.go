@@ -1,0 +1,413 @@
+// Package history keeps soakd's run history on disk so that it survives
+// restarts of the daemon, and applies the retention rules to it.
+//
+// Layout under a data directory D:
+//
+//	D/runs/<run id>/   one directory per run, written by the daemon:
+//	                   report.json, report.md, report.html, junit.xml,
+//	                   samples.json, *.pb.gz (pprof captures) ...
+//	D/baseline         a text file holding the id of the run marked as the
+//	                   baseline for `soakd compare` (written atomically)
+//
+// A Store indexes the runs in memory by their summary only (a few hundred
+// bytes each); full reports are read from disk when asked for, so the
+// daemon's memory does not grow with the size of its results. Every file the
+// store writes goes through report.WriteFileAtomic (temporary file, fsync,
+// rename), so a crash never leaves a half-written file.
+//
+// One daemon owns a data directory at a time: Open treats every run whose
+// report says "running" as interrupted by a previous daemon's death.
+package history
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/soakd/soakd/report"
+)
+
+// Names inside the data directory.
+const (
+	// RunsDir is the directory, under the data directory, holding one
+	// directory per run.
+	RunsDir = "runs"
+	// BaselineFile is the file, under the data directory, holding the id of
+	// the baseline run followed by a newline.
+	BaselineFile = "baseline"
+)
+
+// StatusUnknown is the status of a run directory whose report.json is
+// missing or cannot be decoded. Such runs are listed, never deleted by Open,
+// and never make Open fail: a human decides what they are.
+const StatusUnknown = "unknown"
+
+// StoppedMessage is the error Open records in the report of a run that was
+// still running when the previous daemon stopped.
+const StoppedMessage = "the daemon stopped while this run was in progress"
+
+// MaxIDLength is the longest accepted run id, in bytes.
+const MaxIDLength = 128
+
+// Error is the type of this package's sentinel errors; they are constants
+// so that the package holds no globals. Test for them with errors.Is.
+type Error string
+
+// Error returns the message.
+func (e Error) Error() string { return string(e) }
+
+// Sentinel errors, wrapped by the Store's methods.
+const (
+	// ErrNotFound means no run has that id.
+	ErrNotFound = Error("no such run")
+	// ErrExists means NewRun was given the id of an existing run.
+	ErrExists = Error("the run already exists")
+	// ErrInvalidID means a run id is empty, too long, starts with a dot or
+	// holds a character other than ASCII letters, digits, '.', '_' and '-'
+	// (so it can never name a path outside D/runs, nor a hidden file).
+	ErrInvalidID = Error("invalid run id")
+	// ErrNoReport means the run exists but its report.json is missing or
+	// cannot be decoded (the run's status is then StatusUnknown, or running
+	// before the daemon's first write).
+	ErrNoReport = Error("the run has no readable report")
+)
+
+// Summary is what the index holds about one run: enough to list runs and
+// apply retention without reading their reports.
+type Summary struct {
+	// ID is the name of the run's directory under D/runs.
+	ID      string `json:"id"`
+	Profile string `json:"profile"`
+	// Status is running, complete, aborted (see package report) or
+	// unknown (no readable report.json).
+	Status string `json:"status"`
+	// Verdict is pass, fail or aborted; empty when unknown.
+	Verdict string `json:"verdict"`
+	// StartedAt is the report's start time (UTC). For a run created by
+	// NewRun before its first report it is the creation time; for an
+	// unknown run, the directory's modification time.
+	StartedAt time.Time `json:"started_at"`
+	// FinishedAt is the report's finish time; zero while running and for
+	// runs interrupted by the daemon's death.
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Baseline is true for the run marked as baseline for `soakd compare`.
+	Baseline bool `json:"baseline"`
+	// Dir is the run's directory (absolute).
+	Dir string `json:"dir"`
+}
+
+// Store is the run history of one data directory. It is safe for
+// concurrent use.
+type Store struct {
+	dir  string // the data directory, absolute
+	runs string // dir/RunsDir
+
+	mu       sync.RWMutex
+	index    map[string]Summary // by id; Baseline is filled in on the way out
+	baseline string
+}
+
+// ValidateID reports whether id may name a run: 1 to MaxIDLength ASCII
+// letters, digits, '.', '_' or '-', not starting with '.'. The error wraps
+// ErrInvalidID.
+func ValidateID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidID)
+	}
+	if len(id) > MaxIDLength {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidID, len(id), MaxIDLength)
+	}
+	if id[0] == '.' {
+		return fmt.Errorf("%w %q: starts with a dot", ErrInvalidID, id)
+	}
+	for _, c := range []byte(id) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return fmt.Errorf("%w %q: only letters, digits, '.', '_' and '-' are allowed", ErrInvalidID, id)
+		}
+	}
+	return nil
+}
+
+// Open loads the history of data directory dir, creating dir/runs if
+// needed. It reads every dir/runs/*/report.json; a run whose status is
+// "running" was interrupted by the daemon's death, so Open marks it aborted
+// (status and verdict "aborted", error StoppedMessage) and rewrites its
+// report.json atomically, keeping every other field, including fields this
+// version does not know. A run directory without a readable report.json is
+// listed with StatusUnknown. Hidden entries and plain files in dir/runs are
+// ignored. Open fails when the directories cannot be created or read, when
+// an interrupted run's report cannot be rewritten, or when the baseline file
+// cannot be read or does not hold a valid run id.
+func Open(dir string) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot resolve the data directory %s: %w", dir, err)
+	}
+	s := &Store{dir: abs, runs: filepath.Join(abs, RunsDir), index: map[string]Summary{}}
+	if err := os.MkdirAll(s.runs, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create the runs directory: %w", err)
+	}
+	if s.baseline, err = readBaseline(filepath.Join(abs, BaselineFile)); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(s.runs)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the runs: %w", err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || !e.IsDir() {
+			continue
+		}
+		sum, rep, err := s.scan(e.Name())
+		if err == nil && rep.Status == report.StatusRunning {
+			if rep, err = markAborted(filepath.Join(sum.Dir, report.JSONFile)); err != nil {
+				return nil, fmt.Errorf("cannot mark run %s aborted: %w", sum.ID, err)
+			}
+			sum = summarize(sum.ID, sum.Dir, rep)
+		}
+		s.index[sum.ID] = sum
+	}
+	return s, nil
+}
+
+// readBaseline reads the baseline file; a missing file means no baseline.
+func readBaseline(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot read the baseline: %w", err)
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" {
+		return "", nil
+	}
+	if err := ValidateID(id); err != nil {
+		return "", fmt.Errorf("cannot use the baseline in %s: %w", path, err)
+	}
+	return id, nil
+}
+
+// scan reads one run directory. With an unreadable report it returns an
+// unknown summary (dated by the directory's modification time) and the
+// error.
+func (s *Store) scan(id string) (Summary, *report.Report, error) {
+	dir := filepath.Join(s.runs, id)
+	rep, err := report.Read(filepath.Join(dir, report.JSONFile))
+	if err != nil {
+		sum := Summary{ID: id, Status: StatusUnknown, Dir: dir}
+		if fi, serr := os.Stat(dir); serr == nil {
+			sum.StartedAt = fi.ModTime().UTC()
+		}
+		return sum, nil, fmt.Errorf("%w: %w", ErrNoReport, err)
+	}
+	return summarize(id, dir, rep), rep, nil
+}
+
+// summarize builds a run's index entry from its report.
+func summarize(id, dir string, rep *report.Report) Summary {
+	return Summary{
+		ID: id, Profile: rep.Profile, Status: rep.Status, Verdict: rep.Verdict,
+		StartedAt: rep.StartedAt.UTC(), FinishedAt: rep.FinishedAt.UTC(), Dir: dir,
+	}
+}
+
+// markAborted rewrites the report.json at path with status and verdict
+// aborted and error StoppedMessage. It edits the JSON object's members
+// rather than re-encoding a report.Report, so fields unknown to this
+// version survive; it returns the report as rewritten.
+func markAborted(path string) (*report.Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, fmt.Errorf("cannot decode %s: %w", path, err)
+	}
+	for k, v := range map[string]string{"status": report.StatusAborted, "verdict": report.VerdictAborted, "error": StoppedMessage} {
+		if obj[k], err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("cannot encode %s: %w", k, err)
+		}
+	}
+	out, err := json.MarshalIndent(obj, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode %s: %w", path, err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return nil, fmt.Errorf("cannot decode the rewritten %s: %w", path, err)
+	}
+	perm := fs.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	if err := report.WriteFileAtomic(path, append(out, '\n'), perm); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}
+
+// NewRun creates the directory of a new run, D/runs/<id>, and returns its
+// path for the daemon to write into. The run is indexed as running, started
+// now, until Update reads its first report; retention never removes it
+// while it says running. The error wraps ErrInvalidID for a bad id and
+// ErrExists when the run (or a directory of that name) already exists.
+func (s *Store) NewRun(id string) (dir string, err error) {
+	if err := ValidateID(id); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.index[id]; ok {
+		return "", fmt.Errorf("cannot create run %s: %w", id, ErrExists)
+	}
+	dir = filepath.Join(s.runs, id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("cannot create run %s: %w", id, ErrExists)
+		}
+		return "", fmt.Errorf("cannot create run %s: %w", id, err)
+	}
+	s.index[id] = Summary{ID: id, Status: report.StatusRunning, StartedAt: time.Now().UTC(), Dir: dir}
+	return dir, nil
+}
+
+// Update re-reads run id's report.json into the index; the daemon calls it
+// after each write of the report. A run directory that appeared on disk
+// since Open is added. When the report cannot be read the index entry of a
+// known run is left as it was (so a run not yet written stays running) and
+// the error wraps ErrNoReport; a run whose directory has gone is dropped
+// from the index and the error wraps ErrNotFound.
+func (s *Store) Update(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, known := s.index[id]
+	if !known {
+		if ValidateID(id) != nil {
+			return fmt.Errorf("cannot update run %q: %w", id, ErrNotFound)
+		}
+	}
+	dir := filepath.Join(s.runs, id)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		delete(s.index, id)
+		return fmt.Errorf("cannot update run %s: %w", id, ErrNotFound)
+	}
+	sum, _, err := s.scan(id)
+	if err != nil {
+		if !known {
+			s.index[id] = sum
+		}
+		return fmt.Errorf("cannot update run %s: %w", id, err)
+	}
+	if known && old.Status == report.StatusRunning && sum.StartedAt.IsZero() {
+		sum.StartedAt = old.StartedAt
+	}
+	s.index[id] = sum
+	return nil
+}
+
+// List returns every run's summary, newest first (by start time, then by id
+// descending, so timestamp ids break ties in time order).
+func (s *Store) List() []Summary {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.listLocked()
+}
+
+// listLocked returns the sorted summaries with Baseline set; the caller
+// holds mu.
+func (s *Store) listLocked() []Summary {
+	out := make([]Summary, 0, len(s.index))
+	for _, sum := range s.index {
+		sum.Baseline = sum.ID == s.baseline
+		out = append(out, sum)
+	}
+	sortNewestFirst(out)
+	return out
+}
+
+// Get returns run id's summary and its report, read from disk each time so
+// that it shows what the daemon last wrote even before Update. The error
+// wraps ErrNotFound for an unknown id; it wraps ErrNoReport, with the
+// summary filled and a nil report, when the run has no readable
+// report.json.
+func (s *Store) Get(id string) (Summary, *report.Report, error) {
+	s.mu.RLock()
+	sum, ok := s.index[id]
+	sum.Baseline = ok && id == s.baseline
+	s.mu.RUnlock()
+	if !ok {
+		return Summary{}, nil, fmt.Errorf("cannot get run %q: %w", id, ErrNotFound)
+	}
+	rep, err := report.Read(filepath.Join(sum.Dir, report.JSONFile))
+	if err != nil {
+		return sum, nil, fmt.Errorf("cannot get run %s: %w: %w", id, ErrNoReport, err)
+	}
+	fresh := summarize(id, sum.Dir, rep)
+	fresh.Baseline = sum.Baseline
+	return fresh, rep, nil
+}
+
+// SetBaseline marks run id as the baseline for `soakd compare`, writing
+// D/baseline atomically; retention never removes the baseline. An empty id
+// clears the mark. The error wraps ErrNotFound for an unknown id.
+func (s *Store) SetBaseline(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	path := filepath.Join(s.dir, BaselineFile)
+	if id == "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot clear the baseline: %w", err)
+		}
+		s.baseline = ""
+		return nil
+	}
+	if _, ok := s.index[id]; !ok {
+		return fmt.Errorf("cannot set the baseline to %q: %w", id, ErrNotFound)
+	}
+	if err := report.WriteFileAtomic(path, []byte(id+"\n"), 0o644); err != nil {
+		return fmt.Errorf("cannot set the baseline: %w", err)
+	}
+	s.baseline = id
+	return nil
+}
+
+// Baseline returns the id of the baseline run, or "" when none is marked.
+func (s *Store) Baseline() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.baseline
+}
+
+// Prune applies Retain (keep the newest keepLast runs, drop runs older than
+// maxAge at now; zero means no limit) and removes the chosen runs'
+// directories and index entries. It never removes the baseline nor a
+// running run. It returns the ids it removed; a directory that cannot be
+// removed stays indexed and its error is joined into err, without stopping
+// the others. Negative limits are an error.
+func (s *Store) Prune(keepLast int, maxAge time.Duration, now time.Time) (removed []string, err error) {
+	if keepLast < 0 || maxAge < 0 {
+		return nil, fmt.Errorf("cannot prune: negative limits (keep last %d, max age %s)", keepLast, maxAge)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, id := range Retain(s.listLocked(), keepLast, maxAge, now) {
+		if err := os.RemoveAll(s.index[id].Dir); err != nil {
+			errs = append(errs, fmt.Errorf("cannot remove run %s: %w", id, err))
+			continue
+		}
+		delete(s.index, id)
+		removed = append(removed, id)
+	}
+	return removed, errors.Join(errs...)
+}

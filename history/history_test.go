@@ -1,0 +1,543 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/report"
+)
+
+var t0 = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+
+// newReport returns a report as the daemon writes it, with some content
+// beyond the fields the index uses.
+func newReport(id, status, verdict string, start time.Time) *report.Report {
+	r := &report.Report{
+		SchemaVersion: report.SchemaVersion, Run: id, Profile: "smoke", Description: "a short run",
+		Status: status, Verdict: verdict, StartedAt: start, TargetPID: 4242,
+		Host:    report.Host{Cores: 2, GOMAXPROCS: 2, GoVersion: "go1.26.8", OS: "linux", Arch: "amd64"},
+		Compare: report.Compare{REST: "rest", GraphQL: "graphql"}, Arms: "rest,graphql",
+		Phases: []report.Phase{{Name: "rest", Arm: "rest", DriverPID: 4343, Requests: 1000, Errors: 2}},
+		Notes:  []string{"a note"},
+	}
+	if status != report.StatusRunning {
+		r.FinishedAt = start.Add(time.Hour)
+	}
+	return r
+}
+
+// writeRun writes D/runs/<id>/report.json holding r, plus an extra member
+// from a future schema so tests can see that rewrites keep it.
+func writeRun(t *testing.T, data, id string, r *report.Report) string {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		t.Fatal(err)
+	}
+	obj["future_field"] = map[string]any{"kept": true}
+	b, err = json.MarshalIndent(obj, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, data, id, report.JSONFile, b)
+}
+
+// writeFile writes D/runs/<id>/<name>.
+func writeFile(t *testing.T, data, id, name string, b []byte) string {
+	t.Helper()
+	dir := filepath.Join(data, RunsDir, id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if name != "" {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func mustOpen(t *testing.T, data string) *Store {
+	t.Helper()
+	s, err := Open(data)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", data, err)
+	}
+	return s
+}
+
+// statuses maps id to status in List's order.
+func statuses(list []Summary) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = s.ID + "=" + s.Status
+	}
+	return out
+}
+
+func TestOpen(t *testing.T) {
+	data := t.TempDir()
+	writeRun(t, data, "20250601T100000Z", newReport("20250601T100000Z", report.StatusComplete, "pass", t0))
+	runningDir := writeRun(t, data, "20250602T100000Z", newReport("20250602T100000Z", report.StatusRunning, report.VerdictAborted, t0.Add(24*time.Hour)))
+	writeRun(t, data, "20250603T100000Z", newReport("20250603T100000Z", report.StatusAborted, report.VerdictAborted, t0.Add(48*time.Hour)))
+	writeFile(t, data, "no-report", "samples.json", []byte("{}"))
+	writeFile(t, data, "garbage", report.JSONFile, []byte("{not json"))
+	writeFile(t, data, ".hidden", "", nil)
+	if err := os.WriteFile(filepath.Join(data, RunsDir, "stray.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	completePath := filepath.Join(data, RunsDir, "20250601T100000Z", report.JSONFile)
+	completeBefore, err := os.ReadFile(completePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := mustOpen(t, data)
+	list := s.List()
+	got := statuses(list)
+	// The unknown runs are dated by their directories' modification time
+	// (now), so they come first.
+	if len(got) != 5 || !slices.Equal(got[2:], []string{"20250603T100000Z=aborted", "20250602T100000Z=aborted", "20250601T100000Z=complete"}) {
+		t.Fatalf("List = %v, want the two unknown runs then 20250603T100000Z=aborted 20250602T100000Z=aborted 20250601T100000Z=complete", got)
+	}
+	unknown := []string{got[0], got[1]}
+	slices.Sort(unknown)
+	if want := []string{"garbage=unknown", "no-report=unknown"}; !slices.Equal(unknown, want) {
+		t.Errorf("unknown runs = %v, want %v", unknown, want)
+	}
+	for _, sum := range list {
+		if sum.Dir != filepath.Join(data, RunsDir, sum.ID) {
+			t.Errorf("run %s: Dir = %s, want %s", sum.ID, sum.Dir, filepath.Join(data, RunsDir, sum.ID))
+		}
+		if sum.Status == StatusUnknown && sum.StartedAt.IsZero() {
+			t.Errorf("unknown run %s has no time; want the directory's modification time", sum.ID)
+		}
+	}
+
+	// The interrupted run: aborted on disk, everything else intact.
+	rep, err := report.Read(filepath.Join(runningDir, report.JSONFile))
+	if err != nil {
+		t.Fatalf("the rewritten report.json is not a valid report: %v", err)
+	}
+	if rep.Status != report.StatusAborted || rep.Verdict != report.VerdictAborted || rep.Error != StoppedMessage {
+		t.Errorf("rewritten report: status %q verdict %q error %q, want %q %q %q",
+			rep.Status, rep.Verdict, rep.Error, report.StatusAborted, report.VerdictAborted, StoppedMessage)
+	}
+	want := newReport("20250602T100000Z", report.StatusAborted, report.VerdictAborted, t0.Add(24*time.Hour))
+	want.Error, want.FinishedAt = StoppedMessage, time.Time{}
+	if gotJSON, wantJSON := mustJSON(t, rep), mustJSON(t, want); gotJSON != wantJSON {
+		t.Errorf("rewritten report:\n got %s\nwant %s", gotJSON, wantJSON)
+	}
+	raw, err := os.ReadFile(filepath.Join(runningDir, report.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(`"future_field"`)) {
+		t.Errorf("the rewrite dropped a member this version does not know:\n%s", raw)
+	}
+	sum, _, err := s.Get("20250602T100000Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Verdict != report.VerdictAborted || sum.Profile != "smoke" || !sum.StartedAt.Equal(t0.Add(24*time.Hour)) {
+		t.Errorf("summary of the interrupted run = %+v, want verdict aborted, profile smoke, started %s", sum, t0.Add(24*time.Hour))
+	}
+
+	// Other reports are left byte for byte; the unknown ones are not deleted.
+	if after, err := os.ReadFile(completePath); err != nil || !bytes.Equal(after, completeBefore) {
+		t.Errorf("the complete run's report.json changed (err %v)", err)
+	}
+	for _, id := range []string{"no-report", "garbage"} {
+		if _, err := os.Stat(filepath.Join(data, RunsDir, id)); err != nil {
+			t.Errorf("run %s: %v, want the directory kept", id, err)
+		}
+	}
+
+	// Reopening changes nothing.
+	if got2 := statuses(mustOpen(t, data).List()); !slices.Equal(got2, got) {
+		t.Errorf("after reopening List = %v, want %v", got2, got)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestOpenCreatesRuns(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "a", "b")
+	s := mustOpen(t, data)
+	if fi, err := os.Stat(filepath.Join(data, RunsDir)); err != nil || !fi.IsDir() {
+		t.Fatalf("runs directory: %v, want created", err)
+	}
+	if got := s.List(); len(got) != 0 {
+		t.Errorf("List = %v, want empty", got)
+	}
+	if got := s.Baseline(); got != "" {
+		t.Errorf("Baseline = %q, want empty", got)
+	}
+}
+
+func TestOpenBadBaseline(t *testing.T) {
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, BaselineFile), []byte("../../etc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(data); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("Open with baseline ../../etc: err %v, want ErrInvalidID", err)
+	}
+}
+
+func TestValidateAndNewRun(t *testing.T) {
+	data := t.TempDir()
+	s := mustOpen(t, data)
+	for _, tc := range []struct {
+		id string
+		ok bool
+	}{
+		{"20250601T100000Z", true},
+		{"nightly-1.2_b", true},
+		{strings.Repeat("a", MaxIDLength), true},
+		{"", false},
+		{".", false},
+		{"..", false},
+		{".hidden", false},
+		{"a/b", false},
+		{"../x", false},
+		{"/abs", false},
+		{`a\b`, false},
+		{"a b", false},
+		{"a\x00b", false},
+		{"é", false},
+		{strings.Repeat("a", MaxIDLength+1), false},
+	} {
+		dir, err := s.NewRun(tc.id)
+		if tc.ok {
+			if err != nil {
+				t.Errorf("NewRun(%q): %v, want no error", tc.id, err)
+				continue
+			}
+			if want := filepath.Join(data, RunsDir, tc.id); dir != want {
+				t.Errorf("NewRun(%q) = %s, want %s", tc.id, dir, want)
+			}
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				t.Errorf("NewRun(%q): directory %v, want created", tc.id, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrInvalidID) {
+			t.Errorf("NewRun(%q): err %v, want ErrInvalidID", tc.id, err)
+		}
+		if ValidateID(tc.id) == nil {
+			t.Errorf("ValidateID(%q) = nil, want an error", tc.id)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(data, RunsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 {
+		t.Errorf("runs directory holds %d entries, want the 3 valid runs", len(entries))
+	}
+	if entries, _ := os.ReadDir(data); len(entries) != 1 {
+		t.Errorf("data directory holds %d entries, want only runs/: invalid ids escaped", len(entries))
+	}
+
+	// Existing runs, in the index or only on disk.
+	if _, err := s.NewRun("20250601T100000Z"); !errors.Is(err, ErrExists) {
+		t.Errorf("NewRun of an indexed run: err %v, want ErrExists", err)
+	}
+	writeFile(t, data, "made-elsewhere", "", nil)
+	if _, err := s.NewRun("made-elsewhere"); !errors.Is(err, ErrExists) {
+		t.Errorf("NewRun of a directory created after Open: err %v, want ErrExists", err)
+	}
+
+	// A new run is listed as running until its first report.
+	sum, rep, err := s.Get("nightly-1.2_b")
+	if !errors.Is(err, ErrNoReport) || rep != nil {
+		t.Errorf("Get of a run without a report yet: report %v err %v, want nil and ErrNoReport", rep, err)
+	}
+	if sum.Status != report.StatusRunning || sum.StartedAt.IsZero() {
+		t.Errorf("new run summary = %+v, want status running with a start time", sum)
+	}
+}
+
+func TestGetAndUpdate(t *testing.T) {
+	data := t.TempDir()
+	s := mustOpen(t, data)
+	for _, id := range []string{"nope", "../x", ""} {
+		if _, _, err := s.Get(id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%q): err %v, want ErrNotFound", id, err)
+		}
+		if err := s.Update(id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Update(%q): err %v, want ErrNotFound", id, err)
+		}
+	}
+
+	const id = "20250601T100000Z"
+	dir, err := s.NewRun(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No report yet: Update fails and the run stays running.
+	if err := s.Update(id); !errors.Is(err, ErrNoReport) {
+		t.Errorf("Update before the first report: err %v, want ErrNoReport", err)
+	}
+	if got := s.List()[0].Status; got != report.StatusRunning {
+		t.Errorf("status after a failed Update = %q, want running", got)
+	}
+
+	// The daemon writes a partial report, then the final one.
+	if err := newReport(id, report.StatusRunning, report.VerdictAborted, t0).Write(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(id); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.List()[0]; got.Status != report.StatusRunning || got.Profile != "smoke" || !got.StartedAt.Equal(t0) {
+		t.Errorf("after the partial report: %+v, want running, profile smoke, started %s", got, t0)
+	}
+	if err := newReport(id, report.StatusComplete, "pass", t0).Write(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Get reads the disk before Update is called.
+	sum, rep, err := s.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != report.StatusComplete || rep.Status != report.StatusComplete || len(rep.Phases) != 1 {
+		t.Errorf("Get = %+v with report status %q and %d phases, want complete, complete, 1", sum, rep.Status, len(rep.Phases))
+	}
+	if err := s.Update(id); err != nil {
+		t.Fatal(err)
+	}
+	want := Summary{ID: id, Profile: "smoke", Status: report.StatusComplete, Verdict: "pass", StartedAt: t0, FinishedAt: t0.Add(time.Hour), Dir: dir}
+	if got := s.List(); len(got) != 1 || got[0] != want {
+		t.Errorf("List = %+v, want [%+v]", got, want)
+	}
+
+	// A run directory that appears later is picked up by Update.
+	writeRun(t, data, "late", newReport("late", report.StatusComplete, "fail", t0.Add(time.Hour)))
+	if err := s.Update("late"); err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(s.List()); !slices.Equal(got, []string{"late=complete", id + "=complete"}) {
+		t.Errorf("List = %v, want late then %s", got, id)
+	}
+	// A run removed behind the store's back drops out.
+	if err := os.RemoveAll(filepath.Join(data, RunsDir, "late")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update("late"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Update of a removed run: err %v, want ErrNotFound", err)
+	}
+	if got := len(s.List()); got != 1 {
+		t.Errorf("List has %d runs, want 1", got)
+	}
+}
+
+func TestSummaryJSON(t *testing.T) {
+	sum := Summary{ID: "r", Profile: "p", Status: "complete", Verdict: "pass", StartedAt: t0, Baseline: true, Dir: "/d"}
+	got := mustJSON(t, sum)
+	want := `{"id":"r","profile":"p","status":"complete","verdict":"pass","started_at":"2025-06-01T10:00:00Z","baseline":true,"dir":"/d"}`
+	if got != want {
+		t.Errorf("Summary JSON:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestBaseline(t *testing.T) {
+	data := t.TempDir()
+	writeRun(t, data, "r1", newReport("r1", report.StatusComplete, "pass", t0))
+	writeRun(t, data, "r2", newReport("r2", report.StatusComplete, "pass", t0.Add(time.Hour)))
+	s := mustOpen(t, data)
+	if err := s.SetBaseline("nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("SetBaseline(nope): err %v, want ErrNotFound", err)
+	}
+	if err := s.SetBaseline("r1"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(data, BaselineFile))
+	if err != nil || string(b) != "r1\n" {
+		t.Errorf("baseline file = %q (err %v), want %q", b, err, "r1\n")
+	}
+
+	check := func(s *Store, want string) {
+		t.Helper()
+		if got := s.Baseline(); got != want {
+			t.Errorf("Baseline = %q, want %q", got, want)
+		}
+		for _, sum := range s.List() {
+			if sum.Baseline != (sum.ID == want) {
+				t.Errorf("run %s: Baseline = %v, want %v", sum.ID, sum.Baseline, sum.ID == want)
+			}
+		}
+		if want != "" {
+			if sum, _, err := s.Get(want); err != nil || !sum.Baseline {
+				t.Errorf("Get(%s): Baseline %v err %v, want true", want, sum.Baseline, err)
+			}
+		}
+	}
+	check(s, "r1")
+	check(mustOpen(t, data), "r1")
+	if err := s.SetBaseline("r2"); err != nil {
+		t.Fatal(err)
+	}
+	check(mustOpen(t, data), "r2")
+	if err := s.SetBaseline(""); err != nil {
+		t.Fatal(err)
+	}
+	check(s, "")
+	check(mustOpen(t, data), "")
+}
+
+func TestPrune(t *testing.T) {
+	data := t.TempDir()
+	now := t0.Add(30 * 24 * time.Hour)
+	for i := range 6 {
+		id := fmt.Sprintf("r%d", i+1)
+		writeRun(t, data, id, newReport(id, report.StatusComplete, "pass", t0.Add(time.Duration(i)*24*time.Hour)))
+		writeFile(t, data, id, "cpu.pb.gz", []byte("profile"))
+	}
+	s := mustOpen(t, data)
+	if err := s.SetBaseline("r1"); err != nil {
+		t.Fatal(err)
+	}
+	running, err := s.NewRun("r7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// r7 was created now, in wall time, so it is the newest.
+
+	if _, err := s.Prune(-1, 0, now); err == nil {
+		t.Error("Prune(-1, 0): no error, want one for a negative limit")
+	}
+	removed, err := s.Prune(3, 0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"r4", "r3", "r2"}; !slices.Equal(removed, want) {
+		t.Errorf("Prune(3, 0) removed %v, want %v", removed, want)
+	}
+	for i := range 7 {
+		id := fmt.Sprintf("r%d", i+1)
+		_, err := os.Stat(filepath.Join(data, RunsDir, id))
+		gone := errors.Is(err, os.ErrNotExist)
+		if wantGone := slices.Contains(removed, id); gone != wantGone {
+			t.Errorf("run %s: directory gone %v (stat %v), want %v", id, gone, err, wantGone)
+		}
+	}
+	if got, want := statuses(s.List()), []string{"r7=running", "r6=complete", "r5=complete", "r1=complete"}; !slices.Equal(got, want) {
+		t.Errorf("List after Prune = %v, want %v", got, want)
+	}
+	if _, _, err := s.Get("r3"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(r3) after Prune: err %v, want ErrNotFound", err)
+	}
+
+	// Age, judged two days from now so that every run, r7 included, is
+	// older than a day: only the baseline and the running run stay.
+	removed, err = s.Prune(0, 24*time.Hour, time.Now().Add(48*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"r6", "r5"}; !slices.Equal(removed, want) {
+		t.Errorf("Prune(0, 24h) removed %v, want %v", removed, want)
+	}
+	if _, err := os.Stat(running); err != nil {
+		t.Errorf("the running run's directory: %v, want kept", err)
+	}
+	// r7 has no report.json: after reopening it is unknown, not deleted.
+	if got, want := statuses(mustOpen(t, data).List()), []string{"r7=unknown", "r1=complete"}; !slices.Equal(got, want) {
+		t.Errorf("List after reopening = %v, want %v", got, want)
+	}
+}
+
+func TestConcurrent(t *testing.T) {
+	data := t.TempDir()
+	s := mustOpen(t, data)
+	const runs = 4
+	dirs := make([]string, runs)
+	for i := range dirs {
+		var err error
+		if dirs[i], err = s.NewRun(fmt.Sprintf("r%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, runs*20)
+	for i, dir := range dirs {
+		id := fmt.Sprintf("r%d", i)
+		wg.Go(func() {
+			for j := range 10 {
+				status := report.StatusRunning
+				if j == 9 {
+					status = report.StatusComplete
+				}
+				if err := newReport(id, status, "pass", t0.Add(time.Duration(i)*time.Hour)).Write(dir, nil); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.Update(id); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			for range 20 {
+				for _, sum := range s.List() {
+					if sum.ID == "" || sum.Dir == "" {
+						errs <- fmt.Errorf("List returned an empty summary %+v", sum)
+						return
+					}
+				}
+				if _, _, err := s.Get(id); err != nil && !errors.Is(err, ErrNoReport) {
+					errs <- err
+					return
+				}
+				_ = s.Baseline()
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 5 {
+			if err := s.SetBaseline("r0"); err != nil {
+				errs <- err
+				return
+			}
+			if _, err := s.Prune(1, 0, t0); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, sum := range s.List() {
+		if sum.Status == report.StatusRunning {
+			continue
+		}
+		if sum.Status != report.StatusComplete {
+			t.Errorf("run %s: status %q, want complete or running", sum.ID, sum.Status)
+		}
+	}
+}
