@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,11 +19,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/soakd/soakd/api"
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/pin"
 	"github.com/soakd/soakd/report"
@@ -72,6 +75,12 @@ func run(args []string, stdout, stderr io.Writer) daemon.ExitCode {
 		err = runCmd(ctx, rest, stdout, stderr)
 	case "serve":
 		err = serveCmd(ctx, rest, stderr)
+	case "runs":
+		err = runsCmd(ctx, rest, stdout, stderr)
+	case "status":
+		err = statusCmd(ctx, rest, stdout, stderr)
+	case "stop":
+		err = stopCmd(ctx, rest, stdout, stderr)
 	case "soak":
 		err = soakCmd(ctx, rest, stdout, stderr)
 	case "drive":
@@ -217,7 +226,135 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return daemon.Serve(ctx, cfg, log)
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the soakd binary to start the driver: %w", err)
+	}
+	return daemon.Serve(ctx, cfg, daemon.ServeOptions{Executable: exe, Log: log, Stderr: stderr})
+}
+
+// apiClient builds a control API client from --api (default: the config's
+// control.listen) and the token in SOAKD_CONTROL_TOKEN or control.token.
+func apiClient(fs *flag.FlagSet, args []string, c *common, apiURL *string) (*api.Client, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, daemon.WithCode(daemon.ExitUsage, err)
+	}
+	cfg, err := loadConfig(c.config)
+	if err != nil {
+		return nil, err
+	}
+	base := *apiURL
+	if base == "" {
+		base = "http://" + cfg.Control.Listen
+	}
+	token := cfg.Control.Token
+	if env := os.Getenv(daemon.TokenEnv); env != "" {
+		token = env
+	}
+	return &api.Client{BaseURL: base, Token: token}, nil
+}
+
+func clientFlags(name, synopsis string, stderr io.Writer, c *common, apiURL *string) *flag.FlagSet {
+	fs := newFlags(name, synopsis, stderr, c)
+	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml (for control.listen and control.token)")
+	fs.StringVar(apiURL, "api", "", "control API base URL (default http://<control.listen>)")
+	return fs
+}
+
+func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	var apiURL string
+	fs := clientFlags("runs", "runs [--api URL]", stderr, &c, &apiURL)
+	cl, err := apiClient(fs, args, &c, &apiURL)
+	if err != nil {
+		return err
+	}
+	runs, err := cl.List(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPROFILE\tSTATUS\tVERDICT\tSTARTED\tBASELINE")
+	for _, r := range runs {
+		base := ""
+		if r.Baseline {
+			base = "baseline"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), base)
+	}
+	return tw.Flush()
+}
+
+// pickRun returns the id given, or else the running run (for stop) or the
+// newest run (for status).
+func pickRun(ctx context.Context, cl *api.Client, fs *flag.FlagSet, running bool) (string, error) {
+	if fs.NArg() > 1 {
+		return "", daemon.Usagef("at most one run id")
+	}
+	if fs.NArg() == 1 {
+		return fs.Arg(0), nil
+	}
+	runs, err := cl.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range runs {
+		if !running || r.Status == "running" {
+			return r.ID, nil
+		}
+	}
+	if running {
+		return "", daemon.Usagef("no run is in progress")
+	}
+	return "", daemon.Usagef("no run yet")
+}
+
+func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	var apiURL string
+	fs := clientFlags("status", "status [--api URL] [ID]", stderr, &c, &apiURL)
+	cl, err := apiClient(fs, args, &c, &apiURL)
+	if err != nil {
+		return err
+	}
+	id, err := pickRun(ctx, cl, fs, false)
+	if err != nil {
+		return err
+	}
+	r, raw, err := cl.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run %s (%s): %s, verdict %q, started %s, dir %s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), r.Dir)
+	if raw != nil {
+		var rep report.Report
+		if err := json.Unmarshal(raw, &rep); err == nil && len(rep.KPIs) > 0 {
+			return rep.Table(stdout)
+		}
+	}
+	return nil
+}
+
+func stopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	var apiURL string
+	fs := clientFlags("stop", "stop [--api URL] [ID]", stderr, &c, &apiURL)
+	cl, err := apiClient(fs, args, &c, &apiURL)
+	if err != nil {
+		return err
+	}
+	id, err := pickRun(ctx, cl, fs, true)
+	if err != nil {
+		return err
+	}
+	if err := cl.Stop(ctx, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "stopping run %s\n", id)
+	return nil
 }
 
 func driveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

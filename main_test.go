@@ -478,8 +478,8 @@ func TestSIGTERMKeepsPartialReport(t *testing.T) {
 	// The first phase's partial report appears when it ends; give the
 	// second phase a moment to start, then stop the run.
 	for {
-		if _, err := os.Stat(filepath.Join(out, "report.json")); err == nil {
-			break
+		if raw, err := os.ReadFile(filepath.Join(out, "report.json")); err == nil && bytes.Contains(raw, []byte(`"driver_pid"`)) {
+			break // the first phase is in the report
 		}
 		select {
 		case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"reflect"
@@ -381,6 +382,28 @@ func LoadConfig(defaults []byte, user []byte, source string) (*Config, error) {
 		return nil, &ConfigError{Source: source, Problems: problems}
 	}
 	return cfg, nil
+}
+
+// Overlay decodes doc (YAML, as strict as a config file) on top of a copy
+// of c and validates the result: a run's overrides. c is left unchanged.
+func (c *Config) Overlay(doc []byte, source string) (*Config, error) {
+	cp := *c
+	cp.Profiles = maps.Clone(c.Profiles)
+	cp.Profiling.Pyroscope.Tags = maps.Clone(c.Profiling.Pyroscope.Tags)
+	lines, err := decodeStrict(doc, &cp, source)
+	if err != nil {
+		return nil, err
+	}
+	cp.applyDefaults()
+	if problems := cp.Validate(); len(problems) > 0 {
+		for i := range problems {
+			if problems[i].Line == 0 {
+				problems[i].Line = lineOf(lines, problems[i].Path)
+			}
+		}
+		return nil, &ConfigError{Source: source, Problems: problems}
+	}
+	return &cp, nil
 }
 
 // applyDefaults fills the profile keys whose zero value means "the usual":

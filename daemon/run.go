@@ -125,6 +125,11 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	if r.opts.Arms.SelfCheck() {
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("Self-check (--arms %s): the same API runs in both arms, so every delta is the noise floor of this machine and the verdict should pass.", r.opts.Arms))
 	}
+	// A report exists from the start, so a daemon that dies before the
+	// first phase ends still leaves a run that reads as interrupted.
+	if err := r.write(); err != nil {
+		return nil, fmt.Errorf("cannot write the run directory: %w", err)
+	}
 	if in := cfg.Inject; in != (InjectConfig{}) {
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted in the GraphQL arm (inject: %d bytes allocated and %d bytes leaked per request); these numbers are not the server's own.",
 			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest))

@@ -2,28 +2,269 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/api"
+	"github.com/soakd/soakd/history"
+	"github.com/soakd/soakd/report"
 )
 
-// Serve runs the target (GraphQL, REST control group, /metrics,
-// /debug/pprof/) until ctx is cancelled (SIGTERM), then shuts it down
-// gracefully. Drive it with `soakd drive --target URL` from another process.
-func Serve(ctx context.Context, cfg *Config, log *zap.Logger) error {
-	t, err := StartTarget(ctx, cfg, log)
+// TokenEnv is the environment variable that overrides control.token.
+const TokenEnv = "SOAKD_CONTROL_TOKEN"
+
+// ServeOptions configure `soakd serve`.
+type ServeOptions struct {
+	// Executable is the soakd binary started as the driver.
+	Executable string
+	Log        *zap.Logger
+	// Stderr receives the drivers' logs.
+	Stderr io.Writer
+}
+
+// daemon is `soakd serve`: one long-lived target, the run history, the
+// control API and at most one run at a time. It implements api.Runner.
+type daemon struct {
+	cfg    *Config
+	opts   ServeOptions
+	log    *zap.Logger
+	store  *history.Store
+	target *Target
+	base   context.Context // the daemon's lifetime; runs derive from it
+	ready  atomic.Bool
+	runs   sync.WaitGroup // runs started through the API
+
+	mu      sync.Mutex
+	running string             // id of the run in progress, "" when idle
+	cancel  context.CancelFunc // stops the run in progress
+	seq     int                // disambiguates run ids within one second
+}
+
+var _ api.Runner = (*daemon)(nil)
+
+// Serve runs the daemon until ctx is cancelled (SIGTERM): the target
+// (GraphQL, REST control group, /metrics, /debug/pprof/), the control API on
+// its own listener, runs on demand through the API and, when soak.cycles or
+// soak.duration is set, a scheduled soak. On the way out a run in progress
+// is stopped gracefully (its partial report written) and everything it
+// started is awaited.
+func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	token := cfg.Control.Token
+	if env := os.Getenv(TokenEnv); env != "" {
+		token = env
+	}
+	if err := api.CheckBind(cfg.Control.Listen, token); err != nil {
+		return WithCode(ExitUsage, err)
+	}
+	store, err := history.Open(cfg.DataDir)
 	if err != nil {
+		return WithCode(ExitUsage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+	}
+	for _, r := range store.List() {
+		if r.Status == report.StatusAborted {
+			log.Info("history", zap.String("run", r.ID), zap.String("status", r.Status))
+		}
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Control.Listen)
+	if err != nil {
+		return WithCode(ExitUsage, fmt.Errorf("cannot listen on control.listen %q: %w", cfg.Control.Listen, err))
+	}
+	target, err := StartTarget(ctx, cfg, log)
+	if err != nil {
+		_ = ln.Close()
 		return err
 	}
+	base, stopRuns := context.WithCancel(ctx)
+	defer stopRuns()
+	d := &daemon{cfg: cfg, opts: opts, log: log, store: store, target: target, base: base}
+	srv := &http.Server{
+		Handler:           api.NewHandler(d, token, log.Named("api")),
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		ReadTimeout:       cfg.Server.ReadTimeout,
+		WriteTimeout:      cfg.Server.WriteTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(log.Named("api")),
+	}
+	var wg sync.WaitGroup
+	apiErr := make(chan error, 1)
+	wg.Go(func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			apiErr <- err
+		}
+	})
+	d.ready.Store(true)
+	log.Info("control api listening", zap.String("url", "http://"+ln.Addr().String()), zap.Bool("token", token != ""))
+
+	if cfg.Soak.Cycles > 0 || cfg.Soak.Duration > 0 {
+		wg.Go(func() {
+			s := &soaker{cfg: cfg, store: store, target: target, log: log, claim: d.claim}
+			rep, err := s.run(base, SoakOptions{RunOptions: d.runOptions(), Cycles: cfg.Soak.Cycles, Duration: cfg.Soak.Duration})
+			if rep != nil {
+				log.Info("scheduled soak finished", zap.String("verdict", rep.Verdict), zap.Int("cycles", len(rep.Cycles)), zap.Error(err))
+			}
+		})
+	}
+
 	var serveErr error
 	select {
 	case <-ctx.Done():
 		log.Info("stopping: signal received")
-	case err := <-t.Failed():
+	case err := <-target.Failed():
 		serveErr = fmt.Errorf("the target stopped serving: %w", err)
+	case err := <-apiErr:
+		serveErr = fmt.Errorf("the control api stopped serving: %w", err)
 	}
-	if err := t.Shutdown(context.WithoutCancel(ctx)); err != nil {
-		return err
+	d.ready.Store(false)
+	stopRuns() // a run in progress stops gracefully and writes its partial report
+	d.runs.Wait()
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		serveErr = errors.Join(serveErr, err)
+	}
+	wg.Wait()
+	if err := target.Shutdown(context.WithoutCancel(ctx)); err != nil {
+		serveErr = errors.Join(serveErr, err)
 	}
 	return serveErr
 }
+
+// runOptions are the options every run of the daemon shares.
+func (d *daemon) runOptions() RunOptions {
+	return RunOptions{Executable: d.opts.Executable, Log: d.log, Stderr: d.opts.Stderr, Target: d.target}
+}
+
+// claim takes the one run slot for id, returning the run's context and the
+// release function, or a *api.BusyError.
+func (d *daemon) claim(ctx context.Context, id string) (context.Context, func(), error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running != "" {
+		return nil, nil, &api.BusyError{RunningID: d.running}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	d.running, d.cancel = id, cancel
+	return runCtx, func() {
+		cancel()
+		d.mu.Lock()
+		d.running, d.cancel = "", nil
+		d.mu.Unlock()
+	}, nil
+}
+
+// newID returns a fresh run id: the UTC time, with a suffix when several
+// runs start within a second.
+func (d *daemon) newID() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seq++
+	return fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), d.seq)
+}
+
+// Start begins a run in the background.
+func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary, error) {
+	cfg := d.cfg
+	if req.Overrides != "" {
+		c, err := cfg.Overlay([]byte(req.Overrides), "overrides")
+		if err != nil {
+			return api.RunSummary{}, fmt.Errorf("%w: %w", api.ErrInvalidRequest, err)
+		}
+		cfg = c
+	}
+	profile := req.Profile
+	if profile == "" {
+		profile = cfg.DefaultProfile
+	}
+	if _, ok := cfg.Profiles[profile]; !ok {
+		return api.RunSummary{}, fmt.Errorf("%w: profile %q does not exist; profiles: %v", api.ErrInvalidRequest, profile, cfg.ProfileNames())
+	}
+	id := d.newID()
+	runCtx, release, err := d.claim(d.base, id)
+	if err != nil {
+		return api.RunSummary{}, err
+	}
+	dir, err := d.store.NewRun(id)
+	if err != nil {
+		release()
+		return api.RunSummary{}, err
+	}
+	ro := d.runOptions()
+	ro.Profile, ro.OutDir, ro.RunID = profile, dir, id
+	d.runs.Go(func() {
+		defer release()
+		_, err := RunSuite(runCtx, cfg, ro)
+		if uerr := d.store.Update(id); uerr != nil {
+			d.log.Warn("history", zap.Error(uerr))
+		}
+		d.log.Info("run finished", zap.String("run", id), zap.Error(err))
+		if _, err := d.store.Prune(d.cfg.Retention.KeepLast, d.cfg.Retention.MaxAge, time.Now()); err != nil {
+			d.log.Warn("retention", zap.Error(err))
+		}
+	})
+	s, _, err := d.store.Get(id)
+	if err != nil && !errors.Is(err, history.ErrNoReport) {
+		return api.RunSummary{}, err
+	}
+	return api.RunSummary(s), nil
+}
+
+// Stop asks the run in progress to stop.
+func (d *daemon) Stop(_ context.Context, id string) error {
+	d.mu.Lock()
+	running, cancel := d.running, d.cancel
+	d.mu.Unlock()
+	if id == running && cancel != nil {
+		cancel()
+		return nil
+	}
+	if _, _, err := d.store.Get(id); errors.Is(err, history.ErrNotFound) {
+		return fmt.Errorf("%w: %s", api.ErrNotFound, id)
+	}
+	return fmt.Errorf("%w: %s", api.ErrNotRunning, id)
+}
+
+// List returns every run in the history, newest first.
+func (d *daemon) List(context.Context) ([]api.RunSummary, error) {
+	runs := d.store.List()
+	out := make([]api.RunSummary, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, api.RunSummary(r))
+	}
+	return out, nil
+}
+
+// Get returns one run and its report.json.
+func (d *daemon) Get(_ context.Context, id string) (api.RunSummary, json.RawMessage, error) {
+	if err := d.store.Update(id); err != nil && errors.Is(err, history.ErrNotFound) {
+		return api.RunSummary{}, nil, fmt.Errorf("%w: %s", api.ErrNotFound, id)
+	}
+	s, _, err := d.store.Get(id)
+	if errors.Is(err, history.ErrNotFound) {
+		return api.RunSummary{}, nil, fmt.Errorf("%w: %s", api.ErrNotFound, id)
+	}
+	raw, rerr := os.ReadFile(filepath.Join(s.Dir, report.JSONFile))
+	if rerr != nil {
+		raw = nil
+	}
+	return api.RunSummary(s), raw, nil
+}
+
+// Ready is true while the target serves and the daemon accepts runs.
+func (d *daemon) Ready() bool { return d.ready.Load() }

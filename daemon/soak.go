@@ -58,6 +58,9 @@ type soaker struct {
 	target *Target
 	log    *zap.Logger
 	rep    SoakReport
+	// claim, when set, takes the daemon's one run slot for a cycle (so the
+	// control API sees it running and can stop it).
+	claim func(ctx context.Context, id string) (context.Context, func(), error)
 }
 
 // Soak runs the soak profile in cycles on one target until the cycle count
@@ -131,6 +134,23 @@ func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error)
 func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int) (Cycle, bool) {
 	id := fmt.Sprintf("%s-c%04d", s.rep.Soak, n)
 	c := Cycle{CycleFigures: kpi.CycleFigures{Cycle: n, Run: id}}
+	outer := ctx // the soak's; a stop through the API ends only this cycle
+	if s.claim != nil {
+		runCtx, release, err := s.claim(ctx, id)
+		for err != nil && ctx.Err() == nil {
+			// A run started through the API holds the slot: wait for it.
+			if perr := pause(ctx, time.Second); perr != nil {
+				break
+			}
+			runCtx, release, err = s.claim(ctx, id)
+		}
+		if err != nil {
+			c.Verdict, c.Error = report.VerdictAborted, err.Error()
+			return c, true
+		}
+		defer release()
+		ctx = runCtx
+	}
 	dir, err := s.store.NewRun(id)
 	if err != nil {
 		c.Verdict, c.Error = report.VerdictAborted, err.Error()
@@ -149,8 +169,8 @@ func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int
 	if err != nil && CodeOf(err) != ExitFail {
 		c.Error = err.Error()
 		// A failed driver fails the cycle, not the soak; an interrupted
-		// context ends the soak.
-		return c, ctx.Err() != nil
+		// soak ends.
+		return c, outer.Err() != nil
 	}
 	return c, false
 }

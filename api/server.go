@@ -1,0 +1,453 @@
+// Package api is soakd's control API: a small REST/JSON interface, served on
+// its own listener, through which an operator (or the `soakd runs`, `soakd
+// status` and `soakd stop` subcommands, via Client) starts, lists, inspects
+// and stops runs of a long-lived `soakd serve` daemon.
+//
+// It is not the REST "control group" that GraphQL is measured against (that
+// is package control); it is the daemon's remote control. The package only
+// translates HTTP to a Runner, which the daemon implements; it holds no run
+// state of its own.
+//
+// Routes (all bodies JSON):
+//
+//	POST /v1/runs             {"profile":..,"overrides":..} -> 202 RunSummary (Location: /v1/runs/{id})
+//	GET  /v1/runs             -> 200 {"runs":[RunSummary, ...]}
+//	GET  /v1/runs/{id}        -> 200 {"run":RunSummary,"report":<report.json or null>}
+//	POST /v1/runs/{id}/stop   -> 202 {"id":..,"status":"stopping"}
+//	GET  /healthz             -> 200 {"status":"ok"} while the process serves (no auth)
+//	GET  /readyz              -> 200 {"status":"ready"}, or 503 when Runner.Ready is false (no auth)
+//
+// Errors are {"error":{"message":"...","running_id":"..."}} with status 400
+// (malformed or oversized body, unknown field, Runner error wrapping
+// ErrInvalidRequest), 401 (missing or wrong bearer token, when a token is
+// configured), 404 (unknown run or route), 405 (wrong method, with Allow),
+// 409 (a run is already in progress: running_id names it; or stopping a run
+// that is not running) or 500 (any other Runner error).
+//
+// Security: when a token is configured every /v1 route needs the header
+// "Authorization: Bearer <token>". Tokens are compared in constant time over
+// their SHA-256 digests (so neither content nor length leaks through timing),
+// the handler keeps only the digest, and neither tokens nor request headers
+// are ever logged. CheckBind refuses to expose the API beyond loopback
+// without a token.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// MaxBodyBytes is the largest accepted request body, in bytes (64 KiB): a
+// start request is a profile name and a few lines of YAML overrides, so
+// anything larger is a mistake or an attack and gets HTTP 400.
+const MaxBodyBytes = 64 << 10
+
+// Runner is what the daemon implements; the API only translates HTTP to it.
+// Every method must be safe for concurrent use: the HTTP server calls them
+// from one goroutine per request. The ctx passed in is the HTTP request's:
+// it bounds the call, never the run (a run started by Start must outlive the
+// request that started it).
+type Runner interface {
+	// Start begins a run of req.Profile (the daemon's default profile when
+	// empty) with req.Overrides applied, and returns its summary without
+	// waiting for it to finish. It returns a *BusyError naming the running
+	// run when one is in progress, and an error wrapping ErrInvalidRequest
+	// for an unknown profile or bad overrides.
+	Start(ctx context.Context, req StartRequest) (RunSummary, error)
+	// Stop asks the run id to stop gracefully and returns without waiting
+	// for it. It returns an error wrapping ErrNotFound for an unknown id and
+	// ErrNotRunning for a run that has already finished.
+	Stop(ctx context.Context, id string) error
+	// List returns every known run, newest first.
+	List(ctx context.Context) ([]RunSummary, error)
+	// Get returns one run's summary and its report.json bytes (nil when the
+	// run has not written one yet), or an error wrapping ErrNotFound.
+	Get(ctx context.Context, id string) (RunSummary, json.RawMessage, error)
+	// Ready reports whether the target is up and the daemon accepts runs;
+	// it backs /readyz and must be cheap and non-blocking.
+	Ready() bool
+}
+
+// StartRequest is the body of POST /v1/runs. An empty body is the zero
+// request: the default profile with no overrides.
+type StartRequest struct {
+	// Profile names the profile to run; empty means the daemon's
+	// default_profile.
+	Profile string `json:"profile"`
+	// Overrides is YAML decoded on top of the daemon's configuration for
+	// this run only (strictly, as a config file is); empty means none.
+	Overrides string `json:"overrides"`
+}
+
+// RunSummary is one run as the API reports it. Its fields, in order, and
+// their JSON names are those of the daemon's history summary, so a
+// history.Summary converts to it with a plain type conversion.
+type RunSummary struct {
+	// ID is the run id, also its directory name under the data directory.
+	ID string `json:"id"`
+	// Profile is the profile the run executes.
+	Profile string `json:"profile"`
+	// Status is running, complete, aborted, or unknown (unreadable report).
+	Status string `json:"status"`
+	// Verdict is pass, fail or aborted; empty while running.
+	Verdict string `json:"verdict"`
+	// StartedAt is when the run began.
+	StartedAt time.Time `json:"started_at"`
+	// FinishedAt is when the run ended; zero (and omitted) while running.
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Baseline is true for the run marked as `soakd compare`'s baseline.
+	Baseline bool `json:"baseline"`
+	// Dir is the run's directory on the daemon's host.
+	Dir string `json:"dir"`
+}
+
+// sentinel is the type of this package's sentinel errors. A string type
+// lets them be constants, so no package variable exists that anyone could
+// reassign; compare them with errors.Is.
+type sentinel string
+
+// Error returns the sentinel's text.
+func (e sentinel) Error() string { return string(e) }
+
+// Sentinel errors a Runner returns (wrapped with %w, ideally naming the run)
+// and that errors from Client also match, through APIError.Unwrap.
+const (
+	// ErrNotFound means no run has the given id (HTTP 404).
+	ErrNotFound sentinel = "run not found"
+	// ErrNotRunning means the run exists but has already finished, so it
+	// cannot be stopped (HTTP 409 without running_id).
+	ErrNotRunning sentinel = "run is not running"
+	// ErrInvalidRequest means a start request names an unknown profile or
+	// carries overrides that do not decode or validate (HTTP 400).
+	ErrInvalidRequest sentinel = "invalid start request"
+)
+
+// BusyError is returned by Runner.Start when a run is already in progress:
+// soakd runs one suite at a time, because two would measure each other.
+// Return it as a pointer (&BusyError{...}); errors.AsType[*BusyError]
+// finds it through wrapping. The API answers 409 with running_id set.
+type BusyError struct {
+	// RunningID is the id of the run in progress.
+	RunningID string
+}
+
+// Error names the run in progress.
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("a run is already in progress (id %s); stop it or wait for it to finish", e.RunningID)
+}
+
+// handler serves the control API.
+type handler struct {
+	runner Runner
+	// tokenHash is the SHA-256 of the configured token; the token itself
+	// is not kept. auth is false when no token is configured.
+	tokenHash [sha256.Size]byte
+	auth      bool
+	log       *zap.Logger
+}
+
+// NewHandler returns the control API's handler over r. A non-empty token
+// makes every /v1 route require "Authorization: Bearer <token>"; /healthz and
+// /readyz never need it, so probes work without a secret. log receives one
+// line per error response (5xx at error level, 401 at warn, other 4xx at
+// debug); nil means no logging.
+func NewHandler(r Runner, token string, log *zap.Logger) http.Handler {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	h := &handler{runner: r, log: log}
+	if token != "" {
+		h.auth = true
+		h.tokenHash = sha256.Sum256([]byte(token))
+	}
+
+	// Each route has a method pattern for its happy path and a method-less
+	// pattern for the same path, which ServeMux prefers less; the latter
+	// answers a JSON 405 rather than ServeMux's plain-text one.
+	v1 := http.NewServeMux()
+	v1.Handle("POST /v1/runs", h.serve(h.start))
+	v1.Handle("GET /v1/runs", h.serve(h.list))
+	v1.Handle("/v1/runs", h.serve(notAllowed("GET, POST")))
+	v1.Handle("GET /v1/runs/{id}", h.serve(h.get))
+	v1.Handle("/v1/runs/{id}", h.serve(notAllowed("GET")))
+	v1.Handle("POST /v1/runs/{id}/stop", h.serve(h.stop))
+	v1.Handle("/v1/runs/{id}/stop", h.serve(notAllowed("POST")))
+	v1.Handle("/", h.serve(notFound))
+
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", h.serve(h.authenticate(v1)))
+	mux.Handle("GET /healthz", h.serve(h.healthz))
+	mux.Handle("/healthz", h.serve(notAllowed("GET")))
+	mux.Handle("GET /readyz", h.serve(h.readyz))
+	mux.Handle("/readyz", h.serve(notAllowed("GET")))
+	mux.Handle("/", h.serve(notFound))
+	return mux
+}
+
+// handlerFunc is an HTTP handler that returns its failure for the one error
+// renderer, h.serve, to write and log.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// httpError is a failure with its status and the message the client sees.
+type httpError struct {
+	status    int
+	message   string
+	runningID string
+	// header holds extra response headers (Allow, WWW-Authenticate).
+	header map[string]string
+	// cause is the underlying error, logged but not sent, for 500s.
+	cause error
+}
+
+func (e *httpError) Error() string { return e.message }
+
+func fail(status int, format string, args ...any) *httpError {
+	return &httpError{status: status, message: fmt.Sprintf(format, args...)}
+}
+
+// errorBody is the JSON shape of every error response.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+// errorDetail is an error response's content.
+type errorDetail struct {
+	Message   string `json:"message"`
+	RunningID string `json:"running_id,omitempty"`
+}
+
+// serve adapts f to http.Handler: it is the single place that renders an
+// error as JSON and logs it, once.
+func (h *handler) serve(f handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := f(w, r)
+		if err == nil {
+			return
+		}
+		he, ok := errors.AsType[*httpError](err)
+		if !ok {
+			he = &httpError{status: http.StatusInternalServerError, message: err.Error(), cause: err}
+		}
+		// Only the method, path and client address are logged: never
+		// headers (Authorization) nor the query string.
+		fields := []zap.Field{
+			zap.String("method", r.Method),
+			zap.String("path", r.URL.Path),
+			zap.String("remote", r.RemoteAddr),
+			zap.Int("status", he.status),
+			zap.String("message", he.message),
+		}
+		if he.runningID != "" {
+			fields = append(fields, zap.String("running_id", he.runningID))
+		}
+		if he.cause != nil {
+			fields = append(fields, zap.Error(he.cause))
+		}
+		level := zapcore.DebugLevel
+		switch {
+		case he.status >= 500 && he.status != http.StatusServiceUnavailable:
+			level = zapcore.ErrorLevel
+		case he.status == http.StatusUnauthorized:
+			level = zapcore.WarnLevel
+		}
+		h.log.Log(level, "control api request failed", fields...)
+		for k, v := range he.header {
+			w.Header().Set(k, v)
+		}
+		h.write(w, he.status, errorBody{Error: errorDetail{Message: he.message, RunningID: he.runningID}})
+	})
+}
+
+// write encodes v in one buffer, so the response has a Content-Length.
+func (h *handler) write(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only a Runner's malformed report.json can get here.
+		h.log.Error("cannot encode control api response", zap.Error(err))
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"message":"internal error: cannot encode the response"}}`)
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		h.log.Debug("cannot write control api response", zap.Error(err))
+	}
+}
+
+// authenticate requires the bearer token on next when one is configured.
+func (h *handler) authenticate(next http.Handler) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if !h.auth {
+			next.ServeHTTP(w, r)
+			return nil
+		}
+		given, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			e := fail(http.StatusUnauthorized, "missing bearer token: send the header \"Authorization: Bearer <token>\"")
+			e.header = map[string]string{"WWW-Authenticate": `Bearer realm="soakd"`}
+			return e
+		}
+		// Hashing both sides first makes the comparison fixed-length, so
+		// its timing reveals neither the token's bytes nor its length.
+		givenHash := sha256.Sum256([]byte(given))
+		if subtle.ConstantTimeCompare(givenHash[:], h.tokenHash[:]) != 1 {
+			e := fail(http.StatusUnauthorized, "invalid bearer token")
+			e.header = map[string]string{"WWW-Authenticate": `Bearer realm="soakd", error="invalid_token"`}
+			return e
+		}
+		next.ServeHTTP(w, r)
+		return nil
+	}
+}
+
+// bearer extracts the token from an Authorization header value; the scheme
+// is case-insensitive (RFC 9110 section 11.1).
+func bearer(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
+}
+
+func notAllowed(allow string) handlerFunc {
+	return func(_ http.ResponseWriter, r *http.Request) error {
+		e := fail(http.StatusMethodNotAllowed, "method %s not allowed on %s; use %s", r.Method, r.URL.Path, allow)
+		e.header = map[string]string{"Allow": allow}
+		return e
+	}
+}
+
+func notFound(_ http.ResponseWriter, r *http.Request) error {
+	return fail(http.StatusNotFound, "no route for %s", r.URL.Path)
+}
+
+// runnerError maps a Runner error to its response; id names the run for
+// bare sentinels.
+func runnerError(err error, id string) error {
+	if busy, ok := errors.AsType[*BusyError](err); ok {
+		e := fail(http.StatusConflict, "%s", busy.Error())
+		e.runningID = busy.RunningID
+		return e
+	}
+	var status int
+	switch {
+	case errors.Is(err, ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, ErrNotRunning):
+		status = http.StatusConflict
+	case errors.Is(err, ErrInvalidRequest):
+		status = http.StatusBadRequest
+	default:
+		return &httpError{status: http.StatusInternalServerError, message: err.Error(), cause: err}
+	}
+	msg := err.Error()
+	if s, ok := err.(sentinel); ok && id != "" {
+		msg = fmt.Sprintf("run %q: %s", id, s)
+	}
+	return &httpError{status: status, message: msg}
+}
+
+func (h *handler) start(w http.ResponseWriter, r *http.Request) error {
+	if r.ContentLength > MaxBodyBytes {
+		return fail(http.StatusBadRequest, "request body too large: the limit is %d bytes", MaxBodyBytes)
+	}
+	req, err := decodeStartRequest(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		return fail(http.StatusBadRequest, "%s", err.Error())
+	}
+	sum, err := h.runner.Start(r.Context(), req)
+	if err != nil {
+		return runnerError(err, "")
+	}
+	w.Header().Set("Location", "/v1/runs/"+url.PathEscape(sum.ID))
+	h.write(w, http.StatusAccepted, sum)
+	return nil
+}
+
+// listResponse is GET /v1/runs's body: an object rather than a bare array,
+// so that fields (paging, say) can be added without breaking clients.
+type listResponse struct {
+	Runs []RunSummary `json:"runs"`
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
+	runs, err := h.runner.List(r.Context())
+	if err != nil {
+		return runnerError(err, "")
+	}
+	if runs == nil {
+		runs = []RunSummary{} // [] rather than null
+	}
+	h.write(w, http.StatusOK, listResponse{Runs: runs})
+	return nil
+}
+
+// getResponse is GET /v1/runs/{id}'s body; Report is null until the run has
+// written report.json.
+type getResponse struct {
+	Run    RunSummary      `json:"run"`
+	Report json.RawMessage `json:"report"`
+}
+
+func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	sum, rep, err := h.runner.Get(r.Context(), id)
+	if err != nil {
+		return runnerError(err, id)
+	}
+	if len(rep) == 0 {
+		rep = nil // encodes as null; an empty RawMessage would not encode
+	}
+	h.write(w, http.StatusOK, getResponse{Run: sum, Report: rep})
+	return nil
+}
+
+// stopResponse is POST /v1/runs/{id}/stop's body: the stop was requested;
+// poll GET /v1/runs/{id} for the run's final status.
+type stopResponse struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+func (h *handler) stop(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := h.runner.Stop(r.Context(), id); err != nil {
+		return runnerError(err, id)
+	}
+	h.write(w, http.StatusAccepted, stopResponse{ID: id, Status: "stopping"})
+	return nil
+}
+
+// statusResponse is the body of a successful probe.
+type statusResponse struct {
+	Status string `json:"status"`
+}
+
+func (h *handler) healthz(w http.ResponseWriter, _ *http.Request) error {
+	h.write(w, http.StatusOK, statusResponse{Status: "ok"})
+	return nil
+}
+
+func (h *handler) readyz(w http.ResponseWriter, _ *http.Request) error {
+	if !h.runner.Ready() {
+		return fail(http.StatusServiceUnavailable, "not ready: the target is not up or not accepting runs")
+	}
+	h.write(w, http.StatusOK, statusResponse{Status: "ready"})
+	return nil
+}

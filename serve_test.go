@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/api"
+)
+
+// daemonProc is a `soakd serve` started by a test.
+type daemonProc struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	api    string
+	done   chan error
+}
+
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startServe starts soakd serve with cfg and waits until /readyz answers.
+func startServe(t *testing.T, bin, cfg string, env ...string) *daemonProc {
+	t.Helper()
+	raw, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(raw), "listen: 127.0.0.1:")
+	port := strings.Fields(string(raw)[i+len("listen: 127.0.0.1:"):])[0]
+	d := &daemonProc{cmd: exec.Command(bin, "serve", "--config", cfg, "--log-format", "json"), stderr: &bytes.Buffer{}, api: "http://127.0.0.1:" + port, done: make(chan error, 1)}
+	d.cmd.Env = append(os.Environ(), env...)
+	d.cmd.Stderr = d.stderr
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Kill()
+		<-d.done
+		d.done <- nil
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(d.api + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return d
+			}
+		}
+		select {
+		case err := <-d.done:
+			d.done <- err
+			t.Fatalf("soakd serve exited: %v\n%s", err, d.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("soakd serve not ready\n%s", d.stderr.String())
+		}
+	}
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (d *daemonProc) stop(t *testing.T) int {
+	t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.done:
+		d.done <- err
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		return 0
+	case <-time.After(60 * time.Second):
+		t.Fatalf("soakd serve did not stop on SIGTERM\n%s", d.stderr.String())
+		return -1
+	}
+}
+
+func waitStatus(t *testing.T, cl *api.Client, id string, want ...string) api.RunSummary {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		r, _, err := cl.Get(t.Context(), id)
+		if err == nil {
+			for _, w := range want {
+				if r.Status == w {
+					return r
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never reached %v (last %+v, %v)", id, want, r, err)
+		}
+	}
+}
+
+func serveConfig(t *testing.T, dir string, extra string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "serve.yaml")
+	body := tinyConfig + "\ndata_dir: " + filepath.Join(dir, "data") + "\ncontrol:\n  listen: 127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t)) + "\n" + extra
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestServeControlAPI drives soakd serve through its API and CLI: start a
+// run, a second start is refused with 409 and the running id, the run
+// completes with a report, stop ends a run gracefully, and the history
+// survives a restart, including a run the daemon was killed during.
+func TestServeControlAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, "")
+	d := startServe(t, bin, cfg)
+	cl := &api.Client{BaseURL: d.api}
+	ctx := t.Context()
+
+	run, err := cl.Start(ctx, api.StartRequest{Profile: "tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cl.Start(ctx, api.StartRequest{})
+	var ae *api.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.RunningID != run.ID {
+		t.Errorf("a second start: got %v, want 409 naming %s", err, run.ID)
+	}
+	if _, err := cl.Start(ctx, api.StartRequest{Profile: "nope"}); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+		t.Errorf("an unknown profile: got %v, want 400", err)
+	}
+	done := waitStatus(t, cl, run.ID, "complete")
+	if done.Verdict != "pass" && done.Verdict != "fail" {
+		t.Errorf("a complete run's verdict: %q", done.Verdict)
+	}
+	if _, raw, err := cl.Get(ctx, run.ID); err != nil || !bytes.Contains(raw, []byte(`"kpis"`)) {
+		t.Errorf("the run's report.json is not served: %v", err)
+	}
+	out, stderr, code := runSoakd(t, bin, "runs", "--api", d.api)
+	if code != 0 || !strings.Contains(out, run.ID) {
+		t.Errorf("soakd runs: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, code := runSoakd(t, bin, "status", "--api", d.api, run.ID); code != 0 || !strings.Contains(out, "CPU (share of machine)") {
+		t.Errorf("soakd status: exit %d\n%s", code, out)
+	}
+
+	// Overrides make a long run; soakd stop ends it gracefully.
+	long, err := cl.Start(ctx, api.StartRequest{Profile: "tiny", Overrides: "profiles:\n  tiny:\n    request_timeout: 5s\n    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n      - name: rest-control\n        arm: rest\n        users: [{operation: rest-get, users: 2, iterations: 100000}]\n      - name: graphql-load\n        arm: graphql\n        users: [{operation: graphql-query, users: 2, iterations: 10}]\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if out, stderr, code := runSoakd(t, bin, "stop", "--api", d.api); code != 0 || !strings.Contains(out, long.ID) {
+		t.Errorf("soakd stop: exit %d\n%s%s", code, out, stderr)
+	}
+	if r := waitStatus(t, cl, long.ID, "aborted"); r.Verdict != "aborted" {
+		t.Errorf("a stopped run: %+v", r)
+	}
+	if err := cl.Stop(ctx, run.ID); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
+		t.Errorf("stopping a finished run: got %v, want 409", err)
+	}
+
+	// A run in progress when the daemon is killed is marked aborted on restart.
+	dying, err := cl.Start(ctx, api.StartRequest{Profile: "tiny", Overrides: "profiles:\n  tiny:\n    request_timeout: 5s\n    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n      - name: rest-control\n        arm: rest\n        users: [{operation: rest-get, users: 2, iterations: 100000}]\n      - name: graphql-load\n        arm: graphql\n        users: [{operation: graphql-query, users: 2, iterations: 10}]\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+	d.done <- nil
+
+	d2 := startServe(t, bin, cfg)
+	cl2 := &api.Client{BaseURL: d2.api}
+	runs, err := cl2.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range runs {
+		got[r.ID] = r.Status
+	}
+	if got[run.ID] != "complete" || got[long.ID] != "aborted" || got[dying.ID] != "aborted" {
+		t.Errorf("history after a restart: %v, want %s complete, %s and %s aborted", got, run.ID, long.ID, dying.ID)
+	}
+	if code := d2.stop(t); code != 0 {
+		t.Errorf("soakd serve on SIGTERM: exit %d, want 0\n%s", code, d2.stderr.String())
+	}
+}
+
+// TestServeToken: with a token, the API refuses requests without it or with
+// a wrong one (401) and never logs it; a non-loopback control address
+// without a token refuses to start.
+func TestServeToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	const secret = "s3cret-token-for-the-test"
+	d := startServe(t, bin, serveConfig(t, dir, ""), "SOAKD_CONTROL_TOKEN="+secret)
+	var ae *api.APIError
+	for _, tok := range []string{"", "wrong"} {
+		if _, err := (&api.Client{BaseURL: d.api, Token: tok}).List(t.Context()); !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+			t.Errorf("token %q: got %v, want 401", tok, err)
+		}
+	}
+	if _, err := (&api.Client{BaseURL: d.api, Token: secret}).List(t.Context()); err != nil {
+		t.Errorf("the right token: %v", err)
+	}
+	if _, _, code := runSoakd(t, bin, "runs", "--api", d.api); code == 0 {
+		t.Errorf("soakd runs without the token must fail")
+	}
+	d.stop(t)
+	if strings.Contains(d.stderr.String(), secret) {
+		t.Errorf("the token appears in the daemon's log")
+	}
+
+	open := filepath.Join(dir, "open.yaml")
+	if err := os.WriteFile(open, []byte("data_dir: "+filepath.Join(dir, "d2")+"\ncontrol:\n  listen: 0.0.0.0:"+strconv.Itoa(freeLoopbackPort(t))+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--config", open)
+	cmd.Env = append(os.Environ(), "SOAKD_CONTROL_TOKEN=")
+	outb, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(outb), "token") {
+		t.Errorf("a non-loopback control address without a token: %v\n%s", err, outb)
+	}
+}
