@@ -44,7 +44,7 @@ Usage:
   soakd run   [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]  run a suite once; exit with its verdict
   soakd serve [--config FILE]                                serve the target, /metrics and the control API until SIGTERM
   soakd soak  [--config FILE] [--profile NAME] [--cycles N] [--duration D]  run cycles on one target; exit with the soak verdict
-  soakd runs | status [ID] | stop [ID]  [--api URL]          talk to a running soakd serve
+  soakd runs | status [ID] | stop [ID] | baseline ID  [--api URL]  talk to a running soakd serve
   soakd drive --target URL [--spec FILE | --phase NAME]      the load driver (started by run; usable by hand)
   soakd report DIR                                           re-render a run's reports; exit with its verdict
   soakd compare [--config FILE] OLD NEW                      compare two runs metric by metric; exit 0 or 1
@@ -81,6 +81,8 @@ func run(args []string, stdout, stderr io.Writer) daemon.ExitCode {
 		err = statusCmd(ctx, rest, stdout, stderr)
 	case "stop":
 		err = stopCmd(ctx, rest, stdout, stderr)
+	case "baseline":
+		err = baselineCmd(ctx, rest, stdout, stderr)
 	case "soak":
 		err = soakCmd(ctx, rest, stdout, stderr)
 	case "drive":
@@ -546,4 +548,22 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		rep.Table(stdout)
 	}
 	return err
+}
+
+func baselineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	var apiURL string
+	fs := clientFlags("baseline", "baseline [--api URL] ID", stderr, &c, &apiURL)
+	cl, err := apiClient(fs, args, &c, &apiURL)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return daemon.Usagef("baseline needs one run id")
+	}
+	if err := cl.SetBaseline(ctx, fs.Arg(0)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run %s is the baseline\n", fs.Arg(0))
+	return nil
 }

@@ -715,3 +715,68 @@ func TestSoakDriftCatchesALeak(t *testing.T) {
 		}
 	}
 }
+
+// TestSoakGoesOnAfterADriverDies kills the first cycle's driver: that cycle
+// is recorded as failed and the soak runs its second cycle.
+func TestSoakGoesOnAfterADriverDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := filepath.Join(dir, "soak.yaml")
+	if err := os.WriteFile(cfg, []byte(soakConfig(data)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "soak", "--config", cfg, "--cycles", "2", "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	killed := false
+	for sc.Scan() {
+		var m struct {
+			Msg   string `json:"msg"`
+			Cycle int    `json:"cycle"`
+			Phase string `json:"phase"`
+			PID   int    `json:"pid"`
+		}
+		if !killed && json.Unmarshal(sc.Bytes(), &m) == nil && m.Msg == "driver started" && m.Cycle == 1 && m.Phase == "graphql-load" {
+			time.Sleep(300 * time.Millisecond)
+			if err := syscall.Kill(m.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatal("never saw cycle 1's graphql-load driver")
+	}
+	raw, err := os.ReadFile(filepath.Join(data, "soak.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var soak struct {
+		Status  string
+		Verdict string
+		Cycles  []struct {
+			Cycle   int
+			Verdict string
+			Error   string
+		}
+	}
+	if err := json.Unmarshal(raw, &soak); err != nil {
+		t.Fatal(err)
+	}
+	if len(soak.Cycles) != 2 || soak.Cycles[0].Error == "" || soak.Cycles[1].Error != "" || soak.Status != "complete" || soak.Verdict != "fail" {
+		t.Errorf("soak after a dead driver: %+v, want cycle 1 failed with an error, cycle 2 run, the soak complete and failed", soak)
+	}
+}

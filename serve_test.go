@@ -163,6 +163,13 @@ func TestServeControlAPI(t *testing.T) {
 		t.Errorf("soakd status: exit %d\n%s", code, out)
 	}
 
+	if out, stderr, code := runSoakd(t, bin, "baseline", "--api", d.api, run.ID); code != 0 {
+		t.Errorf("soakd baseline: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, _ := runSoakd(t, bin, "runs", "--api", d.api); !strings.Contains(out, "baseline") {
+		t.Errorf("soakd runs does not show the baseline:\n%s", out)
+	}
+
 	// Overrides make a long run; soakd stop ends it gracefully.
 	long, err := cl.Start(ctx, api.StartRequest{Profile: "tiny", Overrides: "profiles:\n  tiny:\n    request_timeout: 5s\n    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n      - name: rest-control\n        arm: rest\n        users: [{operation: rest-get, users: 2, iterations: 100000}]\n      - name: graphql-load\n        arm: graphql\n        users: [{operation: graphql-query, users: 2, iterations: 10}]\n"})
 	if err != nil {

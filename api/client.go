@@ -111,6 +111,14 @@ func (c *Client) Stop(ctx context.Context, id string) error {
 	return nil
 }
 
+// SetBaseline marks run id as the baseline for `soakd compare`.
+func (c *Client) SetBaseline(ctx context.Context, id string) error {
+	if err := c.do(ctx, http.MethodPost, "/v1/runs/"+url.PathEscape(id)+"/baseline", nil, nil); err != nil {
+		return fmt.Errorf("cannot mark run %q as the baseline: %w", id, err)
+	}
+	return nil
+}
+
 // do sends one request and decodes a 2xx JSON body into out (unless nil);
 // any other status becomes an *APIError.
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {

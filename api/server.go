@@ -74,6 +74,10 @@ type Runner interface {
 	// Get returns one run's summary and its report.json bytes (nil when the
 	// run has not written one yet), or an error wrapping ErrNotFound.
 	Get(ctx context.Context, id string) (RunSummary, json.RawMessage, error)
+	// SetBaseline marks run id as the baseline `soakd compare` compares
+	// releases against; retention never deletes it. An error wraps
+	// ErrNotFound for an unknown id.
+	SetBaseline(ctx context.Context, id string) error
 	// Ready reports whether the target is up and the daemon accepts runs;
 	// it backs /readyz and must be cheap and non-blocking.
 	Ready() bool
@@ -183,6 +187,8 @@ func NewHandler(r Runner, token string, log *zap.Logger) http.Handler {
 	v1.Handle("/v1/runs/{id}", h.serve(notAllowed("GET")))
 	v1.Handle("POST /v1/runs/{id}/stop", h.serve(h.stop))
 	v1.Handle("/v1/runs/{id}/stop", h.serve(notAllowed("POST")))
+	v1.Handle("POST /v1/runs/{id}/baseline", h.serve(h.baseline))
+	v1.Handle("/v1/runs/{id}/baseline", h.serve(notAllowed("POST")))
 	v1.Handle("/", h.serve(notFound))
 
 	mux := http.NewServeMux()
@@ -431,6 +437,15 @@ func (h *handler) stop(w http.ResponseWriter, r *http.Request) error {
 		return runnerError(err, id)
 	}
 	h.write(w, http.StatusAccepted, stopResponse{ID: id, Status: "stopping"})
+	return nil
+}
+
+func (h *handler) baseline(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := h.runner.SetBaseline(r.Context(), id); err != nil {
+		return runnerError(err, id)
+	}
+	h.write(w, http.StatusOK, stopResponse{ID: id, Status: "baseline"})
 	return nil
 }
 

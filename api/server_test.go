@@ -90,6 +90,20 @@ func (f *fakeRunner) Stop(_ context.Context, id string) error {
 	return ErrNotFound // bare: the server adds the id
 }
 
+func (f *fakeRunner) SetBaseline(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	found := false
+	for i := range f.runs {
+		f.runs[i].Baseline = f.runs[i].ID == id
+		found = found || f.runs[i].ID == id
+	}
+	if !found {
+		return ErrNotFound
+	}
+	return nil
+}
+
 func (f *fakeRunner) List(context.Context) ([]RunSummary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -596,5 +610,26 @@ func TestClientNonJSONError(t *testing.T) {
 	}
 	if ae != nil && ae.Unwrap() != nil {
 		t.Errorf("502 unwraps to %v, want nil", ae.Unwrap())
+	}
+}
+
+func TestBaselineRoute(t *testing.T) {
+	f := newFakeRunner()
+	srv := httptest.NewServer(NewHandler(f, "", nil))
+	defer srv.Close()
+	c := &Client{BaseURL: srv.URL}
+	run, err := c.Start(t.Context(), StartRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetBaseline(t.Context(), run.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := c.Get(t.Context(), run.ID)
+	if err != nil || !got.Baseline {
+		t.Errorf("after SetBaseline: %+v, %v; want baseline true", got, err)
+	}
+	if err := c.SetBaseline(t.Context(), "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown id: got %v, want ErrNotFound", err)
 	}
 }

@@ -266,5 +266,16 @@ func (d *daemon) Get(_ context.Context, id string) (api.RunSummary, json.RawMess
 	return api.RunSummary(s), raw, nil
 }
 
+// SetBaseline marks run id as the baseline.
+func (d *daemon) SetBaseline(_ context.Context, id string) error {
+	if err := d.store.SetBaseline(id); err != nil {
+		if errors.Is(err, history.ErrNotFound) {
+			return fmt.Errorf("%w: %s", api.ErrNotFound, id)
+		}
+		return err
+	}
+	return nil
+}
+
 // Ready is true while the target serves and the daemon accepts runs.
 func (d *daemon) Ready() bool { return d.ready.Load() }
