@@ -33,7 +33,7 @@ generate:
 ## check-generate: fail when generated code is stale
 check-generate:
 	$(GO) generate ./...
-	@git diff --exit-code -- graph || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- graph/generated.go || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test ./daemon -run '^$$' -fuzz FuzzLoadConfig -fuzztime $(FUZZTIME)
 	$(GO) test ./control -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./graph -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
+	$(GO) test ./api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 
 ## dashboards: regenerate grafana/dashboards/*.json from grafana/*.go
 dashboards:

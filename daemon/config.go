@@ -75,6 +75,14 @@ type GraphQLConfig struct {
 	QueryCacheSize int           `yaml:"query_cache_size"` // parsed-query LRU entries
 	APQCacheSize   int           `yaml:"apq_cache_size"`   // automatic persisted query LRU entries
 	KeepAlive      time.Duration `yaml:"websocket_keepalive"`
+	// MaxDepth and MaxComplexity refuse over-deep or over-complex queries
+	// (selection depth with fragments expanded; gqlgen's complexity count).
+	MaxDepth      int `yaml:"max_depth"`
+	MaxComplexity int `yaml:"max_complexity"`
+	// WebsocketInitTimeout closes a websocket that sends no
+	// connection_init in time; WebsocketWriteTimeout one that stops reading.
+	WebsocketInitTimeout  time.Duration `yaml:"websocket_init_timeout"`
+	WebsocketWriteTimeout time.Duration `yaml:"websocket_write_timeout"`
 }
 
 // DataConfig sizes the in-memory data both arms serve.
@@ -519,6 +527,14 @@ func (c *Config) Validate() []FieldError {
 		bad("graphql.apq_cache_size", "must be at least 1 (got %d)", c.GraphQL.APQCacheSize)
 	}
 	positive("graphql.websocket_keepalive", c.GraphQL.KeepAlive)
+	if c.GraphQL.MaxDepth < 1 || c.GraphQL.MaxDepth > 1000 {
+		bad("graphql.max_depth", "must be between 1 and 1000 (got %d)", c.GraphQL.MaxDepth)
+	}
+	if c.GraphQL.MaxComplexity < 1 {
+		bad("graphql.max_complexity", "must be at least 1 (got %d)", c.GraphQL.MaxComplexity)
+	}
+	positive("graphql.websocket_init_timeout", c.GraphQL.WebsocketInitTimeout)
+	positive("graphql.websocket_write_timeout", c.GraphQL.WebsocketWriteTimeout)
 	if c.Data.Donuts < 1 || c.Data.Donuts > 10_000_000 {
 		bad("data.donuts", "must be between 1 and 10000000 (got %d)", c.Data.Donuts)
 	}

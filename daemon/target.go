@@ -72,15 +72,21 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	// Request handling runs under pprof labels (endpoint, and the driver's
 	// run/phase/arm from its baggage header), so GraphQL and REST separate
 	// in CPU profiles and Pyroscope flame graphs.
-	mux.Handle("/graphql", profiles.Labeled("graphql", m.Middleware("graphql", nil, inject(cfg.Inject, graph.NewHandler(svc, graph.Options{
-		Introspection:  cfg.GraphQL.Introspection,
-		QueryCacheSize: cfg.GraphQL.QueryCacheSize,
-		APQCacheSize:   cfg.GraphQL.APQCacheSize,
-		KeepAlive:      cfg.GraphQL.KeepAlive,
-		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
-		Logger:         log.Named("graphql"),
-		OnOperation:    metrics.SetOperation,
-	})))))
+	gh := graph.NewHandler(svc, graph.Options{
+		Introspection:         cfg.GraphQL.Introspection,
+		QueryCacheSize:        cfg.GraphQL.QueryCacheSize,
+		APQCacheSize:          cfg.GraphQL.APQCacheSize,
+		KeepAlive:             cfg.GraphQL.KeepAlive,
+		MaxBodyBytes:          cfg.Server.MaxBodyBytes,
+		MaxDepth:              cfg.GraphQL.MaxDepth,
+		MaxComplexity:         cfg.GraphQL.MaxComplexity,
+		WebsocketInitTimeout:  cfg.GraphQL.WebsocketInitTimeout,
+		WebsocketWriteTimeout: cfg.GraphQL.WebsocketWriteTimeout,
+		Logger:                log.Named("graphql"),
+		OnOperation:           metrics.SetOperation,
+	})
+	m.GraphQLPanics(gh.Panics)
+	mux.Handle("/graphql", profiles.Labeled("graphql", m.Middleware("graphql", nil, inject(cfg.Inject, gh))))
 	// The request metrics sit right around the REST handler so they read
 	// the route template ("GET /api/donuts/{id}") it matched.
 	mux.Handle("/api/donuts/", profiles.Labeled("rest", m.Middleware("rest", metrics.RouteOperation(),

@@ -39,6 +39,16 @@ const (
 	// Options.MaxBodyBytes is not positive. 1 MiB is orders of magnitude above
 	// any request the experiment sends.
 	DefaultMaxBodyBytes int64 = 1 << 20
+	// DefaultWebsocketInitTimeout is how long a websocket may stay open
+	// without connection_init when Options.WebsocketInitTimeout is zero:
+	// soakd's own clients send it at once, so 10 s only ever catches a
+	// client that is broken or idle on purpose.
+	DefaultWebsocketInitTimeout = 10 * time.Second
+	// DefaultWebsocketWriteTimeout bounds one websocket message write when
+	// Options.WebsocketWriteTimeout is zero. A loopback write blocks only
+	// when the client has stopped reading and both socket buffers (megabytes)
+	// are full; 10 s of that means the client is gone or stuck.
+	DefaultWebsocketWriteTimeout = 10 * time.Second
 )
 
 // Options configures NewHandler. The zero value is usable: every zero field
@@ -59,8 +69,36 @@ type Options struct {
 	// DefaultKeepAlive; a negative value disables keep-alives.
 	KeepAlive time.Duration
 	// MaxBodyBytes is the largest accepted request body, in bytes; larger
-	// bodies get HTTP 413. Zero or less means DefaultMaxBodyBytes.
+	// bodies get HTTP 413. It is also the largest websocket message accepted
+	// from a client (a subscribe message is that transport's request body);
+	// a larger one closes the connection with status 1009 (message too
+	// big). Zero or less means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxDepth is the deepest selection nesting accepted, in field levels
+	// ({ donut(id: 1) { id } } is 2), with fragments and inline fragments
+	// expanded and introspection fields counted. A deeper operation is
+	// refused before it executes with the GraphQL error "query depth N
+	// exceeds the limit of M". Zero means DefaultMaxDepth; a negative value
+	// disables the limit.
+	MaxDepth int
+	// MaxComplexity is the largest gqlgen complexity accepted: one point
+	// per field plus its selections' points, aliases and fragments
+	// included, nothing under __schema, the figure of gqlgen's
+	// extension.FixedComplexityLimit. A costlier operation is refused
+	// before it executes with the GraphQL error "operation has complexity N,
+	// which exceeds the limit of M". Zero means DefaultMaxComplexity; a
+	// negative value disables the limit.
+	MaxComplexity int
+	// WebsocketInitTimeout is how long a websocket may stay open without
+	// sending connection_init; then it is closed with status 4408. Zero
+	// means DefaultWebsocketInitTimeout; a negative value disables it.
+	WebsocketInitTimeout time.Duration
+	// WebsocketWriteTimeout bounds the write of one message to a websocket
+	// client; a client that stops reading for longer is disconnected, which
+	// ends its subscriptions. (Until then the broker drops and counts the
+	// events it cannot take, and publishers never wait.) Zero means
+	// DefaultWebsocketWriteTimeout; a negative value disables it.
+	WebsocketWriteTimeout time.Duration
 	// Logger receives resolver panics and websocket errors. Nil means
 	// zap.NewNop().
 	Logger *zap.Logger
@@ -105,6 +143,18 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.MaxDepth == 0 {
+		opts.MaxDepth = DefaultMaxDepth
+	}
+	if opts.MaxComplexity == 0 {
+		opts.MaxComplexity = DefaultMaxComplexity
+	}
+	if opts.WebsocketInitTimeout == 0 {
+		opts.WebsocketInitTimeout = DefaultWebsocketInitTimeout
+	}
+	if opts.WebsocketWriteTimeout == 0 {
+		opts.WebsocketWriteTimeout = DefaultWebsocketWriteTimeout
+	}
 
 	h := &Handler{
 		maxBody:  opts.MaxBodyBytes,
@@ -113,14 +163,24 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	}
 	srv := handler.New(NewExecutableSchema(Config{Resolvers: h.resolver}))
 	srv.AddTransport(transport.Websocket{
-		Implementation: transport.CoderWebsocketImplementation{
-			AcceptOptions: websocket.AcceptOptions{
-				// Same-host origins are always accepted; these patterns add
-				// any loopback origin, since soakd only ever serves and drives
-				// load on 127.0.0.1. Browsers elsewhere are refused.
-				OriginPatterns: []string{"127.0.0.1:*", "localhost:*", `\[::1\]:*`},
+		// The guard closes connections sending malformed or out-of-order
+		// messages with graphql-transport-ws close codes (see judgeFrame),
+		// and applies the init and write timeouts (negative: none).
+		Implementation: guardedWebsocket{
+			inner: transport.CoderWebsocketImplementation{
+				AcceptOptions: websocket.AcceptOptions{
+					// Same-host origins are always accepted; these patterns add
+					// any loopback origin, since soakd only ever serves and drives
+					// load on 127.0.0.1. Browsers elsewhere are refused.
+					OriginPatterns: []string{"127.0.0.1:*", "localhost:*", `\[::1\]:*`},
+				},
 			},
+			initTimeout:  opts.WebsocketInitTimeout,
+			writeTimeout: opts.WebsocketWriteTimeout,
 		},
+		// coder/websocket closes a connection whose message exceeds this
+		// with 1009 (message too big).
+		PayloadReadLimit: &opts.MaxBodyBytes,
 		// Both protocols get a keep-alive every opts.KeepAlive: "ka" messages
 		// on graphql-ws, pings on graphql-transport-ws. A missing pong does not
 		// close the connection (MissingPongOk), so a busy client is not
@@ -139,6 +199,11 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](opts.APQCacheSize)})
 	if opts.Introspection {
 		srv.Use(extension.Introspection{})
+	}
+	// The limits run after parsing and validation, before execution (see
+	// queryLimits for why not extension.FixedComplexityLimit).
+	if opts.MaxDepth > 0 || opts.MaxComplexity > 0 {
+		srv.Use(&queryLimits{maxDepth: opts.MaxDepth, maxComplexity: opts.MaxComplexity})
 	}
 	srv.AroundOperations(websocketOnlySubscriptions)
 	if on := opts.OnOperation; on != nil {
