@@ -256,3 +256,33 @@ func TestServeToken(t *testing.T) {
 		t.Errorf("a non-loopback control address without a token: %v\n%s", err, outb)
 	}
 }
+
+// TestServeScheduledSoak: with soak.cycles set, soakd serve runs the cycles
+// by itself, lists them through the API and keeps serving afterwards.
+func TestServeScheduledSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	d := startServe(t, bin, serveConfig(t, dir, "soak:\n  cycles: 2\n  pause: 200ms\n"))
+	soakFile := filepath.Join(dir, "data", "soak.json")
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if raw, err := os.ReadFile(soakFile); err == nil && bytes.Contains(raw, []byte(`"status": "complete"`)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scheduled soak did not complete\n%s", d.stderr.String())
+		}
+	}
+	runs, err := (&api.Client{BaseURL: d.api}).List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || !strings.HasSuffix(runs[0].ID, "-c0002") || runs[0].Status != "complete" {
+		t.Errorf("runs after a 2-cycle scheduled soak: %+v", runs)
+	}
+	if code := d.stop(t); code != 0 {
+		t.Errorf("soakd serve on SIGTERM: exit %d", code)
+	}
+}
