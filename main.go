@@ -162,6 +162,33 @@ func newLogger(format string, stderr io.Writer) (*zap.Logger, error) {
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(stderr), zap.InfoLevel)), nil
 }
 
+// runEnv is what the commands that run load share: a logger, the
+// configuration and the path of this binary (started as the driver).
+type runEnv struct {
+	log *zap.Logger
+	cfg *daemon.Config
+	exe string
+}
+
+func (e runEnv) close() { _ = e.log.Sync() }
+
+// prepare builds the logger, loads the configuration and finds the binary.
+func prepare(c common, stderr io.Writer) (runEnv, error) {
+	log, err := newLogger(c.logFormat, stderr)
+	if err != nil {
+		return runEnv{}, err
+	}
+	cfg, err := loadConfig(c.config)
+	if err != nil {
+		return runEnv{}, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return runEnv{}, fmt.Errorf("cannot find the soakd binary to start the driver: %w", err)
+	}
+	return runEnv{log: log, cfg: cfg, exe: exe}, nil
+}
+
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
@@ -186,19 +213,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(c.logFormat, stderr)
+	env, err := prepare(c, stderr)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-	cfg, err := loadConfig(c.config)
-	if err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("cannot find the soakd binary to start the driver: %w", err)
-	}
+	defer env.close()
+	log, cfg, exe := env.log, env.cfg, env.exe
 	_, err = daemon.RunSuite(ctx, cfg, daemon.RunOptions{
 		Profile:    profile,
 		OutDir:     out,
@@ -219,19 +239,12 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	log, err := newLogger(c.logFormat, stderr)
+	env, err := prepare(c, stderr)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-	cfg, err := loadConfig(c.config)
-	if err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("cannot find the soakd binary to start the driver: %w", err)
-	}
+	defer env.close()
+	log, cfg, exe := env.log, env.cfg, env.exe
 	return daemon.Serve(ctx, cfg, daemon.ServeOptions{Executable: exe, Log: log, Stderr: stderr})
 }
 
@@ -521,24 +534,17 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	log, err := newLogger(c.logFormat, stderr)
+	env, err := prepare(c, stderr)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-	cfg, err := loadConfig(c.config)
-	if err != nil {
-		return err
-	}
+	defer env.close()
+	log, cfg, exe := env.log, env.cfg, env.exe
 	if cycles < 0 {
 		cycles = cfg.Soak.Cycles
 	}
 	if duration < 0 {
 		duration = cfg.Soak.Duration
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("cannot find the soakd binary to start the driver: %w", err)
 	}
 	rep, err := daemon.Soak(ctx, cfg, daemon.SoakOptions{
 		RunOptions: daemon.RunOptions{Profile: profile, Executable: exe, Log: log, Stderr: stderr, Terminal: isTerminal(stderr)},

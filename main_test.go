@@ -258,13 +258,20 @@ func TestEndToEndRun(t *testing.T) {
 // the run directory and the exit code.
 func runTiny(t *testing.T, bin, extra string, args ...string) (map[string]any, string, int) {
 	t.Helper()
+	return runConfig(t, bin, tinyConfig+extra, args...)
+}
+
+// runConfig runs `soakd run` on the config text cfg and returns the
+// decoded report.json, the run directory and the exit code.
+func runConfig(t *testing.T, bin, cfg string, args ...string) (map[string]any, string, int) {
+	t.Helper()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "tiny.yaml")
-	if err := os.WriteFile(cfg, []byte(tinyConfig+extra), 0o644); err != nil {
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	_, stderr, code := runSoakd(t, bin, append([]string{"run", "--config", cfg, "--out", out, "--log-format", "json"}, args...)...)
+	_, stderr, code := runSoakd(t, bin, append([]string{"run", "--config", path, "--out", out, "--log-format", "json"}, args...)...)
 	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatalf("no report.json (exit %d): %v\n%s", code, err, stderr)
@@ -343,20 +350,7 @@ memory:
 	if cfg == tinyConfig {
 		t.Fatal("could not add the memory phase to the test config")
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "leak.yaml")
-	if err := os.WriteFile(path, []byte(cfg+extra), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, stderr, code := runSoakd(t, bin, "run", "--config", path, "--out", filepath.Join(dir, "run"), "--log-format", "json")
-	raw, err := os.ReadFile(filepath.Join(dir, "run", "report.json"))
-	if err != nil {
-		t.Fatalf("no report (exit %d): %v\n%s", code, err, stderr)
-	}
-	var rep map[string]any
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, _, code := runConfig(t, bin, cfg+extra)
 	if code != 1 {
 		t.Errorf("a leaking run: exit %d, want 1", code)
 	}
@@ -383,20 +377,7 @@ func TestSelfCheckRounds(t *testing.T) {
 	}
 	bin := buildSoakd(t)
 	cfg := strings.Replace(tinyConfig, "    seed: 7\n", "    seed: 7\n    rounds: 2\n    gate: median\n", 1)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "self.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, stderr, code := runSoakd(t, bin, "run", "--config", path, "--out", filepath.Join(dir, "run"), "--arms", "rest,rest", "--log-format", "json")
-	raw, err := os.ReadFile(filepath.Join(dir, "run", "report.json"))
-	if err != nil {
-		t.Fatalf("no report (exit %d): %v\n%s", code, err, stderr)
-	}
-	var rep map[string]any
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, _, code := runConfig(t, bin, cfg, "--arms", "rest,rest")
 	if rep["arms"] != "rest,rest" || rep["gate"] != "median" {
 		t.Errorf("arms %v gate %v, want rest,rest and median", rep["arms"], rep["gate"])
 	}
