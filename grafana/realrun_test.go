@@ -1,9 +1,11 @@
 package grafana
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"net/http"
@@ -125,6 +127,23 @@ func TestDashboardQueriesAgainstARealRun(t *testing.T) {
 			t.Fatal("no KPI series scraped within 2 minutes")
 		}
 	}
+	// promtool on a live scrape of the real daemon (lingering, all series set).
+	promtool := lookTool(t, "promtool")
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := exec.CommandContext(ctx, promtool, "check", "metrics")
+	check.Stdin = bytes.NewReader(scrape)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics on a real soakd scrape: %v\n%s", err, out)
+	}
+
 	// Queries run over the whole run (a phase marker exists only while its
 	// phase runs). Panels of failures have no series in an error-free run;
 	// TestDashboardQueriesAgainstPrometheus checks them with errors.

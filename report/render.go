@@ -180,6 +180,9 @@ func (r *Report) Table(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot write the table: %w", err)
 	}
+	if len(r.Rounds) > 1 {
+		fmt.Fprintf(w, "%d interleaved rounds; values are medians; gate: %s (%s)\n", len(r.Rounds), r.Gate, gateWords(r.Gate))
+	}
 	for _, p := range r.Phases {
 		if ml := p.MaxLoad; ml != nil {
 			fmt.Fprintf(w, "%s: peak %.0f req/s with %d users; stopped by %s (%s)\n", p.Name, ml.PeakThroughputRPS, ml.PeakUsers, ml.Reason, ml.Detail)
