@@ -42,6 +42,8 @@ fuzz:
 	$(GO) test ./control -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./graph -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
+	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseBaggage -fuzztime $(FUZZTIME)
+	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)
 
 ## dashboards: regenerate grafana/dashboards/*.json from grafana/*.go
 dashboards:
