@@ -283,6 +283,10 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	if n := offeredLoadNote(r.prof); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
+	if sr := gqlBy[1].Subscriptions; sr != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("The GraphQL phase %s also delivered %d subscription events to %d subscriptions (as seed 002's load did); their fan-out is in the GraphQL arm's CPU and allocation figures, REST has no such work.",
+			gqlBy[1].Name, sr.Received, sr.Subscriptions))
+	}
 	rep.Notes = append(rep.Notes, saturationNotes(rep.Phases)...)
 	r.target.Metrics.KPIResults(rep.KPIs)
 	rep.Status = report.StatusComplete
