@@ -1,0 +1,122 @@
+package daemon
+
+import (
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/workloads"
+)
+
+func TestReturned(t *testing.T) {
+	f := func(base, now uint64, subs int, want bool) {
+		t.Helper()
+		if got := returned(base, now, subs); got != want {
+			t.Errorf("returned(%d, %d, %d) = %v, want %v", base, now, subs, got, want)
+		}
+	}
+	f(15, 15, 0, true)
+	f(15, 17, 0, true) // within the slack
+	f(15, 18, 0, false)
+	f(15, 10, 0, true)
+	f(15, 15, 1, false) // a subscription still open
+}
+
+func TestChecks(t *testing.T) {
+	ps := []report.Phase{
+		{Name: "r", Requests: 100, Errors: 0, Resources: &profiles.Summary{}, After: &report.After{BaselineGoroutines: 15, Goroutines: 15, Returned: true}},
+		{Name: "g", Requests: 100, Errors: 2, ResourcesError: "only 1 sample",
+			Subscriptions: &workloads.SubscriptionResult{Expected: 10, Received: 9, Lost: 1},
+			After:         &report.After{BaselineGoroutines: 15, Goroutines: 30, Subscribers: 3}},
+		{Name: "other", Errors: 50},
+	}
+	cs := checks(ps, map[string]bool{"r": true, "g": true})
+	got := map[string]bool{}
+	for _, c := range cs {
+		got[c.Phase+"/"+c.Name] = c.Pass
+	}
+	want := map[string]bool{
+		"r/no_failed_requests": true, "r/resources_measured": true, "r/released": true,
+		"g/no_failed_requests": false, "g/resources_measured": false, "g/exact_delivery": false, "g/released": false,
+	}
+	if len(got) != len(want) {
+		t.Errorf("got checks %v, want %v (errors of a phase not compared are not a check)", got, want)
+	}
+	for k, v := range want {
+		if p, ok := got[k]; !ok || p != v {
+			t.Errorf("%s: got %v (present %v), want %v", k, p, ok, v)
+		}
+	}
+}
+
+func TestEvaluateKPIsRounds(t *testing.T) {
+	l := kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}
+	phase := func(name string, cpu float64) report.Phase {
+		return report.Phase{Name: name, ThroughputRPS: 100, Resources: &profiles.Summary{CPUMachinePercent: cpu}}
+	}
+	rest := map[int]report.Phase{1: phase("r#1", 10), 2: phase("r#2", 10), 3: phase("r#3", 10)}
+	gql := map[int]report.Phase{1: phase("g#1", 12), 2: phase("g#2", 20), 3: phase("g#3", 13)}
+	kpis, rounds, err := evaluateKPIs(rest, gql, 3, kpi.GateMedian, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rounds) != 3 || rounds[1].Verdict != kpi.Fail || rounds[0].Verdict != kpi.Pass {
+		t.Errorf("rounds: %+v", rounds)
+	}
+	if kpi.Verdict(kpis) != kpi.Pass {
+		t.Errorf("the median round (+3 points) must pass the CPU KPI")
+	}
+	if _, _, err := evaluateKPIs(rest, map[int]report.Phase{1: gql[1]}, 3, kpi.GateMedian, l); err == nil {
+		t.Errorf("a round without its GraphQL phase must be an error")
+	}
+	one, none, err := evaluateKPIs(rest, gql, 1, kpi.GateMedian, l)
+	if err != nil || none != nil || kpi.Verdict(one) != kpi.Pass {
+		t.Errorf("one round: %v %v %v", one, none, err)
+	}
+}
+
+func TestCycleFigures(t *testing.T) {
+	rep := &report.Report{
+		Run: "x",
+		Phases: []report.Phase{
+			{Resources: &profiles.Summary{RSSBytesMax: 30}, After: &report.After{HeapLiveBytes: 5, Goroutines: 15}},
+			{Resources: &profiles.Summary{RSSBytesMax: 40}, After: &report.After{HeapLiveBytes: 7, Goroutines: 16}},
+		},
+		KPIs: []kpi.Result{{Name: "gc_percent", GraphQL: 3}, {Name: "cpu_us_per_request", GraphQL: 120}},
+	}
+	f := cycleFigures(rep, 4)
+	want := kpi.CycleFigures{Cycle: 4, Run: "x", HeapLiveBytes: 7, RSSBytes: 40, Goroutines: 16, GCPercent: 3, CPUMicrosPerRequest: 120}
+	if f != want {
+		t.Errorf("got %+v, want %+v (the last phase's state, the largest RSS, the GraphQL arm's figures)", f, want)
+	}
+}
+
+func TestOfferedLoadNote(t *testing.T) {
+	p := Profile{Compare: Compare{REST: "r", GraphQL: "g"}, Phases: []PhaseConfig{
+		{Name: "r", Think: workloads.Think{Max: 15 * time.Millisecond}, Users: []workloads.UserGroup{{Users: 2, Iterations: 3}}},
+		{Name: "g", Think: workloads.Think{Max: 30 * time.Millisecond}, Users: []workloads.UserGroup{{Users: 2, Iterations: 3}}},
+	}}
+	if offeredLoadNote(p) == "" {
+		t.Errorf("different think times must be noted")
+	}
+	p.Phases[0].Think = p.Phases[1].Think
+	if n := offeredLoadNote(p); n != "" {
+		t.Errorf("identical offered load must not be noted: %s", n)
+	}
+}
+
+func TestProgressFraction(t *testing.T) {
+	closed := workloads.Phase{Groups: []workloads.UserGroup{{Users: 2, Iterations: 50}}}
+	if f := fraction(closed, workloads.Progress{Requests: 25}); f != 0.25 {
+		t.Errorf("closed: got %v, want 0.25", f)
+	}
+	ramping := workloads.Phase{Model: workloads.Ramping, Duration: 10 * time.Second, Groups: []workloads.UserGroup{{Users: 1}}}
+	if f := fraction(ramping, workloads.Progress{ElapsedSeconds: 5, Requests: 1e6}); f != 0.5 {
+		t.Errorf("ramping: got %v, want 0.5 (by time)", f)
+	}
+	if f := fraction(ramping, workloads.Progress{ElapsedSeconds: 50}); f != 1 {
+		t.Errorf("capped at 1, got %v", f)
+	}
+}
