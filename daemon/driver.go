@@ -29,13 +29,13 @@ const driverGrace = 5 * time.Second
 // against the target. Cancelling ctx sends it SIGTERM; it then stops
 // starting requests and reports what it has.
 //
-// cpus, when not empty, pins the driver (`--cpus`). The driver's own CPU time
-// (user + system, from the OS once it has exited) is returned so the report
-// can tell when the load generator, not the target, was the limit.
-func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, spec workloads.Phase, stderr io.Writer, progress func(workloads.Progress)) (workloads.Result, time.Duration, error) {
+// cpus, when not empty, pins the driver (`--cpus`). The driver's own usage is
+// returned so the report can tell when the load generator, not the target,
+// was the limit.
+func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, spec workloads.Phase, stderr io.Writer, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
 	body, err := json.Marshal(spec)
 	if err != nil {
-		return workloads.Result{}, 0, fmt.Errorf("cannot encode the phase spec: %w", err)
+		return workloads.Result{}, driverUsage{}, fmt.Errorf("cannot encode the phase spec: %w", err)
 	}
 	args := []string{"drive", "--target", target, "--log-format", "json"}
 	if cpus != "" {
@@ -56,10 +56,11 @@ func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, s
 	cmd.WaitDelay = spec.RequestTimeout + driverGrace
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return workloads.Result{}, 0, fmt.Errorf("cannot connect to the driver: %w", err)
+		return workloads.Result{}, driverUsage{}, fmt.Errorf("cannot connect to the driver: %w", err)
 	}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
-		return workloads.Result{}, 0, fmt.Errorf("cannot start the driver %s: %w", exe, err)
+		return workloads.Result{}, driverUsage{}, fmt.Errorf("cannot start the driver %s: %w", exe, err)
 	}
 	log.Info("driver started", zap.String("phase", spec.Name), zap.Int("pid", cmd.Process.Pid))
 
@@ -86,23 +87,40 @@ func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, s
 		_, _ = io.Copy(io.Discard, stdout)
 	}
 	waitErr := cmd.Wait()
-	var cpu time.Duration
+	usage := driverUsage{Wall: time.Since(started)}
 	if ps := cmd.ProcessState; ps != nil {
-		cpu = ps.UserTime() + ps.SystemTime()
+		usage.CPU = ps.UserTime() + ps.SystemTime()
 	}
 	switch {
 	case result != nil:
 		// A result (possibly partial, when cancelled) is worth keeping
 		// even if the process then exited non-zero.
-		return *result, cpu, nil
+		return *result, usage, nil
 	case driveErr != "":
-		return workloads.Result{}, cpu, fmt.Errorf("driver failed: %s", driveErr)
+		return workloads.Result{}, usage, fmt.Errorf("driver failed: %s", driveErr)
 	case waitErr != nil:
-		return workloads.Result{}, cpu, fmt.Errorf("driver (pid %d) died without a result: %w%s", cmd.Process.Pid, waitErr, tail.context())
+		return workloads.Result{}, usage, fmt.Errorf("driver (pid %d) died without a result: %w%s", cmd.Process.Pid, waitErr, tail.context())
 	case readErr != nil:
-		return workloads.Result{}, cpu, fmt.Errorf("cannot read the driver's output: %w", readErr)
+		return workloads.Result{}, usage, fmt.Errorf("cannot read the driver's output: %w", readErr)
 	}
-	return workloads.Result{}, cpu, errors.New("driver exited without a result" + tail.context())
+	return workloads.Result{}, usage, errors.New("driver exited without a result" + tail.context())
+}
+
+// driverUsage is a driver process's CPU time (user + system, from the OS
+// once it has exited) and its wall-clock lifetime, which also covers
+// subscription setup and drain around the phase: the two are compared with
+// each other, never with the phase's own duration.
+type driverUsage struct {
+	CPU, Wall time.Duration
+}
+
+// MachinePercent is the driver's CPU as a share of the machine over its
+// lifetime.
+func (u driverUsage) MachinePercent(cores int) float64 {
+	if u.Wall <= 0 || cores < 1 {
+		return 0
+	}
+	return u.CPU.Seconds() / (u.Wall.Seconds() * float64(cores)) * 100
 }
 
 // tailBuffer keeps the last max bytes written to it: the end of a driver's

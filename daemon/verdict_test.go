@@ -120,3 +120,13 @@ func TestProgressFraction(t *testing.T) {
 		t.Errorf("capped at 1, got %v", f)
 	}
 }
+
+func TestDriverUsage(t *testing.T) {
+	u := driverUsage{CPU: 2 * time.Second, Wall: 4 * time.Second}
+	if got := u.MachinePercent(2); got != 25 {
+		t.Errorf("2 cpu-s over 4 s on 2 cores: got %v %%, want 25", got)
+	}
+	if got := (driverUsage{CPU: time.Second}).MachinePercent(2); got != 0 {
+		t.Errorf("no wall time: got %v, want 0", got)
+	}
+}

@@ -233,8 +233,8 @@ type Phase struct {
 	ResourcesError string            `json:"resources_error,omitempty"`
 	// PerRequest are the target's costs per completed request.
 	PerRequest PerRequest `json:"per_request"`
-	// DriverCPUPercent is the driver process's CPU time over the phase as a
-	// share of the machine: high values mean the load generator competed
+	// DriverCPUPercent is the driver process's CPU time over its lifetime
+	// (the phase plus subscription setup and drain) as a share of the machine: high values mean the load generator competed
 	// with the target.
 	DriverCPUPercent float64 `json:"driver_cpu_percent"`
 	// Open holds the open model's schedule figures (intended and achieved
