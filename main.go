@@ -248,20 +248,26 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	return daemon.Serve(ctx, cfg, daemon.ServeOptions{Executable: exe, Log: log, Stderr: stderr})
 }
 
-// apiClient builds a control API client from --api (default: the config's
-// control.listen) and the token in SOAKD_CONTROL_TOKEN or control.token.
-func apiClient(fs *flag.FlagSet, args []string, c *common, apiURL *string) (*api.Client, error) {
+// apiClient parses a client command's flags (--api, --config and the common
+// ones) and builds a control API client from --api (default: the config's
+// control.listen) and the token in SOAKD_CONTROL_TOKEN or control.token. It
+// returns the flag set for the positional arguments.
+func apiClient(name, synopsis string, args []string, stderr io.Writer) (*api.Client, *flag.FlagSet, error) {
+	var c common
+	var base string
+	fs := newFlags(name, synopsis, stderr, &c)
+	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml (for control.listen and control.token)")
+	fs.StringVar(&base, "api", "", "control API base URL (default http://<control.listen>)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, daemon.WithCode(daemon.ExitUsage, err)
+		return nil, nil, daemon.WithCode(daemon.ExitUsage, err)
 	}
 	cfg, err := loadConfig(c.config)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	base := *apiURL
 	if base == "" {
 		base = "http://" + cfg.Control.Listen
 	}
@@ -269,23 +275,16 @@ func apiClient(fs *flag.FlagSet, args []string, c *common, apiURL *string) (*api
 	if env := os.Getenv(daemon.TokenEnv); env != "" {
 		token = env
 	}
-	return &api.Client{BaseURL: base, Token: token}, nil
-}
-
-func clientFlags(name, synopsis string, stderr io.Writer, c *common, apiURL *string) *flag.FlagSet {
-	fs := newFlags(name, synopsis, stderr, c)
-	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml (for control.listen and control.token)")
-	fs.StringVar(apiURL, "api", "", "control API base URL (default http://<control.listen>)")
-	return fs
+	return &api.Client{BaseURL: base, Token: token}, fs, nil
 }
 
 func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	var apiURL string
-	fs := clientFlags("runs", "runs [--api URL]", stderr, &c, &apiURL)
-	cl, err := apiClient(fs, args, &c, &apiURL)
+	cl, fs, err := apiClient("runs", "runs [--api URL]", args, stderr)
 	if err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return daemon.Usagef("unexpected argument %q", fs.Arg(0))
 	}
 	runs, err := cl.List(ctx)
 	if err != nil {
@@ -328,10 +327,7 @@ func pickRun(ctx context.Context, cl *api.Client, fs *flag.FlagSet, running bool
 }
 
 func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	var apiURL string
-	fs := clientFlags("status", "status [--api URL] [ID]", stderr, &c, &apiURL)
-	cl, err := apiClient(fs, args, &c, &apiURL)
+	cl, fs, err := apiClient("status", "status [--api URL] [ID]", args, stderr)
 	if err != nil {
 		return err
 	}
@@ -354,10 +350,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func stopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	var apiURL string
-	fs := clientFlags("stop", "stop [--api URL] [ID]", stderr, &c, &apiURL)
-	cl, err := apiClient(fs, args, &c, &apiURL)
+	cl, fs, err := apiClient("stop", "stop [--api URL] [ID]", args, stderr)
 	if err != nil {
 		return err
 	}
@@ -557,10 +550,7 @@ func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func baselineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	var apiURL string
-	fs := clientFlags("baseline", "baseline [--api URL] ID", stderr, &c, &apiURL)
-	cl, err := apiClient(fs, args, &c, &apiURL)
+	cl, fs, err := apiClient("baseline", "baseline [--api URL] ID", args, stderr)
 	if err != nil {
 		return err
 	}

@@ -435,22 +435,30 @@ func TestUsageErrors(t *testing.T) {
 	f(0, []string{"soakd drive"}, "--help")
 }
 
-func TestSIGTERMKeepsPartialReport(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := buildSoakd(t)
+// longRun prepares `soakd run` on tinyConfig with a second phase that would
+// take about a minute, for tests that interrupt it; it returns the command
+// (not started) and the run directory.
+func longRun(t *testing.T, bin string) (*exec.Cmd, string) {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "long.yaml")
-	// The second phase would take about a minute; SIGTERM arrives during it.
 	long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
 	if err := os.WriteFile(cfg, []byte(long), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfg, "--out", out, "--log-format", "json")
+	t.Cleanup(cancel)
+	return exec.CommandContext(ctx, bin, "run", "--config", cfg, "--out", out, "--log-format", "json"), out
+}
+
+func TestSIGTERMKeepsPartialReport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	// The second phase would take about a minute; SIGTERM arrives during it.
+	cmd, out := longRun(t, bin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -458,15 +466,14 @@ func TestSIGTERMKeepsPartialReport(t *testing.T) {
 	}
 	// The first phase's partial report appears when it ends; give the
 	// second phase a moment to start, then stop the run.
-	for {
+	for deadline := time.Now().Add(time.Minute); ; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no partial report within a minute:\n%s", stderr.String())
+		}
 		if raw, err := os.ReadFile(filepath.Join(out, "report.json")); err == nil && bytes.Contains(raw, []byte(`"driver_pid"`)) {
 			break // the first phase is in the report
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no partial report before the deadline:\n%s", stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(time.Second)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -522,16 +529,7 @@ func TestDriverKilledMidPhase(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildSoakd(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "long.yaml")
-	long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
-	if err := os.WriteFile(cfg, []byte(long), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "run")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfg, "--out", out, "--log-format", "json")
+	cmd, out := longRun(t, bin)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -200,7 +200,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	defer m.PhaseEnded()
 	r.log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.String("model", string(spec.Model)))
 	pr := newProgress(r.opts.Stderr, r.opts.Terminal, spec, r.log)
-	res, driverCPU, err := runDriver(ctx, r.log, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, spec, r.opts.Stderr, func(p workloads.Progress) {
+	res, driver, err := runDriver(ctx, r.log, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, spec, r.opts.Stderr, func(p workloads.Progress) {
 		capt.progress(p)
 		pr.update(p)
 		m.DriverProgress(spec.Name, spec.Arm, metrics.FromProgress(p))
@@ -209,6 +209,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	r.target.Sampler.SetPhase("")
 	if err != nil {
 		capt.after(0)
+		r.rep.Profiles = append(r.rep.Profiles, capt.files...)
 		return capt, fmt.Errorf("phase %s: %w", spec.Name, err)
 	}
 	m.DriverResult(res)
@@ -216,9 +217,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		return capt, fmt.Errorf("phase %s: the driver reported the target's own pid %d; load must come from another process", spec.Name, res.DriverPID)
 	}
 	phase := newPhase(r.target.Sampler, res, runtime.NumCPU())
-	if res.DurationSeconds > 0 {
-		phase.DriverCPUPercent = driverCPU.Seconds() / (res.DurationSeconds * float64(runtime.NumCPU())) * 100
-	}
+	phase.DriverCPUPercent = driver.MachinePercent(runtime.NumCPU())
 	interrupted := res.Aborted || ctx.Err() != nil
 	if !interrupted {
 		after, err := settle(ctx, r.target, base, r.prof.Settle)
