@@ -97,7 +97,8 @@ func run(args []string, stdout, stderr io.Writer) daemon.ExitCode {
 		err = daemon.Usagef("unknown command %q; run soakd --help", cmd)
 	}
 	code := daemon.CodeOf(err)
-	if err != nil && !errors.Is(err, flag.ErrHelp) && code != daemon.ExitFail {
+	// A fail or inconclusive verdict has already printed its reasons.
+	if err != nil && !errors.Is(err, flag.ErrHelp) && code != daemon.ExitFail && code != daemon.ExitInconclusive {
 		fmt.Fprintf(stderr, "soakd: %v\n", err)
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -495,21 +496,25 @@ func compareCmd(args []string, stdout, stderr io.Writer) error {
 			return daemon.WithCode(daemon.ExitUsage, err)
 		}
 	}
-	cmp := report.CompareRuns(reps[0], reps[1], cfg.Compare.Limits())
+	lim := cfg.Compare.Limits()
+	lim.Confidence = cfg.KPIs.Confidence
+	cmp := report.CompareRuns(reps[0], reps[1], lim)
 	if err := cmp.Table(stdout); err != nil {
 		return err
 	}
 	return verdictError(cmp.Verdict)
 }
 
-// verdictError maps a verdict to the exit code: pass 0, fail 1, anything
-// else (an aborted run) 3.
+// verdictError maps a verdict to the exit code: pass 0, fail 1,
+// inconclusive 4, anything else (an aborted run) 3.
 func verdictError(v string) error {
 	switch v {
 	case "pass":
 		return nil
 	case "fail":
 		return daemon.WithCode(daemon.ExitFail, errors.New("the verdict is fail"))
+	case "inconclusive":
+		return daemon.WithCode(daemon.ExitInconclusive, errors.New("the verdict is inconclusive"))
 	}
 	return daemon.WithCode(daemon.ExitAborted, fmt.Errorf("the run's verdict is %q", v))
 }

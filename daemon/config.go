@@ -125,6 +125,13 @@ type KPIConfig struct {
 	AllocPerRequestIncreasePercent *float64 `yaml:"alloc_per_request_increase_percent"`
 	// GCPauseP99IncreasePercent optionally gates the p99 stop-the-world GC pause.
 	GCPauseP99IncreasePercent *float64 `yaml:"gc_pause_p99_increase_percent"`
+	// GCPauseP99FloorMs is the absolute floor of the GC pause limit, in ms:
+	// the limit applied is max(percent × REST, floor).
+	GCPauseP99FloorMs float64 `yaml:"gc_pause_p99_floor_ms"`
+	// Confidence is the two-sided level of every interval the gate judges
+	// (0.95: a build exactly on a limit fails by chance at most 2.5 % of
+	// the time).
+	Confidence float64 `yaml:"confidence"`
 }
 
 // MemoryConfig holds the memory-profile verdict's limits (seed 002's
@@ -258,6 +265,11 @@ type CompareConfig struct {
 	P99LatencyPercent         float64 `yaml:"p99_latency_increase_percent"`
 	ThroughputDecreasePercent float64 `yaml:"throughput_decrease_percent"`
 	HeapLivePercent           float64 `yaml:"heap_live_increase_percent"`
+	// P99LatencyFloorMs and HeapLiveFloorBytes are the absolute floors of
+	// the relative p99 and live-heap limits: the limit applied is
+	// max(percent × OLD, floor).
+	P99LatencyFloorMs  float64 `yaml:"p99_latency_floor_ms"`
+	HeapLiveFloorBytes float64 `yaml:"heap_live_floor_bytes"`
 }
 
 // Limits converts the config into the comparison's limits.
@@ -269,6 +281,8 @@ func (c CompareConfig) Limits() report.CompareLimits {
 		P99LatencyPercent:         c.P99LatencyPercent,
 		ThroughputDecreasePercent: c.ThroughputDecreasePercent,
 		HeapLivePercent:           c.HeapLivePercent,
+		P99LatencyFloorMs:         c.P99LatencyFloorMs,
+		HeapLiveFloorBytes:        c.HeapLiveFloorBytes,
 	}
 }
 
@@ -288,10 +302,17 @@ type Profile struct {
 	// Seed makes the driver's random choices (think times, ids) repeatable.
 	Seed uint64 `yaml:"seed"`
 	// Rounds repeats the compared REST and GraphQL phases, interleaved
-	// (REST, GraphQL, REST, GraphQL, ...), to see past a noisy machine.
+	// (REST, GraphQL, GraphQL, REST, ...), to see past a noisy machine:
+	// each round is one sample of every KPI, and the gate judges the
+	// confidence interval across rounds. One round is always inconclusive.
 	Rounds int `yaml:"rounds"`
-	// Gate turns rounds into the verdict: median (each KPI's median delta)
-	// or worst (every round must pass).
+	// MaxRounds, when above Rounds, makes rounds adaptive: after round
+	// Rounds and each later one the KPIs are judged (each look at a
+	// Bonferroni-corrected level) and the rounds stop once every gated KPI
+	// is conclusive, or at MaxRounds.
+	MaxRounds int `yaml:"max_rounds"`
+	// Gate is the rule that turns rounds into the verdict; "interval" (the
+	// default and the only rule).
 	Gate string `yaml:"gate"`
 	// MemoryPhase names the phase the memory verdict judges ("" for none).
 	MemoryPhase string        `yaml:"memory_phase"`
@@ -422,7 +443,7 @@ func (c *Config) applyDefaults() {
 			p.Rounds = 1
 		}
 		if p.Gate == "" {
-			p.Gate = kpi.GateMedian
+			p.Gate = kpi.GateInterval
 		}
 		c.Profiles[name] = p
 	}
@@ -554,6 +575,10 @@ func (c *Config) Validate() []FieldError {
 	}
 	nonNegative("kpis.cpu_increase_points", c.KPIs.CPUIncreasePoints)
 	nonNegative("kpis.gc_increase_points", c.KPIs.GCIncreasePoints)
+	nonNegative("kpis.gc_pause_p99_floor_ms", c.KPIs.GCPauseP99FloorMs)
+	if v := c.KPIs.Confidence; !(v >= 0.5 && v < 1) {
+		bad("kpis.confidence", "must be at least 0.5 and below 1, e.g. 0.95 (got %g)", v)
+	}
 	if v := c.KPIs.ThroughputDecreasePercent; v < 0 || v > 100 {
 		bad("kpis.throughput_decrease_percent", "must be between 0 and 100 (got %g)", v)
 	}
@@ -614,6 +639,8 @@ func (c *Config) Validate() []FieldError {
 		"compare.p99_latency_increase_percent":       c.Compare.P99LatencyPercent,
 		"compare.throughput_decrease_percent":        c.Compare.ThroughputDecreasePercent,
 		"compare.heap_live_increase_percent":         c.Compare.HeapLivePercent,
+		"compare.p99_latency_floor_ms":               c.Compare.P99LatencyFloorMs,
+		"compare.heap_live_floor_bytes":              c.Compare.HeapLiveFloorBytes,
 	} {
 		nonNegative(path, v)
 	}
@@ -710,8 +737,15 @@ func (p Profile) validate(path string) []FieldError {
 	if p.Rounds < 1 || p.Rounds > 100 {
 		bad(path+".rounds", "must be between 1 and 100 (got %d)", p.Rounds)
 	}
-	if p.Gate != kpi.GateMedian && p.Gate != kpi.GateWorst {
-		bad(path+".gate", "must be median or worst (got %q)", p.Gate)
+	switch p.Gate {
+	case kpi.GateInterval:
+	case "median", "worst":
+		bad(path+".gate", "%q was replaced by the confidence-interval rule (a verdict from one number failed unchanged builds): remove the key or write gate: interval, and see README \"Statistics of the gate\"", p.Gate)
+	default:
+		bad(path+".gate", "must be interval (got %q)", p.Gate)
+	}
+	if p.MaxRounds != 0 && (p.MaxRounds < p.Rounds || p.MaxRounds > 100) {
+		bad(path+".max_rounds", "must be 0 (no adaptive rounds) or between rounds (%d) and 100 (got %d)", p.Rounds, p.MaxRounds)
 	}
 	if p.MemoryPhase != "" && !slices.ContainsFunc(p.Phases, func(ph PhaseConfig) bool { return ph.Name == p.MemoryPhase }) {
 		bad(path+".memory_phase", "names no phase of this profile (got %q)", p.MemoryPhase)

@@ -20,6 +20,10 @@ const (
 	// ExitAborted: the run could not complete (target or driver failed,
 	// or it was interrupted); results so far are written.
 	ExitAborted ExitCode = 3
+	// ExitInconclusive: the run completed, nothing failed, but at least one
+	// gated figure was inconclusive (its interval straddles the limit) or
+	// not measured; the report says how many more rounds would settle it.
+	ExitInconclusive ExitCode = 4
 )
 
 // ExitError attaches an exit code to an error.

@@ -93,7 +93,13 @@ func plan(specs []workloads.Phase, compare Compare, rounds int, arms Arms) ([]pl
 				a.Name = fmt.Sprintf("%s#%d", first.Name, r)
 				b.Name = fmt.Sprintf("%s#%d", second.Name, r)
 			}
-			out = append(out, planned{spec: a, round: r, role: roleRESTArm}, planned{spec: b, round: r, role: roleGQLArm})
+			pa, pb := planned{spec: a, round: r, role: roleRESTArm}, planned{spec: b, round: r, role: roleGQLArm}
+			// A B, B A, A B, …: a drift of the machine over a pair of
+			// rounds lands on both arms alike.
+			if r%2 == 0 {
+				pa, pb = pb, pa
+			}
+			out = append(out, pa, pb)
 		}
 	}
 	return out, nil

@@ -33,9 +33,9 @@ func TestPlan(t *testing.T) {
 		}
 	}
 	f(1, DefaultArms(), "mem r(rest) g(graphql) max")
-	f(3, DefaultArms(), "mem r#1(rest) g#1(graphql) r#2(rest) g#2(graphql) r#3(rest) g#3(graphql) max")
+	f(3, DefaultArms(), "mem r#1(rest) g#1(graphql) g#2(graphql) r#2(rest) r#3(rest) g#3(graphql) max") // A B, B A, A B
 	f(1, Arms{"rest", "rest"}, "mem r(rest) r-b(graphql) max")
-	f(2, Arms{"graphql", "graphql"}, "mem g-a#1(rest) g#1(graphql) g-a#2(rest) g#2(graphql) max")
+	f(2, Arms{"graphql", "graphql"}, "mem g-a#1(rest) g#1(graphql) g#2(graphql) g-a#2(rest) max")
 
 	ps, _ := plan(specs, cmp, 1, Arms{"rest", "rest"})
 	if ps[2].spec.Arm != "rest" {

@@ -167,7 +167,12 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	r.log.Info("run started", zap.String("run", runID), zap.String("profile", name), zap.String("dir", r.dir), zap.String("arms", r.opts.Arms.String()))
 
 	captures := map[string]*capture{}
+	stopAfter := 0 // adaptive rounds: the last round to run, once settled
+	var ran []planned
 	for _, pl := range plans {
+		if stopAfter > 0 && pl.round > stopAfter {
+			continue
+		}
 		c, err := r.runPhase(ctx, pl.spec, pl.role)
 		if c != nil {
 			captures[pl.spec.Name] = c
@@ -175,8 +180,46 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		if err != nil {
 			return r.abort(err)
 		}
+		ran = append(ran, pl)
+		if pl.round > 0 && stopAfter == 0 && r.settled(ran, pl.round) {
+			stopAfter = pl.round
+			r.log.Info("adaptive rounds: every gated KPI is conclusive", zap.Int("rounds", pl.round))
+		}
 	}
-	return r.finish(ctx, plans, captures)
+	return r.finish(ctx, ran, captures)
+}
+
+// sequential is the profile's adaptive-rounds rule (kpi.Sequential); with
+// max_rounds unset it has one look, at rounds.
+func (r *run) sequential() kpi.Sequential {
+	return kpi.Sequential{MinRounds: r.prof.Rounds, MaxRounds: max(r.prof.Rounds, r.prof.MaxRounds), Confidence: r.cfg.KPIs.Confidence}
+}
+
+// settled reports whether adaptive rounds may stop after round: both arms
+// of it have run, it is at least the profile's rounds, and every gated KPI
+// is conclusive at the look's corrected level.
+func (r *run) settled(ran []planned, round int) bool {
+	s := r.sequential()
+	if s.Looks() == 1 || round < s.MinRounds {
+		return false
+	}
+	restBy, gqlBy := roundPhases(r.rep.Phases, ran)
+	if _, ok := restBy[round]; !ok {
+		return false
+	}
+	if _, ok := gqlBy[round]; !ok {
+		return false
+	}
+	kpis, _, err := evaluateKPIs(restBy, gqlBy, round, s.LookConfidence(), r.cfg.KPIs.limits())
+	if err != nil {
+		return false
+	}
+	for _, k := range kpis {
+		if k.Gated && k.Outcome != kpi.OutcomePass && k.Outcome != kpi.OutcomeFail {
+			return false
+		}
+	}
+	return true
 }
 
 // runPhase runs one phase and appends its results to the report.
@@ -251,13 +294,15 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*capture) (*report.Report, error) {
 	rep := r.rep
 	restBy, gqlBy := roundPhases(rep.Phases, plans)
-	kpis, rounds, err := evaluateKPIs(restBy, gqlBy, r.prof.Rounds, r.prof.Gate, r.cfg.KPIs.limits())
+	s := r.sequential()
+	kpis, rounds, err := evaluateKPIs(restBy, gqlBy, len(restBy), s.LookConfidence(), r.cfg.KPIs.limits())
 	if err != nil {
 		return r.abort(err)
 	}
-	rep.KPIs, rep.Rounds = kpis, rounds
-	if r.prof.Rounds > 1 {
-		rep.Gate = r.prof.Gate
+	rep.KPIs, rep.Rounds, rep.Gate = kpis, rounds, r.prof.Gate
+	if s.Looks() > 1 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Adaptive rounds: %d to %d, stopped after %d; each look was judged at %.2f %% confidence (Bonferroni over %d looks) so the false-alarm rate stays at most %.1f %%.",
+			s.MinRounds, s.MaxRounds, len(restBy), s.LookConfidence()*100, s.Looks(), (1-s.Confidence)/2*100))
 	}
 	compared := map[string]bool{}
 	for _, p := range restBy {
@@ -273,12 +318,7 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 		}
 	}
 	rep.Overhead = r.overhead(captures[restBy[1].Name], captures[gqlBy[1].Name])
-	rep.Verdict = kpi.Verdict(rep.KPIs)
-	for _, c := range rep.Checks {
-		if !c.Pass {
-			rep.Verdict = kpi.Fail
-		}
-	}
+	rep.Verdict = verdict(rep.KPIs, rep.Checks)
 	if n := offeredLoadNote(r.prof); n != "" {
 		rep.Notes = append(rep.Notes, n)
 	}
@@ -309,10 +349,13 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 		}
 		fmt.Fprintf(out, "reports: %s (also report.md, report.html, junit.xml)\n", filepath.Join(r.dir, report.JSONFile))
 	}
-	if rep.Verdict != kpi.Pass {
-		return rep, WithCode(ExitFail, errors.New("the verdict is fail"))
+	switch rep.Verdict {
+	case kpi.Pass:
+		return rep, nil
+	case kpi.Inconclusive:
+		return rep, WithCode(ExitInconclusive, errors.New("the verdict is inconclusive: "+strings.Join(rep.Reasons(), "; ")))
 	}
-	return rep, nil
+	return rep, WithCode(ExitFail, errors.New("the verdict is fail: "+strings.Join(rep.Reasons(), "; ")))
 }
 
 // write stores the report files and the samples so far.
@@ -413,8 +456,21 @@ func (r *run) overhead(rest, gql *capture) []report.OverheadRow {
 
 // newPhase joins a driver result with the target's figures over the
 // phase's steady window and, for a max-load phase, over its peak window.
+//
+// A phase without a steady window has no resource figures: falling back to
+// the whole phase would give a shorter phase more data than a longer one
+// (whose window exists but holds few samples), so "more work never yields
+// less data" holds only if no fallback is measured.
 func newPhase(s *profiles.Sampler, res workloads.Result, cores int) report.Phase {
-	sum, serr := summarize(s, res.SteadyStart, res.SteadyEnd, cores)
+	var (
+		sum  *profiles.Summary
+		serr error
+	)
+	if res.SteadyFallback {
+		serr = fmt.Errorf("no steady window (%s): lengthen the phase (more iterations) or shorten ramp_up, trim_head and trim_tail", res.SteadyFallbackReason)
+	} else {
+		sum, serr = summarize(s, res.SteadyStart, res.SteadyEnd, cores)
+	}
 	p := report.NewPhase(res, sum, serr)
 	if ml := res.MaxLoad; ml != nil {
 		p.MaxLoad = &report.MaxLoad{MaxLoadResult: *ml}
@@ -431,12 +487,17 @@ func newPhase(s *profiles.Sampler, res workloads.Result, cores int) report.Phase
 	return p
 }
 
+// minSteadySamples is the fewest target samples a steady window must hold
+// for its resource figures to count as measured: two give one delta with
+// no check on it; three let a torn or stalled sample show.
+const minSteadySamples = 3
+
 // summarize reduces the target's samples inside [from, to] to resource
 // figures.
 func summarize(s *profiles.Sampler, from, to time.Time, cores int) (*profiles.Summary, error) {
 	ss := s.Samples(from, to)
-	if len(ss) < 2 {
-		return nil, fmt.Errorf("only %d samples in the %.1fs steady window: lower sampler.interval or lengthen the phase", len(ss), to.Sub(from).Seconds())
+	if len(ss) < minSteadySamples {
+		return nil, fmt.Errorf("only %d samples in the %.1fs steady window (at least %d needed): lower sampler.interval or lengthen the phase", len(ss), to.Sub(from).Seconds(), minSteadySamples)
 	}
 	sum, err := profiles.Summarize(ss, s.PauseBuckets(), cores)
 	if err != nil {
@@ -509,6 +570,7 @@ func (k KPIConfig) limits() kpi.Limits {
 		CPUPerRequestIncreasePercent:   k.CPUPerRequestIncreasePercent,
 		AllocPerRequestIncreasePercent: k.AllocPerRequestIncreasePercent,
 		GCPauseP99IncreasePercent:      k.GCPauseP99IncreasePercent,
+		GCPauseP99FloorMs:              k.GCPauseP99FloorMs,
 	}
 }
 

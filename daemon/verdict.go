@@ -31,10 +31,10 @@ func roundPhases(ps []report.Phase, plans []planned) (rest, gql map[int]report.P
 	return rest, gql
 }
 
-// evaluateKPIs compares the arms round by round and aggregates the rounds
-// by the gate rule. With one round, Rounds is empty and the KPIs are that
-// round's.
-func evaluateKPIs(rest, gql map[int]report.Phase, rounds int, gate string, l kpi.Limits) (kpis []kpi.Result, rs []report.Round, err error) {
+// evaluateKPIs compares the arms round by round and judges each KPI by the
+// confidence interval of its per-round deltas (kpi.Aggregate). One round
+// gives inconclusive gated rows: one sample cannot measure its own noise.
+func evaluateKPIs(rest, gql map[int]report.Phase, rounds int, confidence float64, l kpi.Limits) (kpis []kpi.Result, rs []report.Round, err error) {
 	var all [][]kpi.Result
 	for r := 1; r <= rounds; r++ {
 		a, okA := rest[r]
@@ -46,11 +46,30 @@ func evaluateKPIs(rest, gql map[int]report.Phase, rounds int, gate string, l kpi
 		all = append(all, k)
 		rs = append(rs, report.Round{Round: r, REST: a.Name, GraphQL: b.Name, KPIs: k, Verdict: kpi.Verdict(k)})
 	}
-	if rounds == 1 {
-		return all[0], nil, nil
-	}
-	kpis, err = kpi.Aggregate(all, gate)
+	kpis, err = kpi.Aggregate(all, confidence)
 	return kpis, rs, err
+}
+
+// checkOutcome is a check's outcome: its own when set, else from Pass.
+func checkOutcome(c report.Check) kpi.Outcome {
+	switch {
+	case c.Outcome != "":
+		return c.Outcome
+	case c.Pass:
+		return kpi.OutcomePass
+	}
+	return kpi.OutcomeFail
+}
+
+// verdict rolls the gated KPI rows and the checks up into the run's
+// verdict (kpi.Combine): fail if anything failed, inconclusive if anything
+// was inconclusive or not measured, pass otherwise.
+func verdict(kpis []kpi.Result, cs []report.Check) string {
+	os := []kpi.Outcome{kpi.Outcome(kpi.Verdict(kpis))}
+	for _, c := range cs {
+		os = append(os, checkOutcome(c))
+	}
+	return string(kpi.Combine(os...))
 }
 
 // checks are the verdict's rules beyond the KPI rows: compared phases
@@ -67,8 +86,8 @@ func checks(ps []report.Phase, compared map[string]bool) []report.Check {
 				Definition: "every response had HTTP 200, the expected payload and no GraphQL errors",
 			}, report.Check{
 				Group: "errors", Name: "resources_measured", Title: "Resource figures measured", Phase: p.Name, Unit: "",
-				Value: b2f(p.Resources != nil), Limit: 1, Pass: p.Resources != nil, Detail: p.ResourcesError,
-				Definition: "the steady window held at least two samples of the target",
+				Value: b2f(p.Resources != nil), Limit: 1, Pass: p.Resources != nil, Outcome: measuredOutcome(p.Resources != nil), Detail: p.ResourcesError,
+				Definition: fmt.Sprintf("the phase had a steady window holding at least %d samples of the target", minSteadySamples),
 			})
 		}
 		if sr := p.Subscriptions; sr != nil {
@@ -131,4 +150,13 @@ func memoryChecks(p report.Phase, ss []profiles.Sample, m MemoryConfig) []report
 			Value: r.Value, Limit: r.Limit, Pass: r.Pass, Detail: r.Detail, Definition: r.Definition})
 	}
 	return cs
+}
+
+// measuredOutcome is pass when a figure was measured and not_measured
+// otherwise: a missing figure keeps the gate shut without claiming a fail.
+func measuredOutcome(ok bool) kpi.Outcome {
+	if ok {
+		return kpi.OutcomePass
+	}
+	return kpi.OutcomeNotMeasured
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -54,26 +55,46 @@ func TestChecks(t *testing.T) {
 func TestEvaluateKPIsRounds(t *testing.T) {
 	l := kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}
 	phase := func(name string, cpu float64) report.Phase {
-		return report.Phase{Name: name, ThroughputRPS: 100, Resources: &profiles.Summary{CPUMachinePercent: cpu}}
+		return report.Phase{Name: name, ThroughputRPS: 100, Resources: &profiles.Summary{CPUMachinePercent: cpu, CPUKnown: true, GCPercentKnown: true, GCPauses: 2}}
 	}
-	rest := map[int]report.Phase{1: phase("r#1", 10), 2: phase("r#2", 10), 3: phase("r#3", 10)}
-	gql := map[int]report.Phase{1: phase("g#1", 12), 2: phase("g#2", 20), 3: phase("g#3", 13)}
-	kpis, rounds, err := evaluateKPIs(rest, gql, 3, kpi.GateMedian, l)
+	rest := map[int]report.Phase{1: phase("r#1", 10), 2: phase("r#2", 10), 3: phase("r#3", 10), 4: phase("r#4", 10)}
+	gql := map[int]report.Phase{1: phase("g#1", 22), 2: phase("g#2", 24), 3: phase("g#3", 21), 4: phase("g#4", 23)}
+	kpis, rounds, err := evaluateKPIs(rest, gql, 4, kpi.DefaultConfidence, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rounds) != 3 || rounds[1].Verdict != kpi.Fail || rounds[0].Verdict != kpi.Pass {
+	if len(rounds) != 4 || rounds[1].Verdict != kpi.Fail {
 		t.Errorf("rounds: %+v", rounds)
 	}
-	if kpi.Verdict(kpis) != kpi.Pass {
-		t.Errorf("the median round (+3 points) must pass the CPU KPI")
+	for _, k := range kpis {
+		if k.Name == "cpu_machine_percent" && (k.Outcome != kpi.OutcomeFail || k.Interval == nil || k.Interval.Lo <= 5) {
+			t.Errorf("CPU +12.5 ± 1.3 points over 4 rounds must fail with its interval: %+v", k)
+		}
 	}
-	if _, _, err := evaluateKPIs(rest, map[int]report.Phase{1: gql[1]}, 3, kpi.GateMedian, l); err == nil {
+	if verdict(kpis, nil) != kpi.Fail {
+		t.Errorf("verdict: got %s, want fail", verdict(kpis, nil))
+	}
+	if _, _, err := evaluateKPIs(rest, map[int]report.Phase{1: gql[1]}, 3, kpi.DefaultConfidence, l); err == nil {
 		t.Errorf("a round without its GraphQL phase must be an error")
 	}
-	one, none, err := evaluateKPIs(rest, gql, 1, kpi.GateMedian, l)
-	if err != nil || none != nil || kpi.Verdict(one) != kpi.Pass {
-		t.Errorf("one round: %v %v %v", one, none, err)
+	// One round is inconclusive however large the difference.
+	one, _, err := evaluateKPIs(rest, gql, 1, kpi.DefaultConfidence, l)
+	if err != nil || kpi.Verdict(one) != kpi.Inconclusive {
+		t.Errorf("one round: %v %v", kpi.Verdict(one), err)
+	}
+	// A phase without resources: its figures are not measured, not 0.
+	bare := map[int]report.Phase{1: {Name: "g", ThroughputRPS: 100, ResourcesError: "only 1 samples"}, 2: gql[2], 3: gql[3], 4: gql[4]}
+	nm, _, _ := evaluateKPIs(rest, bare, 4, kpi.DefaultConfidence, l)
+	for _, k := range nm {
+		if k.Name == "cpu_machine_percent" && (k.Outcome != kpi.OutcomeNotMeasured || !strings.Contains(k.Reason, "only 1 samples")) {
+			t.Errorf("missing resources must read not measured: %+v", k)
+		}
+	}
+	if v := verdict(nm, []report.Check{{Pass: true}}); v != kpi.Fail && v != kpi.Inconclusive {
+		t.Errorf("verdict with a not-measured KPI: %s", v)
+	}
+	if v := verdict([]kpi.Result{}, []report.Check{{Pass: false, Outcome: kpi.OutcomeNotMeasured}}); v != kpi.Inconclusive {
+		t.Errorf("a not-measured check makes the verdict inconclusive, got %s", v)
 	}
 }
 

@@ -24,6 +24,11 @@ type Figures struct {
 	CPUMicrosPerRequest float64
 	// AllocBytesPerRequest is heap bytes allocated per completed request.
 	AllocBytesPerRequest float64
+	// NotMeasured names, by KPI row name (cpu_machine_percent, gc_percent,
+	// …), the figures this arm could not measure, with the reason. A row
+	// with either arm's figure listed here is "not measured", never 0 and
+	// never pass.
+	NotMeasured map[string]string
 }
 
 // Limits are the gate. The three seed 002 KPIs are always gated; the
@@ -35,6 +40,10 @@ type Limits struct {
 	CPUPerRequestIncreasePercent   *float64
 	AllocPerRequestIncreasePercent *float64
 	GCPauseP99IncreasePercent      *float64
+	// GCPauseP99FloorMs is the absolute floor of the GC pause p99 limit, in
+	// ms: the gate is max(percent × REST, floor), since +100 % of a 0.3 ms
+	// pause is noise on a shared machine.
+	GCPauseP99FloorMs float64
 }
 
 // Result is one row of the KPI table.
@@ -58,28 +67,49 @@ type Result struct {
 	Rule string `json:"rule"`
 	// Gated is true when the row counts towards the verdict.
 	Gated bool `json:"gated"`
-	// Pass is true when the rule holds (always true when not gated).
+	// Pass is true when the row passed (Outcome pass), and always true when
+	// not gated. Kept for readers of schema 1; Outcome is the verdict.
 	Pass bool `json:"pass"`
+	// Outcome is pass, fail, inconclusive or not_measured for a gated row
+	// judged over rounds; "" for an informational row and for one round's
+	// point values.
+	Outcome Outcome `json:"outcome,omitempty"`
+	// Interval is the confidence interval of Delta across rounds; nil for
+	// one round's point values.
+	Interval *Interval `json:"interval,omitempty"`
+	// Floor is the absolute floor of a relative limit, in Unit; the limit
+	// applied is then max(Threshold, Floor ÷ REST × 100) percent.
+	Floor *float64 `json:"floor,omitempty"`
+	// EffectiveThreshold is the limit on Delta actually applied when the
+	// floor raised it above Threshold.
+	EffectiveThreshold *float64 `json:"effective_threshold,omitempty"`
+	// MinDetectable is the smallest true Delta (in DeltaUnit) these rounds
+	// would detect with 80 % power: what a pass can promise.
+	MinDetectable *float64 `json:"min_detectable,omitempty"`
+	// Reason explains an outcome other than pass or fail: what was not
+	// measured, or how many rounds would probably settle it.
+	Reason string `json:"reason,omitempty"`
 	// Definition says how the metric is measured.
 	Definition string `json:"definition"`
-	// Rounds is how many interleaved rounds the row aggregates (0 or 1:
-	// a single comparison). With several, REST, GraphQL and Delta are
-	// medians, DeltaMin and DeltaMax the spread, and Gate the rule applied.
+	// Rounds is how many interleaved rounds the row aggregates (0: one
+	// round's point values). REST, GraphQL and Delta are then means across
+	// rounds, DeltaMin and DeltaMax the spread, and Gate the rule applied.
 	Rounds   int      `json:"rounds,omitempty"`
 	DeltaMin *float64 `json:"delta_min,omitempty"`
 	DeltaMax *float64 `json:"delta_max,omitempty"`
 	Gate     string   `json:"gate,omitempty"`
 }
 
-// Verdicts.
+// Verdicts, as strings (the same words as the Outcome constants).
 const (
-	Pass = "pass"
-	Fail = "fail"
+	Pass         = string(OutcomePass)
+	Fail         = string(OutcomeFail)
+	Inconclusive = string(OutcomeInconclusive)
 )
 
 // Evaluate compares the arms metric by metric.
 func Evaluate(rest, gql Figures, l Limits) []Result {
-	return []Result{
+	rs := []Result{
 		maxIncrease("cpu_machine_percent", "CPU (share of machine)", "%", rest.CPUMachinePercent, gql.CPUMachinePercent, points, ptr(l.CPUIncreasePoints),
 			"target process user+system CPU seconds ÷ (wall seconds × cores) × 100 over the steady window (OS figures)"),
 		maxIncrease("gc_percent", "GC % time", "%", rest.GCPercent, gql.GCPercent, points, ptr(l.GCIncreasePoints),
@@ -95,6 +125,29 @@ func Evaluate(rest, gql Figures, l Limits) []Result {
 		maxIncrease("gc_pause_p99_ms", "GC pause p99", "ms", rest.GCPauseP99Ms, gql.GCPauseP99Ms, percent, l.GCPauseP99IncreasePercent,
 			"99th percentile of the stop-the-world GC pause histogram (/sched/pauses/total/gc:seconds) differenced over the steady window; bucket upper bound"),
 	}
+	for i := range rs {
+		r := &rs[i]
+		if r.Name == "gc_pause_p99_ms" && r.Gated && l.GCPauseP99FloorMs > 0 {
+			r.Floor = ptr(l.GCPauseP99FloorMs)
+		}
+		why := rest.NotMeasured[r.Name]
+		if why == "" {
+			why = gql.NotMeasured[r.Name]
+		} else {
+			why = "REST: " + why
+		}
+		if why == "" {
+			continue
+		}
+		if _, fromREST := rest.NotMeasured[r.Name]; !fromREST {
+			why = "GraphQL: " + why
+		}
+		r.Delta, r.Reason = nil, why
+		if r.Gated {
+			r.Pass, r.Outcome = false, OutcomeNotMeasured
+		}
+	}
+	return rs
 }
 
 type deltaKind int
@@ -148,12 +201,24 @@ func maxDecrease(name, title, unit string, rest, gql, limit float64, def string)
 	}
 }
 
-// Verdict is Pass when every gated row passed, Fail otherwise.
+// Verdict rolls the gated rows up (see Combine): fail when any failed,
+// inconclusive when any was inconclusive or not measured, pass when every
+// gated row passed. Rows without an Outcome (one round's point values) count
+// by Pass.
 func Verdict(rs []Result) string {
+	var os []Outcome
 	for _, r := range rs {
-		if r.Gated && !r.Pass {
-			return Fail
+		if !r.Gated {
+			continue
+		}
+		switch {
+		case r.Outcome != "":
+			os = append(os, r.Outcome)
+		case r.Pass:
+			os = append(os, OutcomePass)
+		default:
+			os = append(os, OutcomeFail)
 		}
 	}
-	return Pass
+	return string(Combine(os...))
 }

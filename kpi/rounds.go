@@ -2,29 +2,30 @@ package kpi
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
-// Gate rules: how interleaved rounds become one verdict.
-const (
-	// GateMedian judges each KPI by its median delta across rounds.
-	GateMedian = "median"
-	// GateWorst judges each KPI by its worst round: every round must pass.
-	GateWorst = "worst"
-)
+// GateInterval is the only gate rule: each gated KPI is judged by the
+// confidence interval of its per-round deltas (see Decide). The former
+// "median" and "worst" rules judged one number and failed unchanged builds.
+const GateInterval = "interval"
 
-// Aggregate combines the KPI rows of several interleaved rounds (each the
-// output of Evaluate, same rows in the same order) into one row per metric:
-// REST, GraphQL and Delta become medians across rounds, DeltaMin and DeltaMax
-// give the spread, and Pass follows the gate rule. One round is returned as
-// is. A round without a delta (nil) makes the median undefined and, for a
-// gated row, fails it: missing data never passes.
-func Aggregate(rounds [][]Result, gate string) ([]Result, error) {
+// Aggregate combines the KPI rows of interleaved rounds (each the output of
+// Evaluate, same rows in the same order) into one row per metric. Each round
+// is one sample: REST, GraphQL and Delta become means across rounds,
+// DeltaMin and DeltaMax the spread, Interval the Student t interval of the
+// mean delta at confidence, and a gated row's Outcome follows Decide against
+// its threshold (raised by its floor where one applies). One round gives an
+// infinite interval, so its gated rows are inconclusive: a single round
+// cannot tell a difference from noise. A round where a gated figure was not
+// measured makes the row not measured: missing data never passes.
+func Aggregate(rounds [][]Result, confidence float64) ([]Result, error) {
 	if len(rounds) == 0 {
 		return nil, fmt.Errorf("no rounds to aggregate")
 	}
-	if gate != GateMedian && gate != GateWorst {
-		return nil, fmt.Errorf("unknown gate rule %q (want %s or %s)", gate, GateMedian, GateWorst)
+	if !(confidence > 0 && confidence < 1) {
+		return nil, fmt.Errorf("confidence must be between 0 and 1 (got %v)", confidence)
 	}
 	out := make([]Result, len(rounds[0]))
 	for i := range rounds[0] {
@@ -35,62 +36,78 @@ func Aggregate(rounds [][]Result, gate string) ([]Result, error) {
 			}
 			rows[j] = rs[i]
 		}
-		out[i] = aggregateRow(rows, gate)
+		out[i] = aggregateRow(rows, confidence)
 	}
 	return out, nil
 }
 
-func aggregateRow(rows []Result, gate string) Result {
+func aggregateRow(rows []Result, confidence float64) Result {
 	r := rows[0]
-	r.Rounds = len(rows)
+	r.Rounds, r.Gate = len(rows), GateInterval
+	r.Delta, r.DeltaMin, r.DeltaMax, r.Interval, r.Reason, r.Outcome = nil, nil, nil, nil, "", ""
 	var rest, gql, deltas []float64
-	missing := false
-	for _, x := range rows {
+	for k, x := range rows {
 		rest = append(rest, x.REST)
 		gql = append(gql, x.GraphQL)
 		if x.Delta == nil {
-			missing = true
+			why := x.Reason
+			if why == "" {
+				why = "no finite change from a REST value of 0"
+			}
+			r.Reason = fmt.Sprintf("round %d: %s", k+1, why)
 			continue
 		}
 		deltas = append(deltas, *x.Delta)
 	}
-	r.REST, r.GraphQL = median(rest), median(gql)
-	r.Delta, r.DeltaMin, r.DeltaMax = nil, nil, nil
-	if !missing {
-		r.Delta = ptr(median(deltas))
-		r.DeltaMin, r.DeltaMax = ptr(slices.Min(deltas)), ptr(slices.Max(deltas))
+	r.REST, r.GraphQL = mean(rest), mean(gql)
+	if r.Reason != "" {
+		if r.Gated {
+			r.Pass, r.Outcome = false, OutcomeNotMeasured
+		}
+		return r
 	}
-	r.Gate = gate
+	iv := MeanInterval(deltas, confidence)
+	r.Interval = &iv
+	r.Delta = ptr(iv.Center)
+	r.DeltaMin, r.DeltaMax = ptr(slices.Min(deltas)), ptr(slices.Max(deltas))
+	if md := MinDetectable(iv); md > 0 {
+		r.MinDetectable = ptr(md)
+	}
 	if !r.Gated {
 		r.Pass = true
 		return r
 	}
-	switch {
-	case missing:
-		r.Pass = false
-	case gate == GateWorst:
-		r.Pass = !slices.ContainsFunc(rows, func(x Result) bool { return !x.Pass })
-	default:
-		r.Pass = withinLimit(r, *r.Delta)
+	lim := *r.Threshold
+	if r.Floor != nil && r.DeltaUnit == "percent" && r.REST > 0 {
+		if f := *r.Floor / r.REST * 100; f > lim {
+			lim = f
+			r.EffectiveThreshold = ptr(f)
+		}
+	}
+	b := AtMost
+	if r.Name == "throughput_rps" {
+		b = AtLeast
+	}
+	r.Outcome = Decide(iv, lim, b)
+	r.Pass = r.Outcome == OutcomePass
+	if r.Outcome == OutcomeInconclusive {
+		r.Reason = fmt.Sprintf("the %.0f %% interval %s straddles the limit %s; %s",
+			iv.Confidence*100, formatInterval(iv, r.DeltaUnit), formatLimit(lim, r.DeltaUnit), SettleAdvice(iv, lim))
 	}
 	return r
 }
 
-// withinLimit applies a gated row's rule to delta d.
-func withinLimit(r Result, d float64) bool {
-	if r.Name == "throughput_rps" {
-		return d >= *r.Threshold
+// formatInterval writes an interval as "[lo, hi] unit".
+func formatInterval(iv Interval, unit string) string {
+	if !iv.Finite() {
+		return fmt.Sprintf("[−∞, +∞] %s (%d round)", unit, iv.N)
 	}
-	return d <= *r.Threshold
+	return fmt.Sprintf("[%+.3g, %+.3g] %s", iv.Lo, iv.Hi, unit)
 }
 
-// median of a non-empty slice (mean of the middle two for even lengths).
-func median(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
+func formatLimit(l float64, unit string) string {
+	if math.Abs(l) >= 100 || l == math.Trunc(l) {
+		return fmt.Sprintf("%+.0f %s", l, unit)
 	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return fmt.Sprintf("%+.3g %s", l, unit)
 }

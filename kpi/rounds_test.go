@@ -1,76 +1,82 @@
 package kpi
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestAggregateRounds(t *testing.T) {
 	l := Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}
-	// Three rounds: CPU deltas +2, +7, +3 points (one noisy round over the limit).
-	rounds := [][]Result{
-		Evaluate(Figures{CPUMachinePercent: 10, ThroughputRPS: 100}, Figures{CPUMachinePercent: 12, ThroughputRPS: 100}, l),
-		Evaluate(Figures{CPUMachinePercent: 10, ThroughputRPS: 100}, Figures{CPUMachinePercent: 17, ThroughputRPS: 100}, l),
-		Evaluate(Figures{CPUMachinePercent: 11, ThroughputRPS: 100}, Figures{CPUMachinePercent: 14, ThroughputRPS: 100}, l),
+	round := func(restCPU, gqlCPU, restRPS, gqlRPS float64) []Result {
+		return Evaluate(Figures{CPUMachinePercent: restCPU, GCPercent: 1, ThroughputRPS: restRPS}, Figures{CPUMachinePercent: gqlCPU, GCPercent: 1, ThroughputRPS: gqlRPS}, l)
 	}
-	f := func(gate string, wantPass bool) {
+	f := func(rounds [][]Result, name string, want Outcome) Result {
 		t.Helper()
-		rs, err := Aggregate(rounds, gate)
+		rs, err := Aggregate(rounds, DefaultConfidence)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cpu := find(t, rs, "cpu_machine_percent")
-		if *cpu.Delta != 3 || *cpu.DeltaMin != 2 || *cpu.DeltaMax != 7 || cpu.Rounds != 3 || cpu.REST != 10 || cpu.GraphQL != 14 {
-			t.Errorf("%s: median/spread wrong: delta %v [%v, %v] rest %v graphql %v rounds %d", gate, *cpu.Delta, *cpu.DeltaMin, *cpu.DeltaMax, cpu.REST, cpu.GraphQL, cpu.Rounds)
+		r := find(t, rs, name)
+		if r.Outcome != want || r.Pass != (want == OutcomePass) || r.Gate != GateInterval || r.Rounds != len(rounds) {
+			t.Errorf("%s: outcome %s pass %v gate %q rounds %d, want %s (interval %+v, reason %q)", name, r.Outcome, r.Pass, r.Gate, r.Rounds, want, r.Interval, r.Reason)
 		}
-		if cpu.Pass != wantPass || cpu.Gate != gate {
-			t.Errorf("%s: pass %v gate %q, want %v", gate, cpu.Pass, cpu.Gate, wantPass)
-		}
+		return r
 	}
-	f(GateMedian, true)
-	f(GateWorst, false)
-
-	// Even number of rounds: the median is the mean of the middle two.
-	rs, err := Aggregate(rounds[:2], GateMedian)
-	if err != nil {
-		t.Fatal(err)
+	// Deltas +2, +7, +3, +2 points: mean 3.5, one noisy round over the
+	// limit; the interval straddles +5 → inconclusive, with advice.
+	r := f([][]Result{round(10, 12, 100, 100), round(10, 17, 100, 100), round(11, 14, 100, 100), round(10, 12, 100, 100)}, "cpu_machine_percent", OutcomeInconclusive)
+	if *r.Delta != 3.5 || *r.DeltaMin != 2 || *r.DeltaMax != 7 || r.REST != 10.25 || !strings.Contains(r.Reason, "rounds in all") {
+		t.Errorf("mean/spread/reason wrong: %+v reason %q", r, r.Reason)
 	}
-	if d := *find(t, rs, "cpu_machine_percent").Delta; d != 4.5 {
-		t.Errorf("median of 2 and 7: got %v, want 4.5", d)
+	// Steady +1 ± 0.5: pass.
+	f([][]Result{round(10, 11, 100, 100), round(10, 11.5, 100, 100), round(10, 10.5, 100, 100), round(10, 11, 100, 100)}, "cpu_machine_percent", OutcomePass)
+	// +12 ± 2: fail.
+	f([][]Result{round(10, 22, 100, 100), round(10, 24, 100, 100), round(10, 20, 100, 100), round(10, 23, 100, 100)}, "cpu_machine_percent", OutcomeFail)
+	// One round: inconclusive however large.
+	r = f([][]Result{round(10, 40, 100, 100)}, "cpu_machine_percent", OutcomeInconclusive)
+	if !strings.Contains(r.Reason, "one round") {
+		t.Errorf("one round's reason: %q", r.Reason)
 	}
-	// Throughput: the decrease rule with the median.
-	tr := [][]Result{
-		Evaluate(Figures{ThroughputRPS: 100}, Figures{ThroughputRPS: 85}, l),
-		Evaluate(Figures{ThroughputRPS: 100}, Figures{ThroughputRPS: 95}, l),
-		Evaluate(Figures{ThroughputRPS: 100}, Figures{ThroughputRPS: 80}, l),
-	}
-	rs, _ = Aggregate(tr, GateMedian)
-	if r := find(t, rs, "throughput_rps"); r.Pass || *r.Delta != -15 {
-		t.Errorf("throughput median -15 %% must fail a 10 %% limit: %+v", r)
-	}
+	// Throughput is a lower bound: −15 ± 1 % fails a −10 % limit.
+	f([][]Result{round(10, 10, 100, 85), round(10, 10, 100, 84), round(10, 10, 100, 86), round(10, 10, 100, 85)}, "throughput_rps", OutcomeFail)
 }
 
-func TestAggregateMissingAndErrors(t *testing.T) {
+func TestAggregateFloorAndNotMeasured(t *testing.T) {
 	fifty := 50.0
-	l := Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10, GCPauseP99IncreasePercent: &fifty}
-	rounds := [][]Result{
-		Evaluate(Figures{ThroughputRPS: 100, GCPauseP99Ms: 1}, Figures{ThroughputRPS: 100, GCPauseP99Ms: 1}, l),
-		Evaluate(Figures{ThroughputRPS: 100, GCPauseP99Ms: 0}, Figures{ThroughputRPS: 100, GCPauseP99Ms: 1}, l),
+	l := Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10, GCPauseP99IncreasePercent: &fifty, GCPauseP99FloorMs: 1}
+	pause := func(rest, gql float64) []Result {
+		return Evaluate(Figures{ThroughputRPS: 100, GCPauseP99Ms: rest}, Figures{ThroughputRPS: 100, GCPauseP99Ms: gql}, l)
 	}
-	rs, err := Aggregate(rounds, GateMedian)
+	// 0.4 ms → 0.6 ms is +50 % (on the limit) but 0.2 ms, under the 1 ms
+	// floor: the effective limit is 1 ÷ 0.4 = +250 %.
+	rs, err := Aggregate([][]Result{pause(0.4, 0.6), pause(0.4, 0.62), pause(0.4, 0.58), pause(0.4, 0.6)}, DefaultConfidence)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := find(t, rs, "gc_pause_p99_ms"); r.Pass || r.Delta != nil {
-		t.Errorf("a round without a delta must fail a gated row: %+v", r)
+	if r := find(t, rs, "gc_pause_p99_ms"); r.Outcome != OutcomePass || r.EffectiveThreshold == nil || *r.EffectiveThreshold != 250 {
+		t.Errorf("floor: %+v", r)
 	}
-	if r := find(t, rs, "alloc_bytes_per_request"); !r.Pass {
-		t.Errorf("informational rows always pass")
+	// A round where GraphQL's GC % was not measured: the row is not
+	// measured, with the round and the reason.
+	nm := Evaluate(Figures{ThroughputRPS: 100, GCPercent: 1}, Figures{ThroughputRPS: 100, NotMeasured: map[string]string{"gc_percent": "no GC cycle ended in the window"}}, l)
+	ok := Evaluate(Figures{ThroughputRPS: 100, GCPercent: 1}, Figures{ThroughputRPS: 100, GCPercent: 1}, l)
+	rs, _ = Aggregate([][]Result{ok, nm, ok}, DefaultConfidence)
+	if r := find(t, rs, "gc_percent"); r.Outcome != OutcomeNotMeasured || r.Pass || !strings.Contains(r.Reason, "round 2: GraphQL: no GC cycle") {
+		t.Errorf("not measured: %+v", r)
 	}
-	if _, err := Aggregate(nil, GateMedian); err == nil {
+	if Verdict(rs) != Inconclusive {
+		t.Errorf("a gated row not measured makes the verdict inconclusive, got %s", Verdict(rs))
+	}
+	if r := find(t, rs, "alloc_bytes_per_request"); !r.Pass || r.Outcome != "" {
+		t.Errorf("informational rows have no outcome")
+	}
+	if _, err := Aggregate(nil, DefaultConfidence); err == nil {
 		t.Errorf("no rounds must be an error")
 	}
-	if _, err := Aggregate(rounds, "mean"); err == nil {
-		t.Errorf("an unknown gate must be an error")
+	if _, err := Aggregate([][]Result{ok}, 1.5); err == nil {
+		t.Errorf("a confidence outside (0, 1) must be an error")
 	}
-	if _, err := Aggregate([][]Result{rounds[0], rounds[1][:2]}, GateWorst); err == nil {
+	if _, err := Aggregate([][]Result{ok, ok[:2]}, DefaultConfidence); err == nil {
 		t.Errorf("mismatched rounds must be an error")
 	}
 }

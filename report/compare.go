@@ -28,37 +28,63 @@ type CompareLimits struct {
 	ThroughputDecreasePercent float64
 	// HeapLivePercent limits the increase of the largest live heap in the steady window, in percent.
 	HeapLivePercent float64
+	// P99LatencyFloorMs is the p99 limit's absolute floor, in ms: the limit
+	// applied is max(P99LatencyPercent × OLD, floor).
+	P99LatencyFloorMs float64
+	// HeapLiveFloorBytes is the live-heap limit's absolute floor, in bytes.
+	HeapLiveFloorBytes float64
+	// Confidence is the two-sided level of the intervals (0: 0.95).
+	Confidence float64
 }
 
 // CompareRow is one metric of one phase in both runs.
 type CompareRow struct {
-	// Phase is the phase's name, the same in both runs.
+	// Phase is the phase's name, the same in both runs; a phase run in
+	// rounds ("graphql-load#1", "#2", …) is one row named without the
+	// suffix, each round one sample.
 	Phase string `json:"phase"`
 	// Metric is throughput_rps, cpu_us_per_request, alloc_bytes_per_request,
 	// gc_percent, latency_p99_ms or heap_live_bytes_max.
 	Metric string `json:"metric"`
 	// Unit of Old and New: req/s, µs, B, % or ms.
 	Unit string `json:"unit"`
-	// Old and New are the metric in the old and the new run; 0 when missing.
+	// Old and New are the metric's mean over the phase's rounds in the old
+	// and the new run; 0 when missing.
 	Old float64 `json:"old"`
 	New float64 `json:"new"`
+	// OldRounds and NewRounds are the samples behind Old and New.
+	OldRounds int `json:"old_rounds"`
+	NewRounds int `json:"new_rounds"`
 	// Delta is New's change from Old in DeltaUnit ("percent" of Old, or
 	// "points" for gc_percent); nil when either value is missing or when Old
 	// is 0 and New is not (no finite percentage).
 	Delta     *float64 `json:"delta"`
 	DeltaUnit string   `json:"delta_unit"`
+	// Interval is the confidence interval of Delta (Welch's, on the
+	// logarithms for percent changes); nil with fewer than two samples in
+	// either run.
+	Interval *kpi.Interval `json:"interval,omitempty"`
 	// Limit is the bound on Delta: an upper bound for costs, and for
 	// throughput a lower bound (the negative of the allowed decrease); nil
 	// when the metric is not gated.
 	Limit *float64 `json:"limit"`
-	// Gated is true when the row counts towards the comparison's verdict.
+	// EffectiveLimit is the bound applied when a floor raised Limit.
+	EffectiveLimit *float64 `json:"effective_limit,omitempty"`
+	// Gated is true when the row counts towards the comparison's verdict:
+	// its metric has a limit and the phase has at least two samples in each
+	// run (one sample cannot measure its own noise).
 	Gated bool `json:"gated"`
-	// Pass is true when the row is within its limit; a gated row whose data
-	// is missing fails. Always true when not gated.
+	// Outcome is pass, fail, inconclusive or not_measured for a gated row;
+	// "" for an informational one.
+	Outcome kpi.Outcome `json:"outcome,omitempty"`
+	// Pass is true when Outcome is pass, and always true when not gated.
 	Pass bool `json:"pass"`
 	// Missing says which run lacks the metric and why ("" when both have
 	// it); Delta is then nil.
 	Missing string `json:"missing,omitempty"`
+	// Reason explains an informational row, an inconclusive one, or a
+	// not-measured one.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Comparison is a new run measured against an old one (a release against
@@ -70,7 +96,7 @@ type Comparison struct {
 	// Rows hold every metric of every phase present in both runs, in the
 	// new run's phase order.
 	Rows []CompareRow `json:"rows"`
-	// Verdict is pass or fail.
+	// Verdict is pass, fail or inconclusive (kpi.Combine of the gated rows).
 	Verdict string `json:"verdict"`
 	// Notes list phases found in only one run, missing data and anything
 	// else that limits the comparison.
@@ -93,13 +119,42 @@ type cmpFigure struct {
 	missing string
 }
 
+// baseName strips a round suffix: "graphql-load#3" → "graphql-load".
+func baseName(name string) string {
+	if i := strings.LastIndexByte(name, '#'); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// phaseGroups groups a run's phases by base name, in order of first
+// appearance: each group holds one phase per round.
+func phaseGroups(r *Report) (names []string, groups map[string][]Phase) {
+	groups = map[string][]Phase{}
+	for _, p := range r.Phases {
+		b := baseName(p.Name)
+		if _, ok := groups[b]; !ok {
+			names = append(names, b)
+		}
+		groups[b] = append(groups[b], p)
+	}
+	return names, groups
+}
+
 // CompareRuns compares new against old phase by phase (phases matched by
-// name) and gates each metric with l. It is pure. A gated metric whose data
-// is missing in either run fails (with a note): missing data never passes.
-// The verdict also fails when no phase could be compared or when the new
-// run was aborted.
+// name, rounds of a phase as samples) and gates each metric with l by the
+// three-outcome rule: pass when the whole confidence interval of the change
+// is inside the limit, fail when it is wholly beyond, inconclusive
+// otherwise. It is pure. A phase with one sample in either run is reported
+// but not gated; a gated metric whose data is missing is not measured;
+// nothing unmeasured passes. Runs of different profiles or arms are
+// compared with a loud note and cannot pass.
 func CompareRuns(old, new *Report, l CompareLimits) Comparison {
-	c := Comparison{Old: old.Run, New: new.Run, Verdict: kpi.Pass, Notes: []string{}}
+	if l.Confidence == 0 {
+		l.Confidence = kpi.DefaultConfidence
+	}
+	c := Comparison{Old: old.Run, New: new.Run, Notes: []string{}}
+	var forced []kpi.Outcome
 	for _, r := range []struct {
 		which string
 		rep   *Report
@@ -112,54 +167,74 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 			c.Notes = append(c.Notes, n+".")
 		}
 	}
-	for _, p := range old.Phases {
-		if _, ok := new.PhaseNamed(p.Name); !ok {
-			c.Notes = append(c.Notes, fmt.Sprintf("phase %s is only in the old run %s: not compared.", p.Name, old.Run))
+	if old.Profile != new.Profile || old.Arms != new.Arms {
+		c.Notes = append(c.Notes, fmt.Sprintf("DIFFERENT RUNS: the old run used profile %q with arms %q, the new one profile %q with arms %q; their figures measure different workloads, so the comparison cannot pass.",
+			old.Profile, old.Arms, new.Profile, new.Arms))
+		forced = append(forced, kpi.OutcomeInconclusive)
+	}
+	oldNames, oldGroups := phaseGroups(old)
+	newNames, newGroups := phaseGroups(new)
+	for _, n := range oldNames {
+		if _, ok := newGroups[n]; !ok {
+			c.Notes = append(c.Notes, fmt.Sprintf("phase %s is only in the old run %s: not compared.", n, old.Run))
 		}
 	}
-	for _, np := range new.Phases {
-		op, ok := old.PhaseNamed(np.Name)
+	for _, n := range newNames {
+		ops, ok := oldGroups[n]
 		if !ok {
-			c.Notes = append(c.Notes, fmt.Sprintf("phase %s is only in the new run %s: not compared.", np.Name, new.Run))
+			c.Notes = append(c.Notes, fmt.Sprintf("phase %s is only in the new run %s: not compared.", n, new.Run))
 			continue
 		}
-		if op.Arm != np.Arm {
-			c.Notes = append(c.Notes, fmt.Sprintf("phase %s is arm %s in the old run and arm %s in the new one.", np.Name, op.Arm, np.Arm))
+		nps := newGroups[n]
+		if ops[0].Arm != nps[0].Arm {
+			c.Notes = append(c.Notes, fmt.Sprintf("phase %s is arm %s in the old run and arm %s in the new one.", n, ops[0].Arm, nps[0].Arm))
 		}
-		c.Rows = append(c.Rows, comparePhase(op, np, l, &c.Notes)...)
+		c.Rows = append(c.Rows, comparePhase(n, ops, nps, l, &c.Notes)...)
 	}
+	var gated []kpi.Outcome
 	for _, r := range c.Rows {
-		if !r.Pass {
-			c.Verdict = kpi.Fail
+		if r.Gated {
+			gated = append(gated, r.Outcome)
 		}
+	}
+	if len(gated) == 0 {
+		c.Notes = append(c.Notes, "no gated figure could be judged (no phase ran in rounds in both runs, or every limit is 0): the comparison is inconclusive.")
 	}
 	if len(c.Rows) == 0 {
-		c.Verdict = kpi.Fail
 		c.Notes = append(c.Notes, "no phase is in both runs: nothing was compared, so the comparison cannot pass.")
 	}
 	if new.Status == StatusAborted || new.Verdict == VerdictAborted {
-		c.Verdict = kpi.Fail
+		forced = append(forced, kpi.OutcomeFail)
 		c.Notes = append(c.Notes, "the new run was aborted: the comparison cannot pass.")
 	}
+	c.Verdict = string(kpi.Combine(append(gated, forced...)...))
 	return c
 }
 
-// comparePhase builds the rows of one phase present in both runs.
-func comparePhase(op, np Phase, l CompareLimits, notes *[]string) []CompareRow {
-	specs := []struct {
-		metric, unit string
-		points       bool
-		decrease     bool
-		limit        float64
-		get          func(Phase) cmpFigure
-	}{
-		{metricThroughput, "req/s", false, true, l.ThroughputDecreasePercent, func(p Phase) cmpFigure {
+// compareSpec is one compared metric.
+type compareSpec struct {
+	metric, unit string
+	points       bool
+	decrease     bool
+	limit        float64
+	floor        float64 // absolute floor of a percent limit, in unit (0: none)
+	get          func(Phase) cmpFigure
+}
+
+// comparePhase builds the rows of one phase (all its rounds) present in
+// both runs.
+func comparePhase(name string, ops, nps []Phase, l CompareLimits, notes *[]string) []CompareRow {
+	specs := []compareSpec{
+		{metricThroughput, "req/s", false, true, l.ThroughputDecreasePercent, 0, func(p Phase) cmpFigure {
 			if p.ThroughputRPS <= 0 {
 				return cmpFigure{missing: "no throughput"}
 			}
+			if p.SteadyFallback != "" {
+				return cmpFigure{missing: "no steady window (" + p.SteadyFallback + ")"}
+			}
 			return cmpFigure{v: p.ThroughputRPS}
 		}},
-		{metricCPU, "µs", false, false, l.CPUPerRequestPercent, func(p Phase) cmpFigure {
+		{metricCPU, "µs", false, false, l.CPUPerRequestPercent, 0, func(p Phase) cmpFigure {
 			if m := resourcesMissing(p); m != "" {
 				return cmpFigure{missing: m}
 			}
@@ -168,7 +243,7 @@ func comparePhase(op, np Phase, l CompareLimits, notes *[]string) []CompareRow {
 			}
 			return cmpFigure{v: p.PerRequest.CPUMicros}
 		}},
-		{metricAlloc, "B", false, false, l.AllocPerRequestPercent, func(p Phase) cmpFigure {
+		{metricAlloc, "B", false, false, l.AllocPerRequestPercent, 0, func(p Phase) cmpFigure {
 			if m := resourcesMissing(p); m != "" {
 				return cmpFigure{missing: m}
 			}
@@ -177,7 +252,7 @@ func comparePhase(op, np Phase, l CompareLimits, notes *[]string) []CompareRow {
 			}
 			return cmpFigure{v: p.PerRequest.AllocBytes}
 		}},
-		{metricGC, "%", true, false, l.GCPercentPoints, func(p Phase) cmpFigure {
+		{metricGC, "%", true, false, l.GCPercentPoints, 0, func(p Phase) cmpFigure {
 			if m := resourcesMissing(p); m != "" {
 				return cmpFigure{missing: m}
 			}
@@ -186,70 +261,146 @@ func comparePhase(op, np Phase, l CompareLimits, notes *[]string) []CompareRow {
 			}
 			return cmpFigure{v: p.Resources.GCPercent}
 		}},
-		{metricP99, "ms", false, false, l.P99LatencyPercent, func(p Phase) cmpFigure {
+		{metricP99, "ms", false, false, l.P99LatencyPercent, l.P99LatencyFloorMs, func(p Phase) cmpFigure {
 			if p.Requests == 0 {
 				return cmpFigure{missing: "no request completed"}
 			}
 			return cmpFigure{v: p.LatencyMs.P99}
 		}},
-		{metricHeapLive, "B", false, false, l.HeapLivePercent, func(p Phase) cmpFigure {
+		{metricHeapLive, "B", false, false, l.HeapLivePercent, l.HeapLiveFloorBytes, func(p Phase) cmpFigure {
 			if m := resourcesMissing(p); m != "" {
 				return cmpFigure{missing: m}
 			}
 			return cmpFigure{v: float64(p.Resources.HeapLiveBytesMax)}
 		}},
 	}
+	notGateable := ""
+	switch {
+	case ops[0].MaxLoad != nil || nps[0].MaxLoad != nil:
+		notGateable = maxLoadReason(ops, nps)
+	case len(ops) < 2 || len(nps) < 2:
+		notGateable = fmt.Sprintf("one sample per run (%d old, %d new): run the phase in rounds to gate it", len(ops), len(nps))
+	}
+	if notGateable != "" {
+		*notes = append(*notes, fmt.Sprintf("phase %s is reported, not gated: %s.", name, notGateable))
+	}
 	rows := make([]CompareRow, 0, len(specs))
 	for _, s := range specs {
-		o, n := s.get(op), s.get(np)
-		row := CompareRow{Phase: np.Name, Metric: s.metric, Unit: s.unit, Old: o.v, New: n.v, DeltaUnit: "percent", Gated: s.limit != 0, Pass: true}
-		if s.points {
-			row.DeltaUnit = "points"
-		}
-		if row.Gated {
-			lim := s.limit
-			if s.decrease {
-				lim = -lim
+		rows = append(rows, compareMetric(name, s, ops, nps, notGateable, l.Confidence, notes))
+	}
+	return rows
+}
+
+// maxLoadReason says why a max-load phase's figures are not gated: a
+// throughput that stopped at the duration cap, or at the users cap, measured
+// the harness's ramp, not the server; and one max-load run per build has no
+// noise estimate.
+func maxLoadReason(ops, nps []Phase) string {
+	for _, ps := range [][]Phase{ops, nps} {
+		for _, p := range ps {
+			if ml := p.MaxLoad; ml != nil && !ml.Failed {
+				return fmt.Sprintf("max load %s stopped by %s, not at a knee of the target: not attributable to the server", p.Name, ml.Reason)
 			}
-			row.Limit = &lim
 		}
-		for _, m := range []struct {
-			which string
-			f     cmpFigure
-		}{{"old", o}, {"new", n}} {
-			if m.f.missing != "" {
+	}
+	return "max load runs once per build: one sample cannot be gated (compare the knees by eye)"
+}
+
+// compareMetric builds one row.
+func compareMetric(name string, s compareSpec, ops, nps []Phase, notGateable string, confidence float64, notes *[]string) CompareRow {
+	row := CompareRow{Phase: name, Metric: s.metric, Unit: s.unit, DeltaUnit: "percent", Gated: s.limit != 0 && notGateable == "", Pass: true,
+		OldRounds: len(ops), NewRounds: len(nps)}
+	if s.points {
+		row.DeltaUnit = "points"
+	}
+	if s.limit != 0 {
+		lim := s.limit
+		if s.decrease {
+			lim = -lim
+		}
+		row.Limit = &lim
+	}
+	if s.limit != 0 && notGateable != "" {
+		row.Reason = "not gated: " + notGateable
+	}
+	collect := func(which string, ps []Phase) []float64 {
+		var vs []float64
+		for _, p := range ps {
+			f := s.get(p)
+			if f.missing != "" {
 				consequence := "not gated"
 				if row.Gated {
-					consequence = "the gated metric fails"
+					consequence = "the gated metric is not measured"
 				}
-				*notes = append(*notes, fmt.Sprintf("phase %s: %s is missing in the %s run (%s); %s.", np.Name, s.metric, m.which, m.f.missing, consequence))
+				*notes = append(*notes, fmt.Sprintf("phase %s: %s is missing in the %s run (%s); %s.", p.Name, s.metric, which, f.missing, consequence))
 				if row.Missing != "" {
 					row.Missing += "; "
 				}
-				row.Missing += m.which + " run: " + m.f.missing
+				row.Missing += which + " run: " + f.missing
+				continue
 			}
+			vs = append(vs, f.v)
 		}
-		if o.missing == "" && n.missing == "" {
-			if s.points {
-				d := n.v - o.v
-				row.Delta = &d
-			} else {
-				row.Delta = percentChange(o.v, n.v)
-			}
-		}
-		if row.Gated {
-			switch {
-			case row.Delta == nil:
-				row.Pass = false
-			case s.decrease:
-				row.Pass = *row.Delta >= *row.Limit
-			default:
-				row.Pass = *row.Delta <= *row.Limit
-			}
-		}
-		rows = append(rows, row)
+		return vs
 	}
-	return rows
+	ov, nv := collect("old", ops), collect("new", nps)
+	if len(ov) > 0 {
+		row.Old = meanOf(ov)
+	}
+	if len(nv) > 0 {
+		row.New = meanOf(nv)
+	}
+	if row.Missing == "" {
+		if s.points {
+			d := row.New - row.Old
+			row.Delta = &d
+		} else {
+			row.Delta = percentChange(row.Old, row.New)
+		}
+	}
+	if !row.Gated {
+		return row
+	}
+	if row.Missing != "" {
+		row.Pass, row.Outcome, row.Reason = false, kpi.OutcomeNotMeasured, row.Missing
+		return row
+	}
+	var iv kpi.Interval
+	if s.points {
+		iv = kpi.DiffInterval(ov, nv, confidence)
+	} else {
+		var ok bool
+		if iv, ok = kpi.ChangeInterval(ov, nv, confidence); !ok {
+			row.Pass, row.Outcome, row.Reason = false, kpi.OutcomeNotMeasured, "a value of 0: no finite percent change"
+			return row
+		}
+	}
+	row.Interval = &iv
+	lim := *row.Limit
+	if s.floor > 0 && row.Old > 0 {
+		if f := s.floor / row.Old * 100; f > lim {
+			lim = f
+			row.EffectiveLimit = &f
+		}
+	}
+	b := kpi.AtMost
+	if s.decrease {
+		b = kpi.AtLeast
+	}
+	row.Outcome = kpi.Decide(iv, lim, b)
+	row.Pass = row.Outcome == kpi.OutcomePass
+	if row.Outcome == kpi.OutcomeInconclusive {
+		row.Reason = kpi.SettleAdvice(iv, lim)
+	}
+	return row
+}
+
+func meanOf(vs []float64) float64 {
+	s := 0.0
+	for _, v := range vs {
+		s += v
+	}
+	return s / float64(len(vs))
 }
 
 // resourcesMissing says why a phase has no resource summary, or "".
@@ -317,14 +468,46 @@ func compareCells(r CompareRow) [5]string {
 			lim = fmt.Sprintf("≤ %+g %%", *r.Limit)
 		}
 	}
+	if r.EffectiveLimit != nil {
+		lim += fmt.Sprintf(" (floor: %+.0f %%)", *r.EffectiveLimit)
+	}
 	result := "info"
 	switch {
 	case r.Gated && r.Pass:
 		result = "pass"
+	case r.Outcome == kpi.OutcomeInconclusive:
+		result = "INCONCLUSIVE"
+	case r.Outcome == kpi.OutcomeNotMeasured:
+		result = "NOT MEASURED"
 	case r.Gated:
 		result = "FAIL"
 	}
+	if r.Interval != nil && r.Interval.Finite() {
+		f := "[%+.1f, %+.1f] %%"
+		if r.DeltaUnit == "points" {
+			f = "[%+.2f, %+.2f] points"
+		}
+		change += " " + fmt.Sprintf(f, r.Interval.Lo, r.Interval.Hi)
+	}
 	return [5]string{oldS, newS, change, lim, result}
+}
+
+// Reasons lists every gated row that did not pass, with its numbers: the
+// reason for a comparison's verdict.
+func (c Comparison) Reasons() []string {
+	var out []string
+	for _, r := range c.Rows {
+		if !r.Gated || r.Pass {
+			continue
+		}
+		cells := compareCells(r)
+		line := fmt.Sprintf("%s: %s %s %s → %s, change %s, limit %s", strings.ToUpper(string(r.Outcome)), r.Phase, r.Metric, cells[0], cells[1], cells[2], cells[3])
+		if r.Reason != "" {
+			line += ": " + r.Reason
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // Markdown renders the comparison as a Markdown section: the verdict, one
@@ -365,6 +548,9 @@ func (c Comparison) Table(w io.Writer) error {
 	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	for _, r := range c.Reasons() {
+		fmt.Fprintf(w, "  - %s\n", r)
 	}
 	_, err := fmt.Fprintf(w, "comparison %s → %s: %s\n", c.Old, c.New, strings.ToUpper(c.Verdict))
 	return err

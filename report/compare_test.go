@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -44,103 +45,137 @@ func rowOf(t *testing.T, c Comparison, phase, metric string) CompareRow {
 	return CompareRow{}
 }
 
-func TestCompareBoundaries(t *testing.T) {
+// roundsOf returns a phase run in 4 rounds ("name#1" … "name#4"), each
+// figure scaled by (1 + jitter) per round: the round-to-round noise.
+func roundsOf(name string, f cmpFigures, jitter float64) []Phase {
+	var ps []Phase
+	for i, j := range []float64{-1, 1, -0.5, 0.5} {
+		k := 1 + j*jitter
+		g := cmpFigures{rps: f.rps * k, cpuUs: f.cpuUs * k, allocB: f.allocB * k, gc: f.gc + j*jitter*10, p99: f.p99 * k, heap: uint64(float64(f.heap) * k)}
+		p := cmpPhase(fmt.Sprintf("%s#%d", name, i+1), g)
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+func TestCompareThreeOutcomes(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		metric   string
-		change   func(*cmpFigures)
-		limits   CompareLimits
-		wantPass bool
-		wantGate bool
-		wantD    float64
+		name   string
+		metric string
+		change func(*cmpFigures)
+		jitter float64
+		limits CompareLimits
+		want   kpi.Outcome
 	}{
-		{"cpu at limit", metricCPU, func(f *cmpFigures) { f.cpuUs = 110 }, allLimits, true, true, 10},
-		{"cpu over limit", metricCPU, func(f *cmpFigures) { f.cpuUs = 110.5 }, allLimits, false, true, 10.5},
-		{"cpu improves", metricCPU, func(f *cmpFigures) { f.cpuUs = 50 }, allLimits, true, true, -50},
-		{"cpu gate disabled", metricCPU, func(f *cmpFigures) { f.cpuUs = 500 }, CompareLimits{}, true, false, 400},
-		{"alloc at limit", metricAlloc, func(f *cmpFigures) { f.allocB = 4800 }, allLimits, true, true, 20},
-		{"alloc over limit", metricAlloc, func(f *cmpFigures) { f.allocB = 4804 }, allLimits, false, true, 20.1},
-		{"gc at limit", metricGC, func(f *cmpFigures) { f.gc = 3 }, allLimits, true, true, 1},
-		{"gc over limit", metricGC, func(f *cmpFigures) { f.gc = 3.25 }, allLimits, false, true, 1.25},
-		{"p99 at limit", metricP99, func(f *cmpFigures) { f.p99 = 12.5 }, allLimits, true, true, 25},
-		{"p99 over limit", metricP99, func(f *cmpFigures) { f.p99 = 13 }, allLimits, false, true, 30},
-		{"throughput at limit", metricThroughput, func(f *cmpFigures) { f.rps = 900 }, allLimits, true, true, -10},
-		{"throughput under limit", metricThroughput, func(f *cmpFigures) { f.rps = 899 }, allLimits, false, true, -10.1},
-		{"throughput up", metricThroughput, func(f *cmpFigures) { f.rps = 2000 }, allLimits, true, true, 100},
-		{"heap at limit", metricHeapLive, func(f *cmpFigures) { f.heap = 12 << 20 }, allLimits, true, true, 50},
-		{"heap over limit", metricHeapLive, func(f *cmpFigures) { f.heap = 13 << 20 }, allLimits, false, true, 62.5},
+		{"cpu unchanged", metricCPU, func(f *cmpFigures) {}, 0.02, allLimits, kpi.OutcomePass},
+		{"cpu +30 %", metricCPU, func(f *cmpFigures) { f.cpuUs = 130 }, 0.02, allLimits, kpi.OutcomeFail},
+		{"cpu +10 % on the limit", metricCPU, func(f *cmpFigures) { f.cpuUs = 110 }, 0.02, allLimits, kpi.OutcomeInconclusive},
+		{"cpu +30 % in heavy noise", metricCPU, func(f *cmpFigures) { f.cpuUs = 130 }, 0.3, allLimits, kpi.OutcomeInconclusive},
+		{"cpu improves", metricCPU, func(f *cmpFigures) { f.cpuUs = 50 }, 0.02, allLimits, kpi.OutcomePass},
+		{"cpu gate disabled", metricCPU, func(f *cmpFigures) { f.cpuUs = 500 }, 0.02, CompareLimits{}, ""},
+		{"alloc +50 %", metricAlloc, func(f *cmpFigures) { f.allocB = 6000 }, 0.02, allLimits, kpi.OutcomeFail},
+		{"gc +3 points", metricGC, func(f *cmpFigures) { f.gc = 5 }, 0.01, allLimits, kpi.OutcomeFail},
+		{"gc unchanged", metricGC, func(f *cmpFigures) {}, 0.01, allLimits, kpi.OutcomePass},
+		{"throughput −30 %", metricThroughput, func(f *cmpFigures) { f.rps = 700 }, 0.02, allLimits, kpi.OutcomeFail},
+		{"throughput up", metricThroughput, func(f *cmpFigures) { f.rps = 2000 }, 0.02, allLimits, kpi.OutcomePass},
+		{"heap +80 %", metricHeapLive, func(f *cmpFigures) { f.heap = 8 << 20 * 18 / 10 }, 0.02, allLimits, kpi.OutcomeFail},
+		// p99 1.0 → 1.6 ms is +60 % against +25 %, but under the 2 ms floor.
+		{"p99 under its floor", metricP99, func(f *cmpFigures) { f.p99 = 1.6 }, 0.02, floorLimits(1), kpi.OutcomePass},
+		{"p99 beyond its floor", metricP99, func(f *cmpFigures) { f.p99 = 4 }, 0.02, floorLimits(1), kpi.OutcomeFail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nf := baseFigures
+			of := baseFigures
+			if tc.name[:3] == "p99" {
+				of.p99 = 1
+			}
+			nf := of
 			tc.change(&nf)
-			c := CompareRuns(cmpReport("old", cmpPhase("p", baseFigures)), cmpReport("new", cmpPhase("p", nf)), tc.limits)
+			c := CompareRuns(cmpReport("old", roundsOf("p", of, tc.jitter)...), cmpReport("new", roundsOf("p", nf, tc.jitter)...), tc.limits)
 			r := rowOf(t, c, "p", tc.metric)
-			if r.Pass != tc.wantPass || r.Gated != tc.wantGate {
-				t.Errorf("got pass %v gated %v, want pass %v gated %v (row %+v)", r.Pass, r.Gated, tc.wantPass, tc.wantGate, r)
+			if r.Outcome != tc.want || r.Pass != (tc.want == kpi.OutcomePass || tc.want == "") || r.Gated != (tc.want != "") {
+				t.Errorf("got outcome %q pass %v gated %v, want %q (row %+v, interval %+v)", r.Outcome, r.Pass, r.Gated, tc.want, r, r.Interval)
 			}
-			if r.Delta == nil || abs(*r.Delta-tc.wantD) > 1e-9 {
-				t.Errorf("delta: got %v, want %v", r.Delta, tc.wantD)
+			if r.OldRounds != 4 || r.NewRounds != 4 || len(c.Rows) != 6 {
+				t.Errorf("rounds %d/%d, rows %d: want 4/4 and 6 (the rounds of p are one phase)", r.OldRounds, r.NewRounds, len(c.Rows))
 			}
-			if tc.wantGate != (r.Limit != nil) {
-				t.Errorf("limit: got %v, want one only when gated", r.Limit)
-			}
-			wantVerdict := kpi.Pass
-			if !tc.wantPass {
-				wantVerdict = kpi.Fail
-			}
-			if c.Verdict != wantVerdict {
-				t.Errorf("verdict: got %s, want %s", c.Verdict, wantVerdict)
-			}
-			if len(c.Rows) != 6 {
-				t.Errorf("got %d rows, want 6 (one per metric)", len(c.Rows))
+			if tc.want == kpi.OutcomeInconclusive && !strings.Contains(r.Reason, "round") {
+				t.Errorf("an inconclusive row must say how many rounds would settle it: %q", r.Reason)
 			}
 		})
 	}
 }
 
+func floorLimits(floorMs float64) CompareLimits {
+	l := allLimits
+	l.P99LatencyFloorMs = floorMs * 2
+	return l
+}
+
+func TestCompareSingleSamplesAndMaxLoad(t *testing.T) {
+	// One sample per run is reported, never gated, and a comparison with
+	// nothing gated is inconclusive: it cannot pass.
+	c := CompareRuns(cmpReport("old", cmpPhase("p", baseFigures)), cmpReport("new", cmpPhase("p", baseFigures)), allLimits)
+	if r := rowOf(t, c, "p", metricCPU); r.Gated || !strings.Contains(r.Reason, "one sample per run") {
+		t.Errorf("single sample: %+v", r)
+	}
+	if c.Verdict != kpi.Inconclusive {
+		t.Errorf("nothing gated: verdict %s, want inconclusive", c.Verdict)
+	}
+	// A max-load phase that stopped at its duration cap is not attributable.
+	ml := cmpPhase("max", baseFigures)
+	ml.MaxLoad = &MaxLoad{MaxLoadResult: workloads.MaxLoadResult{Reason: "duration"}}
+	c = CompareRuns(cmpReport("old", append(roundsOf("p", baseFigures, 0.01), ml)...), cmpReport("new", append(roundsOf("p", baseFigures, 0.01), ml)...), allLimits)
+	if r := rowOf(t, c, "max", metricThroughput); r.Gated || !strings.Contains(r.Reason, "stopped by duration") {
+		t.Errorf("max load: %+v", r)
+	}
+	if c.Verdict != kpi.Pass {
+		t.Errorf("same rounds, max load reported only: verdict %s, want pass", c.Verdict)
+	}
+	// Different profiles are compared loudly and cannot pass.
+	a, b := cmpReport("a", roundsOf("p", baseFigures, 0.01)...), cmpReport("b", roundsOf("p", baseFigures, 0.01)...)
+	a.Profile, b.Profile = "quick", "seed"
+	c = CompareRuns(a, b, allLimits)
+	if c.Verdict != kpi.Inconclusive || !strings.Contains(strings.Join(c.Notes, "\n"), `DIFFERENT RUNS: the old run used profile "quick"`) {
+		t.Errorf("different profiles: verdict %s notes %q", c.Verdict, c.Notes)
+	}
+}
+
 func TestCompareMissingData(t *testing.T) {
-	noRes := cmpPhase("p", baseFigures)
-	noRes.Resources, noRes.ResourcesError = nil, "fewer than 2 samples"
-	noRes.PerRequest = PerRequest{}
-	gcUnknown := cmpPhase("p", baseFigures)
-	gcUnknown.Resources.GCPercentKnown = false
-	zeroCPU := cmpPhase("p", baseFigures)
-	zeroCPU.PerRequest.CPUMicros = 0
+	noRes := roundsOf("p", baseFigures, 0.01)
+	noRes[1].Resources, noRes[1].ResourcesError = nil, "fewer than 3 samples"
+	noRes[1].PerRequest = PerRequest{}
+	gcUnknown := roundsOf("p", baseFigures, 0.01)
+	gcUnknown[0].Resources.GCPercentKnown = false
 
 	for _, tc := range []struct {
-		name        string
-		old, new    Phase
-		limits      CompareLimits
-		metric      string
-		wantPass    bool
-		wantGated   bool
-		wantNote    string
-		wantVerdict string
+		name     string
+		old, new []Phase
+		limits   CompareLimits
+		metric   string
+		want     kpi.Outcome
+		wantNote string
+		wantVerd string
 	}{
-		{"gated metric, new lacks resources", cmpPhase("p", baseFigures), noRes, allLimits, metricCPU, false, true,
-			"phase p: cpu_us_per_request is missing in the new run (resources not summarised: fewer than 2 samples); the gated metric fails.", kpi.Fail},
-		{"ungated metric, new lacks resources", cmpPhase("p", baseFigures), noRes, CompareLimits{ThroughputDecreasePercent: 10}, metricHeapLive, true, false,
-			"phase p: heap_live_bytes_max is missing in the new run (resources not summarised: fewer than 2 samples); not gated.", kpi.Pass},
-		{"old lacks resources", noRes, cmpPhase("p", baseFigures), allLimits, metricAlloc, false, true,
-			"phase p: alloc_bytes_per_request is missing in the old run", kpi.Fail},
-		{"gc not measured", cmpPhase("p", baseFigures), gcUnknown, allLimits, metricGC, false, true,
-			"gc_percent is missing in the new run (gc % not measured", kpi.Fail},
-		{"old cost is zero", zeroCPU, cmpPhase("p", baseFigures), allLimits, metricCPU, false, true, "", kpi.Fail},
+		{"gated metric, new lacks resources", roundsOf("p", baseFigures, 0.01), noRes, allLimits, metricCPU, kpi.OutcomeNotMeasured,
+			"phase p#2: cpu_us_per_request is missing in the new run (resources not summarised: fewer than 3 samples); the gated metric is not measured.", kpi.Inconclusive},
+		{"ungated metric, new lacks resources", roundsOf("p", baseFigures, 0.01), noRes, CompareLimits{ThroughputDecreasePercent: 10}, metricHeapLive, "",
+			"phase p#2: heap_live_bytes_max is missing in the new run (resources not summarised: fewer than 3 samples); not gated.", kpi.Pass},
+		{"old lacks resources", noRes, roundsOf("p", baseFigures, 0.01), allLimits, metricAlloc, kpi.OutcomeNotMeasured,
+			"phase p#2: alloc_bytes_per_request is missing in the old run", kpi.Inconclusive},
+		{"gc not measured", roundsOf("p", baseFigures, 0.01), gcUnknown, allLimits, metricGC, kpi.OutcomeNotMeasured,
+			"gc_percent is missing in the new run (gc % not measured", kpi.Inconclusive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := CompareRuns(cmpReport("old", tc.old), cmpReport("new", tc.new), tc.limits)
+			c := CompareRuns(cmpReport("old", tc.old...), cmpReport("new", tc.new...), tc.limits)
 			r := rowOf(t, c, "p", tc.metric)
-			if r.Pass != tc.wantPass || r.Gated != tc.wantGated || r.Delta != nil {
-				t.Errorf("got pass %v gated %v delta %v, want pass %v gated %v delta nil", r.Pass, r.Gated, r.Delta, tc.wantPass, tc.wantGated)
+			if r.Outcome != tc.want || r.Delta != nil || r.Missing == "" {
+				t.Errorf("got outcome %q delta %v missing %q, want %q, no delta, a reason", r.Outcome, r.Delta, r.Missing, tc.want)
 			}
-			if tc.wantNote != "" && !strings.Contains(strings.Join(c.Notes, "\n"), tc.wantNote) {
+			if !strings.Contains(strings.Join(c.Notes, "\n"), tc.wantNote) {
 				t.Errorf("notes %q lack %q", c.Notes, tc.wantNote)
 			}
-			if tc.wantNote != "" && r.Missing == "" {
-				t.Errorf("row with missing data has an empty Missing")
-			}
-			if c.Verdict != tc.wantVerdict {
-				t.Errorf("verdict: got %s, want %s", c.Verdict, tc.wantVerdict)
+			if c.Verdict != tc.wantVerd {
+				t.Errorf("verdict: got %s, want %s", c.Verdict, tc.wantVerd)
 			}
 		})
 	}
@@ -162,13 +197,13 @@ func TestComparePhases(t *testing.T) {
 			t.Errorf("notes %q lack %q", c.Notes, want)
 		}
 	}
-	if c.Verdict != kpi.Pass {
-		t.Errorf("identical phase: got verdict %s, want pass", c.Verdict)
+	if c.Verdict != kpi.Inconclusive {
+		t.Errorf("identical single-sample phase: got verdict %s, want inconclusive (nothing gateable)", c.Verdict)
 	}
 
 	none := CompareRuns(cmpReport("a", cmpPhase("x", baseFigures)), cmpReport("b", cmpPhase("y", baseFigures)), allLimits)
-	if none.Verdict != kpi.Fail || len(none.Rows) != 0 {
-		t.Errorf("no phase in common: got verdict %s with %d rows, want fail with none", none.Verdict, len(none.Rows))
+	if none.Verdict != kpi.Inconclusive || len(none.Rows) != 0 {
+		t.Errorf("no phase in common: got verdict %s with %d rows, want inconclusive with none", none.Verdict, len(none.Rows))
 	}
 
 	aborted := cmpReport("b", cmpPhase("x", baseFigures))

@@ -28,7 +28,7 @@ var timeChartIDs = []string{"chart-cpu", "chart-gc", "chart-heap", "chart-alloc"
 // phase whose name needs escaping, an overhead breakdown, and samples
 // every half second over the whole run.
 func htmlFixture() (*Report, *Samples) {
-	r := richFixture(kpi.GateMedian)
+	r := richFixture(kpi.GateInterval)
 	t0 := r.StartedAt
 	r.Phases[0].Start, r.Phases[0].End = t0.Add(2*time.Second), t0.Add(22*time.Second)
 	r.Phases[1].Start, r.Phases[1].End = t0.Add(25*time.Second), t0.Add(45*time.Second)

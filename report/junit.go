@@ -38,7 +38,14 @@ type junitCase struct {
 	ClassName string        `xml:"classname,attr"`
 	Name      string        `xml:"name,attr"`
 	Failure   *junitFailure `xml:"failure"`
+	// Skipped marks a gated rule that was neither passed nor failed:
+	// inconclusive or not measured. CI shows it, and it is not a pass.
+	Skipped   *junitSkipped `xml:"skipped"`
 	SystemOut *junitText    `xml:"system-out"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
 }
 
 // junitText is element text written as CDATA, so that line breaks stay
@@ -75,11 +82,11 @@ type junitFailure struct {
 // when the row fails; informational rows never fail and carry their values in
 // system-out. Each Check is a testcase of class "check.<group>" named
 // "<phase>/<name>" when it belongs to a phase. With interleaved rounds, each
-// round's KPI rows are testcases of class "round<N>.kpi"; they fail only
-// under the "worst" gate, where every failing round fails the verdict (under
-// the "median" gate a failing round is reported in system-out, and the
-// aggregated "kpi" row decides). An aborted run adds a failing testcase "run"
-// carrying the error.
+// round's KPI rows are testcases of class "round<N>.kpi" that never fail: the
+// verdict judges the interval across rounds (the aggregated "kpi" row). A
+// gated row or check that is inconclusive or not measured is a skipped
+// testcase whose message gives the reason. An aborted run adds a failing
+// testcase "run" carrying the error.
 func (r *Report) JUnit() ([]byte, error) {
 	s := junitSuite{Name: "soakd " + r.Profile}
 	if !r.StartedAt.IsZero() {
@@ -114,19 +121,21 @@ func (r *Report) JUnit() ([]byte, error) {
 	for _, c := range r.Checks {
 		s.Cases = append(s.Cases, checkCase(c))
 	}
-	worst := r.Gate == kpi.GateWorst
 	for _, rd := range r.Rounds {
 		class := fmt.Sprintf("round%d.kpi", rd.Round)
 		ctx := fmt.Sprintf("round %d: REST phase %s, GraphQL phase %s", rd.Round, rd.REST, rd.GraphQL)
 		for _, k := range rd.KPIs {
-			s.Cases = append(s.Cases, kpiCase(class, k, worst, ctx))
+			s.Cases = append(s.Cases, kpiCase(class, k, false, ctx))
 		}
 	}
 
 	s.Tests = len(s.Cases)
 	for _, c := range s.Cases {
-		if c.Failure != nil {
+		switch {
+		case c.Failure != nil:
 			s.Failures++
+		case c.Skipped != nil:
+			s.Skipped++
 		}
 	}
 	doc := junitSuites{Name: "soakd", Tests: s.Tests, Failures: s.Failures, Suites: []junitSuite{s}}
@@ -155,13 +164,24 @@ func kpiCase(class string, k kpi.Result, canFail bool, ctx string) junitCase {
 		"result: "+outcome(k),
 		"definition: "+k.Definition,
 	)
+	if k.Interval != nil {
+		lines = append(lines, "interval: "+intervalText(k))
+	}
+	if k.Reason != "" {
+		lines = append(lines, "reason: "+k.Reason)
+	}
 	text := strings.Join(lines, "\n")
 	if !k.Gated || k.Pass {
 		c.SystemOut = &junitText{Text: xmlText(text)}
 		return c
 	}
 	if !canFail {
-		c.SystemOut = &junitText{Text: xmlText(text + "\nthis round failed the rule, but the verdict uses the median of the rounds (class kpi)")}
+		c.SystemOut = &junitText{Text: xmlText(text + "\none round's point values: the verdict judges the interval across rounds (class kpi)")}
+		return c
+	}
+	if k.Outcome == kpi.OutcomeInconclusive || k.Outcome == kpi.OutcomeNotMeasured {
+		c.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s: %s", k.Title, k.Outcome, k.Reason)}
+		c.SystemOut = &junitText{Text: xmlText(text)}
 		return c
 	}
 	c.Failure = &junitFailure{Message: kpiFailureMessage(k), Type: "kpi", Text: xmlText(text)}
@@ -192,7 +212,10 @@ func checkCase(ch Check) junitCase {
 	}
 	c := junitCase{ClassName: "check." + ch.Group, Name: name}
 	result := "pass"
-	if !ch.Pass {
+	switch {
+	case ch.Outcome == kpi.OutcomeInconclusive || ch.Outcome == kpi.OutcomeNotMeasured:
+		result = strings.ToUpper(string(ch.Outcome))
+	case !ch.Pass:
 		result = "FAIL"
 	}
 	lines := []string{
@@ -209,6 +232,11 @@ func checkCase(ch Check) junitCase {
 	}
 	text := strings.Join(lines, "\n")
 	if ch.Pass {
+		c.SystemOut = &junitText{Text: xmlText(text)}
+		return c
+	}
+	if ch.Outcome == kpi.OutcomeInconclusive || ch.Outcome == kpi.OutcomeNotMeasured {
+		c.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s: %s", ch.Title, ch.Outcome, ch.Detail)}
 		c.SystemOut = &junitText{Text: xmlText(text)}
 		return c
 	}

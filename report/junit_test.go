@@ -17,6 +17,7 @@ func richFixture(gate string) *Report {
 		{Group: "errors", Name: "error_free", Title: "Compared arm is error-free", Phase: "rest-control", Unit: "errors", Value: 0, Limit: 0, Pass: true, Definition: "failed requests in the phase"},
 		{Group: "errors", Name: "error_free", Title: "Compared arm is error-free", Phase: "graphql-load", Unit: "errors", Value: 3, Limit: 0, Pass: false, Detail: "3 of 80000 requests failed (http_500: 3)", Definition: "failed requests in the phase"},
 		{Group: "memory", Name: "heap_slope", Title: "Live heap <trend> & drift", Unit: "B/s", Value: 12.5, Limit: 100, Pass: true, Definition: "least-squares slope of the live heap after GC"},
+		{Group: "memory", Name: "heap_returned", Title: "Heap returned", Unit: "B", Pass: false, Outcome: kpi.OutcomeNotMeasured, Detail: "no baseline sample", Definition: "live heap after settle vs before"},
 	}
 	lim := kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}
 	rest, gql := r.Phases[0].Figures(), r.Phases[1].Figures()
@@ -84,7 +85,7 @@ func findCase(cs []parsedCase, class, name string) (parsedCase, bool) {
 }
 
 func TestJUnitGolden(t *testing.T) {
-	b, err := richFixture(kpi.GateMedian).JUnit()
+	b, err := richFixture(kpi.GateInterval).JUnit()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +95,11 @@ func TestJUnitGolden(t *testing.T) {
 func TestJUnitCases(t *testing.T) {
 	for _, tc := range []struct {
 		gate string
-		// wantFailures: 2 failing KPI rows + 1 failing check, plus round 1's
-		// two failing rows only under the worst gate.
+		// wantFailures: 2 failing KPI rows + 1 failing check; one round's
+		// point values never fail (the interval across rounds decides).
 		wantFailures int
 	}{
-		{kpi.GateMedian, 3},
-		{kpi.GateWorst, 5},
+		{kpi.GateInterval, 3},
 	} {
 		t.Run(tc.gate, func(t *testing.T) {
 			r := richFixture(tc.gate)
@@ -156,8 +156,12 @@ func TestJUnitCases(t *testing.T) {
 			if !ok {
 				t.Fatalf("no testcase round1.kpi/cpu_machine_percent")
 			}
-			if got, want := r1.Failure != nil, tc.gate == kpi.GateWorst; got != want {
-				t.Errorf("round 1 cpu failure under gate %s: got %v, want %v", tc.gate, got, want)
+			if r1.Failure != nil {
+				t.Errorf("round 1 cpu: one round's point values must not fail, got %q", r1.Failure.Message)
+			}
+			raw, _ := r.JUnit()
+			if !strings.Contains(string(raw), `<skipped message="Heap returned not_measured: no baseline sample">`) || !strings.Contains(string(raw), `skipped="1"`) {
+				t.Errorf("a not-measured check must be a skipped testcase with its reason:\n%s", raw)
 			}
 			if r2, _ := findCase(s.Cases, "round2.kpi", "cpu_machine_percent"); r2.Failure != nil {
 				t.Errorf("round 2 passed, got failure %q", r2.Failure.Message)

@@ -29,7 +29,10 @@ func value(v float64, unit string) string {
 }
 
 func variance(r kpi.Result) string {
-	if r.Delta == nil {
+	switch {
+	case r.Delta == nil && r.Reason != "":
+		return "not measured"
+	case r.Delta == nil:
 		return "n/a (REST is 0)"
 	}
 	if r.DeltaUnit == "points" {
@@ -57,11 +60,32 @@ func outcome(r kpi.Result) string {
 	switch {
 	case !r.Gated:
 		return "info"
+	case r.Outcome == kpi.OutcomeInconclusive:
+		return "INCONCLUSIVE"
+	case r.Outcome == kpi.OutcomeNotMeasured:
+		return "NOT MEASURED"
 	case r.Pass:
 		return "pass"
 	default:
 		return "FAIL"
 	}
+}
+
+// intervalText writes a row's confidence interval of the delta, e.g.
+// "[+9.1, +15.0] points (95 %, 4 rounds)".
+func intervalText(r kpi.Result) string {
+	iv := r.Interval
+	if iv == nil {
+		return "—"
+	}
+	if !iv.Finite() {
+		return fmt.Sprintf("unbounded (%d round)", iv.N)
+	}
+	f := "%+.2f"
+	if r.DeltaUnit != "points" {
+		f = "%+.1f"
+	}
+	return fmt.Sprintf("["+f+", "+f+"] %s (%.0f %%, %d rounds)", iv.Lo, iv.Hi, r.DeltaUnit, iv.Confidence*100, iv.N)
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -87,16 +111,26 @@ func (r *Report) Markdown() string {
 		for _, k := range r.KPIs {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), limit(k), outcome(k))
 		}
-		if len(r.Rounds) > 1 {
-			fmt.Fprintf(&b, "\n%d interleaved rounds (REST, GraphQL, REST, GraphQL, …); values are medians across rounds and the gate rule is **%s** (%s).\n\n",
+		if reasons := r.Reasons(); len(reasons) > 0 {
+			b.WriteString("\nWhy the verdict is not pass:\n\n")
+			for _, x := range reasons {
+				fmt.Fprintf(&b, "- %s\n", x)
+			}
+		}
+		if len(r.Rounds) > 0 {
+			fmt.Fprintf(&b, "\n%d interleaved rounds (A B, B A, …); values are means across rounds and the gate rule is **%s** (%s).\n\n",
 				len(r.Rounds), r.Gate, gateWords(r.Gate))
-			b.WriteString("| Metric | Median variance | Spread across rounds |\n|---|---:|---:|\n")
+			b.WriteString("| Metric | Mean variance | Confidence interval | Spread across rounds | Smallest effect detectable (80 % power) | Outcome |\n|---|---:|---:|---:|---:|---|\n")
 			for _, k := range r.KPIs {
 				spread := "n/a"
 				if k.DeltaMin != nil && k.DeltaMax != nil {
 					spread = fmt.Sprintf("%+.2f … %+.2f %s", *k.DeltaMin, *k.DeltaMax, k.DeltaUnit)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", k.Title, variance(k), spread)
+				mde := "not measured (fewer than 2 rounds)"
+				if k.MinDetectable != nil {
+					mde = fmt.Sprintf("%.2f %s", *k.MinDetectable, k.DeltaUnit)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, variance(k), intervalText(k), spread, mde, outcome(k))
 			}
 			b.WriteString("\n| Round | REST phase | GraphQL phase | Verdict |\n|---:|---|---|---|\n")
 			for _, rd := range r.Rounds {
@@ -170,18 +204,20 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
-// Table writes the KPI table and the verdict for a terminal.
+// Table writes the KPI table, every rule that did not pass with its
+// numbers, and the verdict, for a terminal: the reason for the verdict is on
+// screen, not only in the report files.
 func (r *Report) Table(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Metric\tREST\tGraphQL\tVariance\tKPI\tResult")
+	fmt.Fprintln(tw, "Metric\tREST\tGraphQL\tVariance\tInterval\tKPI\tResult")
 	for _, k := range r.KPIs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), limit(k), outcome(k))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), intervalText(k), limit(k), outcome(k))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot write the table: %w", err)
 	}
-	if len(r.Rounds) > 1 {
-		fmt.Fprintf(w, "%d interleaved rounds; values are medians; gate: %s (%s)\n", len(r.Rounds), r.Gate, gateWords(r.Gate))
+	if n := len(r.Rounds); n > 0 {
+		fmt.Fprintf(w, "%d interleaved rounds; values are means across rounds; gate: %s (%s)\n", n, r.Gate, gateWords(r.Gate))
 	}
 	for _, p := range r.Phases {
 		if ml := p.MaxLoad; ml != nil {
@@ -191,12 +227,62 @@ func (r *Report) Table(w io.Writer) error {
 			fmt.Fprintf(w, "%s: %d subscriptions, %d/%d events received, %d lost, %d duplicated, p99 %.2f ms\n", p.Name, sr.Subscriptions, sr.Received, sr.Expected, sr.Lost, sr.Duplicated, sr.LatencyMs.P99)
 		}
 	}
+	for _, reason := range r.Reasons() {
+		fmt.Fprintf(w, "  - %s\n", reason)
+	}
 	verdict := fmt.Sprintf("verdict: %s", strings.ToUpper(r.Verdict))
 	if r.Error != "" {
 		verdict += " (" + r.Error + ")"
 	}
 	_, err := fmt.Fprintln(w, verdict)
 	return err
+}
+
+// Reasons lists every gated KPI row and check that did not pass, one line
+// each with its numbers and outcome: what the terminal, `soakd status`, the
+// control API and junit.xml name as the reason for the verdict.
+func (r *Report) Reasons() []string {
+	var out []string
+	for _, k := range r.KPIs {
+		if !k.Gated || k.Pass {
+			continue
+		}
+		o := k.Outcome
+		if o == "" {
+			o = kpi.OutcomeFail
+		}
+		line := fmt.Sprintf("%s: KPI %s, GraphQL − REST %s", strings.ToUpper(string(o)), k.Title, variance(k))
+		if k.Interval != nil {
+			line += ", interval " + intervalText(k)
+		}
+		line += ", limit " + limit(k)
+		if k.EffectiveThreshold != nil {
+			line += fmt.Sprintf(" (floor raises it to %+.1f %%)", *k.EffectiveThreshold)
+		}
+		if k.Reason != "" {
+			line += ": " + k.Reason
+		}
+		out = append(out, line)
+	}
+	for _, c := range r.Checks {
+		if c.Pass {
+			continue
+		}
+		o := c.Outcome
+		if o == "" {
+			o = kpi.OutcomeFail
+		}
+		line := fmt.Sprintf("%s: check %s", strings.ToUpper(string(o)), c.Title)
+		if c.Phase != "" {
+			line += " (" + c.Phase + ")"
+		}
+		line += fmt.Sprintf(", %s against %s", checkValue(c.Value, c.Unit), checkValue(c.Limit, c.Unit))
+		if c.Detail != "" {
+			line += ": " + c.Detail
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // workloadSections renders what only some phases have: subscription
@@ -270,11 +356,8 @@ func (r *Report) workloadSections(b *strings.Builder) {
 	}
 }
 
-func gateWords(gate string) string {
-	if gate == "worst" {
-		return "every round must pass"
-	}
-	return "each KPI is judged by its median variance"
+func gateWords(string) string {
+	return "pass when the whole confidence interval of the mean variance is inside the limit, fail when it is wholly beyond, inconclusive otherwise"
 }
 
 // checkSections renders the memory-profile verdict, the other checks and

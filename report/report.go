@@ -103,6 +103,9 @@ type Check struct {
 	Value float64 `json:"value"`
 	Limit float64 `json:"limit"`
 	Pass  bool    `json:"pass"`
+	// Outcome is pass, fail, inconclusive or not_measured; "" in reports of
+	// older versions, where Pass alone is the outcome.
+	Outcome kpi.Outcome `json:"outcome,omitempty"`
 	// Detail gives the measured figures behind Value in words.
 	Detail     string `json:"detail,omitempty"`
 	Definition string `json:"definition"`
@@ -363,17 +366,51 @@ func perRequest(s *profiles.Summary, rps float64) PerRequest {
 }
 
 // Figures extracts what the KPIs compare from a phase.
+//
+// A figure the phase could not measure is listed in NotMeasured with the
+// reason, so the KPI row says "not measured" instead of comparing a 0.
 func (p Phase) Figures() kpi.Figures {
 	f := kpi.Figures{
 		ThroughputRPS:        p.ThroughputRPS,
 		CPUMicrosPerRequest:  p.PerRequest.CPUMicros,
 		AllocBytesPerRequest: p.PerRequest.AllocBytes,
+		NotMeasured:          map[string]string{},
 	}
-	if s := p.Resources; s != nil {
-		f.CPUMachinePercent = s.CPUMachinePercent
-		f.CPUCorePercent = s.CPUCorePercent
-		f.GCPercent = s.GCPercent
-		f.GCPauseP99Ms = s.GCPauseP99Ms
+	miss := func(why string, names ...string) {
+		for _, n := range names {
+			if _, ok := f.NotMeasured[n]; !ok {
+				f.NotMeasured[n] = why
+			}
+		}
+	}
+	all := []string{"cpu_machine_percent", "cpu_core_percent", "gc_percent", "throughput_rps", "cpu_us_per_request", "alloc_bytes_per_request", "gc_pause_p99_ms"}
+	if p.SteadyFallback != "" {
+		miss(fmt.Sprintf("phase %s had no steady window (%s)", p.Name, p.SteadyFallback), all...)
+	}
+	if p.ThroughputRPS <= 0 {
+		miss(fmt.Sprintf("phase %s completed no request in its steady window", p.Name), all...)
+	}
+	s := p.Resources
+	if s == nil {
+		why := p.ResourcesError
+		if why == "" {
+			why = "no resource summary"
+		}
+		miss(fmt.Sprintf("phase %s: %s", p.Name, why), "cpu_machine_percent", "cpu_core_percent", "gc_percent", "cpu_us_per_request", "alloc_bytes_per_request", "gc_pause_p99_ms")
+		return f
+	}
+	f.CPUMachinePercent = s.CPUMachinePercent
+	f.CPUCorePercent = s.CPUCorePercent
+	f.GCPercent = s.GCPercent
+	f.GCPauseP99Ms = s.GCPauseP99Ms
+	if !s.CPUKnown {
+		miss(fmt.Sprintf("phase %s: fewer than two samples had OS CPU times", p.Name), "cpu_machine_percent", "cpu_core_percent", "cpu_us_per_request")
+	}
+	if !s.GCPercentKnown {
+		miss(fmt.Sprintf("phase %s: the runtime's CPU classes did not advance in the window", p.Name), "gc_percent")
+	}
+	if s.GCPauses == 0 {
+		miss(fmt.Sprintf("phase %s: no GC pause in the steady window", p.Name), "gc_pause_p99_ms")
 	}
 	return f
 }
