@@ -295,13 +295,16 @@ type timeSeries struct {
 	cpu, gc, heap, alloc [][]tsPoint
 }
 
-// deriveSeries computes the charted series from consecutive samples. CPU
-// share of the machine is Δ(user+system)/Δt/cores × 100 between samples
-// with OS times; GC % is ΔGCCPUSeconds/ΔRuntimeCPUSeconds × 100 between
-// samples where GCCycles advanced (the runtime updates those classes only at
-// the end of a cycle); the heap is HeapLiveBytes as sampled; the allocation
-// rate is ΔAllocBytes/Δt.
-func deriveSeries(ss []profiles.Sample, origin time.Time, cores int) timeSeries {
+// deriveSeries computes the charted series from the samples. CPU share of
+// the machine and the allocation rate come from profiles.Rates over windows
+// of at least window (pass profiles.RateWindow of the sampler interval):
+// Δ(user+system)/(Δt × cores) × 100 and ΔAllocBytes/Δt between the
+// cumulative counters at each window's ends, plotted at the window's end,
+// never above 100 % of the machine; a dropped window or one with an unknown
+// CPU share breaks the line. GC % is ΔGCCPUSeconds/ΔRuntimeCPUSeconds × 100
+// between samples where GCCycles advanced (the runtime updates those classes
+// only at the end of a cycle); the heap is HeapLiveBytes as sampled.
+func deriveSeries(ss []profiles.Sample, origin time.Time, cores int, window time.Duration) timeSeries {
 	var out timeSeries
 	rel := func(t time.Time) float64 { return t.Sub(origin).Seconds() }
 	add := func(segs [][]tsPoint, brk bool, p tsPoint) [][]tsPoint {
@@ -314,36 +317,18 @@ func deriveSeries(ss []profiles.Sample, origin time.Time, cores int) timeSeries 
 		segs[len(segs)-1] = append(segs[len(segs)-1], p)
 		return segs
 	}
-	cpuPrev, cpuBreak, allocBreak := -1, true, true
+	var cpuEnd, allocEnd time.Time // end of the previous window drawn; a gap breaks the line
+	for _, w := range profiles.Rates(ss, cores, window) {
+		out.alloc = add(out.alloc, !w.Start.Equal(allocEnd), tsPoint{rel(w.End), w.AllocBytesPerSecond})
+		allocEnd = w.End
+		if w.CPUKnown {
+			out.cpu = add(out.cpu, !w.Start.Equal(cpuEnd), tsPoint{rel(w.End), w.CPUMachinePercent})
+			cpuEnd = w.End
+		}
+	}
 	gcAnchor, gcBreak := 0, true
 	for i, s := range ss {
 		out.heap = add(out.heap, false, tsPoint{rel(s.Time), float64(s.HeapLiveBytes)})
-		if i > 0 {
-			a := ss[i-1]
-			if dt := s.Time.Sub(a.Time).Seconds(); dt > 0 && s.AllocBytes >= a.AllocBytes {
-				out.alloc = add(out.alloc, allocBreak, tsPoint{rel(s.Time), float64(s.AllocBytes-a.AllocBytes) / dt})
-				allocBreak = false
-			} else {
-				allocBreak = true // a counter reset: a new process
-			}
-		}
-		// CPU share of the machine.
-		if s.ProcMissing {
-			cpuBreak = true
-		} else {
-			if cpuPrev >= 0 {
-				a := ss[cpuPrev]
-				dt := s.Time.Sub(a.Time).Seconds()
-				dcpu := (s.UserCPUSeconds + s.SystemCPUSeconds) - (a.UserCPUSeconds + a.SystemCPUSeconds)
-				if dt > 0 && dcpu >= 0 {
-					out.cpu = add(out.cpu, cpuBreak, tsPoint{rel(s.Time), dcpu / dt / float64(cores) * 100})
-					cpuBreak = false
-				} else {
-					cpuBreak = true
-				}
-			}
-			cpuPrev = i
-		}
 		// GC %: only between samples where a cycle ended.
 		switch {
 		case i == 0:
@@ -409,14 +394,24 @@ func (r *Report) timeCharts(s *Samples) []svgChart {
 	cores := r.Host.Cores
 	coresNote := ""
 	if cores < 1 {
-		cores, coresNote = 1, " The report does not give the core count: 1 core assumed."
+		cores, coresNote = 1, " The report does not give the core count: 1 core assumed, so a window in which the target used more than one core is a data error."
 	}
+	interval := time.Duration(math.Round(r.SamplerIntervalSeconds * float64(time.Second)))
+	window := profiles.RateWindow(interval)
+	windowTx := fmt.Sprintf("%s (¾ of the %s sampler interval in whole %s OS CPU ticks, never under %s = %d ticks)",
+		fmtDuration(window), fmtDuration(interval), fmtDuration(profiles.CPUTick), fmtDuration(profiles.MinRateWindow),
+		profiles.MinRateWindow/profiles.CPUTick)
+	if interval <= 0 {
+		windowTx = fmt.Sprintf("%s (%d OS CPU ticks of %s; the report does not give the sampler interval)",
+			fmtDuration(window), window/profiles.CPUTick, fmtDuration(profiles.CPUTick))
+	}
+	windows := fmt.Sprintf("over consecutive windows of at least %s, each ending at the first sample that long after its start and plotted at its end, from the cumulative counters at the window's two ends", windowTx)
 	empty := ""
 	var ser timeSeries
 	if len(ss) < 2 {
 		empty = noSamplesTx
 	} else {
-		ser = deriveSeries(ss, origin, cores)
+		ser = deriveSeries(ss, origin, cores, window)
 	}
 	specs := []struct {
 		id, title, caption, class string
@@ -424,8 +419,8 @@ func (r *Report) timeCharts(s *Samples) []svgChart {
 		unit, none                string
 	}{
 		{"cpu", "Target CPU, share of the machine",
-			fmt.Sprintf("Δ(user + system CPU seconds of the target process, from the OS) ÷ Δ wall seconds ÷ %d cores × 100, between consecutive samples; 100 %% is every core of the machine busy.%s", cores, coresNote),
-			"s-cpu", ser.cpu, "%", "the OS CPU times were not read in two consecutive samples"},
+			fmt.Sprintf("Δ(user + system CPU seconds of the target process, from the OS) ÷ (Δ wall seconds × %d cores) × 100, %s. The OS counts CPU time in whole ticks, so a shorter window would chart tick quantisation rather than load. 100 %% is every core of the machine busy: a window whose CPU seconds exceed Δ wall seconds × cores by at most two ticks (one per counter) plus the closing sample's own read time is drawn at 100 %%, and one exceeding that is a data error and left out.%s", cores, windows, coresNote),
+			"s-cpu", ser.cpu, "%", "no window with the OS CPU times read at both ends"},
 		{"gc", "GC % of the runtime's CPU",
 			"Δ/cpu/classes/gc/total ÷ Δ/cpu/classes/total × 100 (runtime/metrics), computed only between samples where /gc/cycles/total advanced: the runtime updates its CPU classes when a GC cycle ends, so between other samples the ratio would be stale or 0 ÷ 0. Each point covers the time since the previous cycle seen.",
 			"s-gc", ser.gc, "%", "no GC cycle ended between two samples"},
@@ -433,8 +428,8 @@ func (r *Report) timeCharts(s *Samples) []svgChart {
 			"/gc/heap/live:bytes at each sample: the heap marked live by the latest GC cycle (a gauge; it changes only when a cycle ends).",
 			"s-heap", ser.heap, "B", "no heap readings"},
 		{"alloc", "Allocation rate",
-			"Δ/gc/heap/allocs:bytes ÷ Δ wall seconds between consecutive samples: bytes allocated on the heap per second.",
-			"s-alloc", ser.alloc, "B/s", "no two consecutive samples of one process"},
+			fmt.Sprintf("Δ/gc/heap/allocs:bytes ÷ Δ wall seconds, %s: bytes allocated on the heap per second. A window over which a counter went backwards (a new process) is left out.", windows),
+			"s-alloc", ser.alloc, "B/s", "no complete window within one process"},
 	}
 	charts := make([]svgChart, 0, len(specs))
 	for _, sp := range specs {
@@ -518,6 +513,14 @@ func armClass(arm string) string {
 		return "arm-graphql"
 	}
 	return "arm-other"
+}
+
+// fmtDuration formats d for a caption: "750 ms", "1 s", "2.5 s".
+func fmtDuration(d time.Duration) string {
+	if d < time.Second {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'g', 6, 64) + " ms"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'g', 6, 64) + " s"
 }
 
 func fmtRel(sec float64) string {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,14 +227,23 @@ func TestDeriveSeries(t *testing.T) {
 		{Time: at(2), UserCPUSeconds: 11.2, SystemCPUSeconds: 1.2, GCCycles: 6, GCCPUSeconds: 1.5, RuntimeCPUSeconds: 104, AllocBytes: 3000, HeapLiveBytes: 9},
 		// OS times missing: a break in the CPU line.
 		{Time: at(3), ProcMissing: true, GCCycles: 6, GCCPUSeconds: 1.5, RuntimeCPUSeconds: 104, AllocBytes: 3500, HeapLiveBytes: 9},
+		// the windows on both sides of it have no CPU share.
 		{Time: at(4), UserCPUSeconds: 12.2, SystemCPUSeconds: 1.2, GCCycles: 8, GCCPUSeconds: 1.6, RuntimeCPUSeconds: 108, AllocBytes: 4500, HeapLiveBytes: 10},
+		{Time: at(5), UserCPUSeconds: 13, SystemCPUSeconds: 1.4, GCCycles: 8, GCCPUSeconds: 1.6, RuntimeCPUSeconds: 110, AllocBytes: 5500, HeapLiveBytes: 11},
+		// Two phase-edge samples 2.9 ms apart, the second a whole 10 ms CPU tick on: folded into one window.
+		{Time: at(5.5), UserCPUSeconds: 13.5, SystemCPUSeconds: 1.4, GCCycles: 8, GCCPUSeconds: 1.6, RuntimeCPUSeconds: 111, AllocBytes: 6000, HeapLiveBytes: 11},
+		{Time: at(5.5029), UserCPUSeconds: 13.51, SystemCPUSeconds: 1.4, GCCycles: 8, GCCPUSeconds: 1.6, RuntimeCPUSeconds: 111, AllocBytes: 7000, HeapLiveBytes: 11},
+		{Time: at(6), UserCPUSeconds: 13.6, SystemCPUSeconds: 1.8, GCCycles: 8, GCCPUSeconds: 1.6, RuntimeCPUSeconds: 112, AllocBytes: 7500, HeapLiveBytes: 11},
+		// A new process: the counters went backwards, so the window is dropped and both lines break.
+		{Time: at(7), UserCPUSeconds: 0.2, SystemCPUSeconds: 0, GCCycles: 1, GCCPUSeconds: 0, RuntimeCPUSeconds: 2, AllocBytes: 100, HeapLiveBytes: 2},
+		{Time: at(8), UserCPUSeconds: 0.6, SystemCPUSeconds: 0, GCCycles: 1, GCCPUSeconds: 0, RuntimeCPUSeconds: 4, AllocBytes: 400, HeapLiveBytes: 2},
 	}
-	got := deriveSeries(ss, t0, 2)
+	got := deriveSeries(ss, t0, 2, profiles.RateWindow(time.Second))
 	want := timeSeries{
-		cpu:   [][]tsPoint{{{1, 50}, {2, 20}}, {{4, 25}}},
+		cpu:   [][]tsPoint{{{1, 50}, {2, 20}}, {{5, 50}, {6, 50}}, {{8, 20}}},
 		gc:    [][]tsPoint{{{2, 12.5}, {4, 2.5}}},
-		heap:  [][]tsPoint{{{0, 7}, {1, 8}, {2, 9}, {3, 9}, {4, 10}}},
-		alloc: [][]tsPoint{{{1, 2000}, {2, 0}, {3, 500}, {4, 1000}}},
+		heap:  [][]tsPoint{{{0, 7}, {1, 8}, {2, 9}, {3, 9}, {4, 10}, {5, 11}, {5.5, 11}, {5.5029, 11}, {6, 11}, {7, 2}, {8, 2}}},
+		alloc: [][]tsPoint{{{1, 2000}, {2, 0}, {3, 500}, {4, 1000}, {5, 1000}, {6, 2000}}, {{8, 300}}},
 	}
 	for _, c := range []struct {
 		name      string
@@ -454,7 +464,7 @@ func TestHTMLSeriesWithoutData(t *testing.T) {
 	page := string(b)
 	for id, want := range map[string]string{
 		"chart-gc":  "no data: no GC cycle ended between two samples",
-		"chart-cpu": "no data: the OS CPU times were not read",
+		"chart-cpu": "no data: no window with the OS CPU times read at both ends",
 	} {
 		sec := chartSection(t, page, id)
 		if !strings.Contains(sec, want) || seriesPath.MatchString(sec) {
@@ -463,5 +473,80 @@ func TestHTMLSeriesWithoutData(t *testing.T) {
 	}
 	if !seriesPath.MatchString(chartSection(t, page, "chart-heap")) {
 		t.Errorf("chart-heap: the heap series must still be drawn")
+	}
+}
+
+var yTickLabel = regexp.MustCompile(`<text class="ytick"[^>]*>([0-9.]+) ([^<]*)</text>`)
+
+// topYTick returns the value and unit of the highest y tick of a chart section.
+func topYTick(t *testing.T, sec string) (float64, string) {
+	t.Helper()
+	top, unit := math.Inf(-1), ""
+	for _, m := range yTickLabel.FindAllStringSubmatch(sec, -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatalf("y tick %q: %v", m[0], err)
+		}
+		if v > top {
+			top, unit = v, m[2]
+		}
+	}
+	if math.IsInf(top, -1) {
+		t.Fatalf("no y ticks in %.200s…", sec)
+	}
+	return top, unit
+}
+
+// TestHTMLRatesStayPhysical draws a target keeping both cores busy, sampled
+// every second plus phase-edge pairs 2.9 ms apart, with CPU times that move in
+// whole 10 ms ticks (user and system truncated separately, as Linux reports
+// them) and an allocation counter that moves in 4 MiB steps, one of which
+// falls between each pair: rates between samples that close read up to 345 %
+// of the machine and over 1 GiB/s. The charts must show neither.
+func TestHTMLRatesStayPhysical(t *testing.T) {
+	r, _ := htmlFixture()
+	t0 := r.StartedAt
+	const cores, allocRate, allocStep = 2, 40e6, 4 << 20
+	sample := func(off time.Duration) profiles.Sample {
+		cpu := off.Seconds() * cores // fully busy
+		tick := profiles.CPUTick.Seconds()
+		return profiles.Sample{Time: t0.Add(off), FDs: -1, Threads: -1,
+			UserCPUSeconds:   math.Floor(cpu*0.7/tick) * tick,
+			SystemCPUSeconds: math.Floor(cpu*0.3/tick) * tick,
+			AllocBytes:       uint64(math.Floor(off.Seconds()*allocRate/allocStep)) * allocStep}
+	}
+	s := &Samples{}
+	for sec := range 51 {
+		off := time.Duration(sec) * time.Second
+		s.Samples = append(s.Samples, sample(off))
+		if sec%5 == 2 {
+			// 1 ms before the allocation counter's next step after off + 400 ms.
+			next := math.Ceil((off.Seconds() + 0.4) * allocRate / allocStep)
+			edge := time.Duration(next*allocStep/allocRate*float64(time.Second)) - time.Millisecond
+			s.Samples = append(s.Samples, sample(edge), sample(edge+2900*time.Microsecond))
+		}
+	}
+	b, err := r.HTML(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := html.UnescapeString(string(b))
+	cpu := chartSection(t, page, "chart-cpu")
+	if top, unit := topYTick(t, cpu); unit != "%" || top > 100 {
+		t.Errorf("cpu chart: the y axis reaches %v %s, want at most 100 %%", top, unit)
+	}
+	if !seriesPath.MatchString(cpu) {
+		t.Errorf("cpu chart: no series drawn for a fully busy target")
+	}
+	if !strings.Contains(cpu, "at least 750 ms") {
+		t.Errorf("cpu chart: the caption does not give the 750 ms window: %s", cpu[strings.Index(cpu, "<figcaption>"):])
+	}
+	alloc := chartSection(t, page, "chart-alloc")
+	if top, unit := topYTick(t, alloc); unit != "MiB/s" || top > 60 {
+		t.Errorf("allocation chart: the y axis reaches %v %s, want at most 60 MiB/s for a steady %.0f MiB/s",
+			top, unit, allocRate/(1<<20))
+	}
+	if !strings.Contains(alloc, "at least 750 ms") {
+		t.Errorf("allocation chart: the caption does not give the 750 ms window")
 	}
 }
