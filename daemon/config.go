@@ -247,6 +247,10 @@ type InjectConfig struct {
 	// GraphQLLeakBytesPerRequest makes every GraphQL request keep this many
 	// bytes alive for the rest of the process: a leak.
 	GraphQLLeakBytesPerRequest int `yaml:"graphql_leak_bytes_per_request"`
+	// GraphQLCPUMicrosPerRequest makes every GraphQL request burn about
+	// this many µs of CPU (a calibrated busy loop): a CPU regression of
+	// known size, to prove the gate detects one.
+	GraphQLCPUMicrosPerRequest int `yaml:"graphql_cpu_us_per_request"`
 }
 
 // MetricsConfig configures /metrics beyond what is always exposed.
@@ -647,6 +651,9 @@ func (c *Config) Validate() []FieldError {
 
 	if v := c.Inject.GraphQLAllocBytesPerRequest; v < 0 || v > 16<<20 {
 		bad("inject.graphql_alloc_bytes_per_request", "must be between 0 and 16777216 (got %d)", v)
+	}
+	if v := c.Inject.GraphQLCPUMicrosPerRequest; v < 0 || v > 100000 {
+		bad("inject.graphql_cpu_us_per_request", "must be between 0 and 100000 µs (got %d)", v)
 	}
 	if v := c.Inject.GraphQLLeakBytesPerRequest; v < 0 || v > 1<<20 {
 		bad("inject.graphql_leak_bytes_per_request", "must be between 0 and 1048576 (got %d)", v)

@@ -131,8 +131,8 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		return nil, fmt.Errorf("cannot write the run directory: %w", err)
 	}
 	if in := cfg.Inject; in != (InjectConfig{}) {
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted in the GraphQL arm (inject: %d bytes allocated and %d bytes leaked per request); these numbers are not the server's own.",
-			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest))
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted in the GraphQL arm (inject: %d bytes allocated, %d bytes leaked and %d µs of CPU burnt per request); these numbers are not the server's own.",
+			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest))
 	}
 	if err := r.pin(); err != nil {
 		return r.abort(err)
@@ -164,6 +164,7 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 			r.log.Warn("pyroscope flush", zap.Error(err))
 		}
 	}()
+	r.target.Metrics.RunVerdict(string(kpi.OutcomeRunning))
 	r.log.Info("run started", zap.String("run", runID), zap.String("profile", name), zap.String("dir", r.dir), zap.String("arms", r.opts.Arms.String()))
 
 	captures := map[string]*capture{}
@@ -328,6 +329,7 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	}
 	rep.Notes = append(rep.Notes, saturationNotes(rep.Phases)...)
 	r.target.Metrics.KPIResults(rep.KPIs)
+	r.target.Metrics.RunVerdict(rep.Verdict)
 	rep.Status = report.StatusComplete
 	rep.FinishedAt = time.Now().UTC()
 	if err := r.write(); err != nil {
@@ -371,6 +373,9 @@ func (r *run) write() error {
 func (r *run) abort(err error) (*report.Report, error) {
 	rep := r.rep
 	rep.Status, rep.Verdict, rep.Error = report.StatusAborted, report.VerdictAborted, err.Error()
+	if r.target != nil {
+		r.target.Metrics.RunVerdict(rep.Verdict)
+	}
 	rep.FinishedAt = time.Now().UTC()
 	if werr := r.write(); werr != nil {
 		err = errors.Join(err, werr)

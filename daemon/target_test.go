@@ -3,10 +3,13 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,5 +113,29 @@ func TestTargetRefusesBusyAddress(t *testing.T) {
 	cfg := testConfig(t, "server:\n  listen: "+ln.Addr().String()+"\n")
 	if _, err := StartTarget(t.Context(), cfg, zap.NewNop()); err == nil || !strings.Contains(err.Error(), "server.listen") {
 		t.Errorf("a busy address must fail naming server.listen, got %v", err)
+	}
+}
+
+// TestInjectCPUBurnsCPU checks the CPU switch by the process's own CPU
+// clock (getrusage), not by wall time: 40 requests at 2,000 µs must burn
+// at least half of the 80 ms planted.
+func TestInjectCPUBurnsCPU(t *testing.T) {
+	h := inject(InjectConfig{GraphQLCPUMicrosPerRequest: 2000}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	before := cpu()
+	for range 40 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/graphql", nil))
+	}
+	if got := cpu() - before; got < 40*time.Millisecond {
+		t.Errorf("40 requests at 2000 µs burnt %s of CPU, want at least 40ms", got)
+	}
+	if next := inject(InjectConfig{}, http.NotFoundHandler()); fmt.Sprintf("%T", next) != fmt.Sprintf("%T", http.NotFoundHandler()) {
+		t.Errorf("no switch set must return the handler unchanged, got %T", next)
 	}
 }

@@ -455,8 +455,17 @@ func kpis() *dashboard.DashboardBuilder {
 			Multi(true).
 			IncludeAll(true)).
 		WithRow(dashboard.NewRowBuilder("Gate")).
+		WithPanel(stats("Run verdict",
+			"The last run's verdict: the value whose series is 1 among pass, fail, inconclusive (an interval straddles a limit, or a gated figure was not measured), aborted and running.",
+			"none",
+			instant(last("soakd_run_verdict", "")+` == 1`, "{{verdict}}")).
+			ColorMode(common.BigValueColorModeBackground).
+			TextMode(common.BigValueTextModeName).
+			Thresholds(thresholds("blue")).
+			Span(24).
+			Height(4)).
 		WithPanel(stats("Verdict per KPI",
-			"PASS (green) when the KPI's rule held in the last run, FAIL (red) when it broke; informational KPIs always pass.",
+			"PASS (green) when the gated KPI's whole confidence interval lay inside its limit in the last run, FAIL (red) otherwise (failed, inconclusive or not measured: see soakd_kpi_outcome); informational KPIs are not shown.",
 			"none",
 			instant(last("soakd_kpi_pass", ""), "{{kpi}}")).
 			Mappings(passFail()).

@@ -134,6 +134,8 @@ type Metrics struct {
 	kpiDelta       *prometheus.GaugeVec
 	kpiThreshold   *prometheus.GaugeVec
 	kpiPass        *prometheus.GaugeVec
+	kpiOutcome     *prometheus.GaugeVec
+	runVerdict     *prometheus.GaugeVec
 	phases         []string // phase label values with series, oldest first
 	classes        map[string]bool
 	counted        map[phaseArm]*counted
@@ -196,7 +198,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		kpiValue:       gauge("kpi_value", "The last run's KPI figure per arm (rest or graphql), in the KPI's own unit (see the report).", "kpi", "arm"),
 		kpiDelta:       gauge("kpi_delta", "The last run's KPI variance of GraphQL from REST, in points or percent (see the report); absent when undefined.", "kpi"),
 		kpiThreshold:   gauge("kpi_threshold", "The last run's limit on kpi_delta; absent for informational KPIs.", "kpi"),
-		kpiPass:        gauge("kpi_pass", "1 when the last run's KPI passed its rule (always 1 for informational KPIs), 0 when it failed.", "kpi"),
+		kpiPass:        gauge("kpi_pass", "1 when the last run's gated KPI passed (its whole confidence interval inside the limit), 0 when it failed, was inconclusive or was not measured; absent for informational KPIs.", "kpi"),
+		kpiOutcome:     gauge("kpi_outcome", "1 for the last run's outcome of each gated KPI (pass, fail, inconclusive, not_measured), 0 for the others.", "kpi", "outcome"),
+		runVerdict:     gauge("run_verdict", "1 for the last run's verdict (pass, fail, inconclusive, aborted, running), 0 for the others; every value is always present.", "verdict"),
 		classes:        make(map[string]bool),
 		counted:        make(map[phaseArm]*counted),
 	}
@@ -205,8 +209,9 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.phaseInfo, m.driverRequests, m.driverErrors, m.driverDropped, m.activeUsers, m.rps, newLatencyCollector(m),
 		m.subExpected, m.subReceived, m.subLost, m.subDuplicated,
 		m.peakRPS, m.peakUsers, m.failUsers, m.maxLoadFailed,
-		m.kpiValue, m.kpiDelta, m.kpiThreshold, m.kpiPass,
+		m.kpiValue, m.kpiDelta, m.kpiThreshold, m.kpiPass, m.kpiOutcome, m.runVerdict,
 	)
+	m.RunVerdict("")
 	return m
 }
 
@@ -494,6 +499,7 @@ func (m *Metrics) KPIResults(rows []kpi.Result) {
 	m.kpiDelta.Reset()
 	m.kpiThreshold.Reset()
 	m.kpiPass.Reset()
+	m.kpiOutcome.Reset()
 	for _, r := range rows[:min(len(rows), MaxKPIs)] {
 		name := label(r.Name)
 		m.kpiValue.WithLabelValues(name, "rest").Set(r.REST)
@@ -504,11 +510,41 @@ func (m *Metrics) KPIResults(rows []kpi.Result) {
 		if r.Threshold != nil {
 			m.kpiThreshold.WithLabelValues(name).Set(*r.Threshold)
 		}
+		if !r.Gated {
+			continue // informational: neither pass nor fail
+		}
 		pass := 0.0
 		if r.Pass {
 			pass = 1
 		}
 		m.kpiPass.WithLabelValues(name).Set(pass)
+		o := r.Outcome
+		if o == "" {
+			o = kpi.OutcomeFail
+			if r.Pass {
+				o = kpi.OutcomePass
+			}
+		}
+		for _, x := range []kpi.Outcome{kpi.OutcomePass, kpi.OutcomeFail, kpi.OutcomeInconclusive, kpi.OutcomeNotMeasured} {
+			v := 0.0
+			if x == o {
+				v = 1
+			}
+			m.kpiOutcome.WithLabelValues(name, string(x)).Set(v)
+		}
+	}
+}
+
+// RunVerdict sets soakd_run_verdict: 1 for verdict, 0 for every other
+// value, all of them always present so a panel never reads "No data" ("" sets
+// them all to 0: no run yet).
+func (m *Metrics) RunVerdict(verdict string) {
+	for _, v := range []kpi.Outcome{kpi.OutcomePass, kpi.OutcomeFail, kpi.OutcomeInconclusive, kpi.OutcomeAborted, kpi.OutcomeRunning} {
+		x := 0.0
+		if string(v) == verdict {
+			x = 1
+		}
+		m.runVerdict.WithLabelValues(string(v)).Set(x)
 	}
 }
 

@@ -321,15 +321,36 @@ func TestKPIResults(t *testing.T) {
 	f("soakd_kpi_pass", 0, "kpi=cpu_machine_percent")
 	f("soakd_kpi_pass", 1, "kpi=gc_percent")
 	f("soakd_kpi_threshold", -10, "kpi=throughput_rps")
-	f("soakd_kpi_pass", 1, "kpi=cpu_core_percent") // informational
+	if _, ok := value(t, reg, "soakd_kpi_pass", "kpi=cpu_core_percent"); ok {
+		t.Errorf("an informational KPI is exported as pass")
+	}
+	f("soakd_kpi_outcome", 1, "kpi=cpu_machine_percent", "outcome=fail")
+	f("soakd_kpi_outcome", 0, "kpi=cpu_machine_percent", "outcome=pass")
+	// Over rounds, an inconclusive row is neither pass nor fail.
+	agg, err := kpi.Aggregate([][]kpi.Result{rows}, kpi.DefaultConfidence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.KPIResults(agg)
+	f("soakd_kpi_pass", 0, "kpi=gc_percent")
+	f("soakd_kpi_outcome", 1, "kpi=gc_percent", "outcome=inconclusive")
+	m.KPIResults(rows)
+	// The run's verdict: every value present, one of them 1.
+	f("soakd_run_verdict", 0, "verdict=fail")
+	m.RunVerdict("inconclusive")
+	f("soakd_run_verdict", 1, "verdict=inconclusive")
+	f("soakd_run_verdict", 0, "verdict=pass")
+	if got := len(gather(t, reg, "soakd_run_verdict")); got != 5 {
+		t.Errorf("run verdict series: got %d, want 5", got)
+	}
 	if _, ok := value(t, reg, "soakd_kpi_threshold", "kpi=cpu_core_percent"); ok {
 		t.Errorf("an informational KPI has a threshold series")
 	}
 	if _, ok := value(t, reg, "soakd_kpi_delta", "kpi=alloc_bytes_per_request"); ok {
 		t.Errorf("a KPI with an undefined delta (REST 0) has a delta series")
 	}
-	if got, want := len(gather(t, reg, "soakd_kpi_pass")), len(rows); got != want {
-		t.Errorf("pass series: got %d, want %d", got, want)
+	if got, want := len(gather(t, reg, "soakd_kpi_pass")), 3; got != want {
+		t.Errorf("pass series: got %d, want %d (the gated rows)", got, want)
 	}
 	// The next run replaces the rows.
 	m.KPIResults(rows[:1])
