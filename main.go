@@ -506,7 +506,8 @@ func compareCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 // verdictError maps a verdict to the exit code: pass 0, fail 1,
-// inconclusive 4, anything else (an aborted run) 3.
+// inconclusive 4, anything else (an aborted run, or a report still
+// running) 3.
 func verdictError(v string) error {
 	switch v {
 	case "pass":

@@ -392,6 +392,10 @@ func TestSelfCheckRounds(t *testing.T) {
 	if n := len(rows(rep, "rounds")); n != 2 {
 		t.Errorf("rounds: got %d, want 2", n)
 	}
+	// compare names the phases that ran, not the profile's graphql-load.
+	if got, want := fmt.Sprint(rep["compare"]), "map[graphql:rest-control-b graphql_phases:[rest-control-b#1 rest-control-b#2] rest:rest-control rest_phases:[rest-control#1 rest-control#2]]"; got != want {
+		t.Errorf("compare:\n got %s\nwant %s", got, want)
+	}
 	for _, k := range rows(rep, "kpis") {
 		if k["rounds"] != 2.0 || k["delta_min"] == nil || k["delta_max"] == nil {
 			t.Errorf("kpi %v lacks the rounds' spread", k["name"])

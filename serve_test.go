@@ -140,6 +140,9 @@ func TestServeControlAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if run.Profile != "tiny" || run.Status != "running" || run.Verdict != "running" {
+		t.Errorf("the start reply: %+v, want profile tiny, status and verdict running", run)
+	}
 	_, err = cl.Start(ctx, api.StartRequest{})
 	var ae *api.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.RunningID != run.ID {
@@ -176,6 +179,13 @@ func TestServeControlAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
+	// A run in progress reads running, never aborted, and names its profile.
+	if out, _, code := runSoakd(t, bin, "status", "--api", d.api, long.ID); code != 0 || !strings.Contains(out, `(tiny): running, verdict "running"`) {
+		t.Errorf("soakd status of a run in progress: exit %d\n%s", code, out)
+	}
+	if _, raw, err := cl.Get(ctx, long.ID); err != nil || !bytes.Contains(raw, []byte(`"verdict":"running"`)) {
+		t.Errorf("report.json of a run in progress: %v\n%.300s", err, raw)
+	}
 	if out, stderr, code := runSoakd(t, bin, "stop", "--api", d.api); code != 0 || !strings.Contains(out, long.ID) {
 		t.Errorf("soakd stop: exit %d\n%s%s", code, out, stderr)
 	}

@@ -100,11 +100,13 @@ type StartRequest struct {
 type RunSummary struct {
 	// ID is the run id, also its directory name under the data directory.
 	ID string `json:"id"`
-	// Profile is the profile the run executes.
+	// Profile is the profile the run executes (the daemon's default
+	// profile when the start request named none).
 	Profile string `json:"profile"`
 	// Status is running, complete, aborted, or unknown (unreadable report).
 	Status string `json:"status"`
-	// Verdict is pass, fail or aborted; empty while running.
+	// Verdict is pass or fail once complete, running while in progress,
+	// aborted when the run could not finish; empty when unknown.
 	Verdict string `json:"verdict"`
 	// StartedAt is when the run began.
 	StartedAt time.Time `json:"started_at"`

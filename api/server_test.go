@@ -63,6 +63,7 @@ func (f *fakeRunner) Start(_ context.Context, req StartRequest) (RunSummary, err
 		ID:        fmt.Sprintf("run-%d", len(f.runs)+1),
 		Profile:   profile,
 		Status:    "running",
+		Verdict:   "running",
 		StartedAt: f.now,
 		Dir:       "/data/runs/run-x",
 	}
@@ -216,8 +217,8 @@ func TestHappyPath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	if sum.ID != "run-1" || sum.Profile != "quick" || sum.Status != "running" || !sum.StartedAt.Equal(f.now) {
-		t.Errorf("Start: got %+v, want run-1 quick running started at %v", sum, f.now)
+	if sum.ID != "run-1" || sum.Profile != "quick" || sum.Status != "running" || sum.Verdict != "running" || !sum.StartedAt.Equal(f.now) {
+		t.Errorf("Start: got %+v, want run-1 quick, status and verdict running, started at %v", sum, f.now)
 	}
 	if got, want := f.start(0), (StartRequest{Profile: "quick", Overrides: "soak:\n  cycles: 2\n"}); got != want {
 		t.Errorf("runner got %+v, want %+v", got, want)

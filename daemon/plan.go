@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -36,8 +37,8 @@ func (a Arms) String() string { return a.First + "," + a.Second }
 // Role of a planned phase in the KPI comparison.
 const (
 	roleNone    = ""
-	roleRESTArm = "rest"    // the first compared arm (REST, or the self-check's A)
-	roleGQLArm  = "graphql" // the second compared arm (GraphQL, or the self-check's B)
+	roleRESTArm = "rest"    // the first compared arm (REST, or the self-check's original)
+	roleGQLArm  = "graphql" // the second compared arm (GraphQL, or the self-check's "-b" copy)
 )
 
 // planned is one phase as it will run.
@@ -45,15 +46,20 @@ type planned struct {
 	spec  workloads.Phase
 	round int    // 1-based round of a compared phase; 0 otherwise
 	role  string // roleRESTArm, roleGQLArm or roleNone
+	// base is a compared phase's name without the "#<round>" suffix:
+	// the profile's phase, or the self-check's "<name>-b" copy.
+	base string
 }
 
 // plan lays out the phases of a run: the profile's phases in order, with
 // the compared pair replaced, where the first of them stands, by rounds of
 // REST, GraphQL, REST, GraphQL, ... (interleaved so that drift in the
 // machine affects both arms alike). With several rounds the compared
-// phases are named "<name>#<round>". A self-check replaces the second arm
-// by a copy of the first (named "<name>-b"), or the first by a copy of the
-// second (named "<name>-a").
+// phases are named "<name>#<round>". A self-check ("rest,rest" or
+// "graphql,graphql") runs the compared phase of that API as the first arm,
+// under its own name, and a copy of it as the second arm, named
+// "<name>-b": rest,rest runs rest-control and rest-control-b,
+// graphql,graphql runs graphql-load and graphql-load-b.
 func plan(specs []workloads.Phase, compare Compare, rounds int, arms Arms) ([]planned, error) {
 	var rest, gql *workloads.Phase
 	for i := range specs {
@@ -68,13 +74,17 @@ func plan(specs []workloads.Phase, compare Compare, rounds int, arms Arms) ([]pl
 		return nil, fmt.Errorf("the profile lacks the compared phases %q and %q", compare.REST, compare.GraphQL)
 	}
 	first, second := *rest, *gql
-	switch {
-	case arms.First == "rest" && arms.Second == "rest":
+	if arms.SelfCheck() {
+		if arms.First == "graphql" {
+			first = *gql
+		}
 		second = first
 		second.Name = first.Name + "-b"
-	case arms.First == "graphql" && arms.Second == "graphql":
-		first = second
-		first.Name = second.Name + "-a"
+		for _, s := range specs {
+			if s.Name == second.Name {
+				return nil, fmt.Errorf("the self-check's copy of %q would be named %q, which the profile already has", first.Name, second.Name)
+			}
+		}
 	}
 	var out []planned
 	placed := false
@@ -93,7 +103,7 @@ func plan(specs []workloads.Phase, compare Compare, rounds int, arms Arms) ([]pl
 				a.Name = fmt.Sprintf("%s#%d", first.Name, r)
 				b.Name = fmt.Sprintf("%s#%d", second.Name, r)
 			}
-			pa, pb := planned{spec: a, round: r, role: roleRESTArm}, planned{spec: b, round: r, role: roleGQLArm}
+			pa, pb := planned{spec: a, round: r, role: roleRESTArm, base: first.Name}, planned{spec: b, round: r, role: roleGQLArm, base: second.Name}
 			// A B, B A, A B, …: a drift of the machine over a pair of
 			// rounds lands on both arms alike.
 			if r%2 == 0 {
@@ -103,4 +113,22 @@ func plan(specs []workloads.Phase, compare Compare, rounds int, arms Arms) ([]pl
 		}
 	}
 	return out, nil
+}
+
+// comparedPhases names the compared arms as plans run them: each arm's base
+// name (the profile's phase, or the self-check's copy) and, in round
+// order, the names its phases run under.
+func comparedPhases(plans []planned) report.Compare {
+	var c report.Compare
+	for _, p := range plans {
+		switch p.role {
+		case roleRESTArm:
+			c.REST = p.base
+			c.RESTPhases = append(c.RESTPhases, p.spec.Name)
+		case roleGQLArm:
+			c.GraphQL = p.base
+			c.GraphQLPhases = append(c.GraphQLPhases, p.spec.Name)
+		}
+	}
+	return c
 }

@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -34,15 +37,72 @@ func TestPlan(t *testing.T) {
 	}
 	f(1, DefaultArms(), "mem r(rest) g(graphql) max")
 	f(3, DefaultArms(), "mem r#1(rest) g#1(graphql) g#2(graphql) r#2(rest) r#3(rest) g#3(graphql) max") // A B, B A, A B
+	// A self-check runs the API's phase as the first arm under its own
+	// name and a copy named "<name>-b" as the second, for either API.
 	f(1, Arms{"rest", "rest"}, "mem r(rest) r-b(graphql) max")
-	f(2, Arms{"graphql", "graphql"}, "mem g-a#1(rest) g#1(graphql) g#2(graphql) g-a#2(rest) max")
+	f(1, Arms{"graphql", "graphql"}, "mem g(rest) g-b(graphql) max")
+	f(2, Arms{"rest", "rest"}, "mem r#1(rest) r-b#1(graphql) r-b#2(graphql) r#2(rest) max")
+	f(2, Arms{"graphql", "graphql"}, "mem g#1(rest) g-b#1(graphql) g-b#2(graphql) g#2(rest) max")
 
-	ps, _ := plan(specs, cmp, 1, Arms{"rest", "rest"})
-	if ps[2].spec.Arm != "rest" {
-		t.Errorf("the self-check's second arm must run REST, got %s", ps[2].spec.Arm)
+	for _, tc := range []struct {
+		arms Arms
+		want string
+	}{{Arms{"rest", "rest"}, "rest"}, {Arms{"graphql", "graphql"}, "graphql"}} {
+		ps, _ := plan(specs, cmp, 1, tc.arms)
+		if ps[1].spec.Arm != tc.want || ps[2].spec.Arm != tc.want {
+			t.Errorf("arms %s: the arms run %s and %s, want %s twice", tc.arms, ps[1].spec.Arm, ps[2].spec.Arm, tc.want)
+		}
 	}
 	if _, err := plan(specs, Compare{REST: "r", GraphQL: "nope"}, 1, DefaultArms()); err == nil {
 		t.Errorf("a missing compared phase must be an error")
+	}
+	clash := append(slices.Clone(specs), workloads.Phase{Name: "r-b", Arm: "rest"})
+	if _, err := plan(clash, cmp, 1, Arms{"rest", "rest"}); err == nil || !strings.Contains(err.Error(), `"r-b"`) {
+		t.Errorf("a self-check copy named like a profile phase: err %v, want one naming r-b", err)
+	}
+}
+
+// TestComparedPhases checks that the report's compare names the phases that
+// ran, for each --arms and with one or several rounds.
+func TestComparedPhases(t *testing.T) {
+	specs := []workloads.Phase{{Name: "mem", Arm: "graphql"}, {Name: "rest-control", Arm: "rest"}, {Name: "graphql-load", Arm: "graphql"}}
+	cmp := Compare{REST: "rest-control", GraphQL: "graphql-load"}
+	for _, tc := range []struct {
+		arms   Arms
+		rounds int
+		want   report.Compare
+	}{
+		{DefaultArms(), 1, report.Compare{REST: "rest-control", GraphQL: "graphql-load",
+			RESTPhases: []string{"rest-control"}, GraphQLPhases: []string{"graphql-load"}}},
+		{Arms{"rest", "rest"}, 1, report.Compare{REST: "rest-control", GraphQL: "rest-control-b",
+			RESTPhases: []string{"rest-control"}, GraphQLPhases: []string{"rest-control-b"}}},
+		{Arms{"graphql", "graphql"}, 1, report.Compare{REST: "graphql-load", GraphQL: "graphql-load-b",
+			RESTPhases: []string{"graphql-load"}, GraphQLPhases: []string{"graphql-load-b"}}},
+		{DefaultArms(), 2, report.Compare{REST: "rest-control", GraphQL: "graphql-load",
+			RESTPhases: []string{"rest-control#1", "rest-control#2"}, GraphQLPhases: []string{"graphql-load#1", "graphql-load#2"}}},
+		{Arms{"rest", "rest"}, 3, report.Compare{REST: "rest-control", GraphQL: "rest-control-b",
+			RESTPhases: []string{"rest-control#1", "rest-control#2", "rest-control#3"}, GraphQLPhases: []string{"rest-control-b#1", "rest-control-b#2", "rest-control-b#3"}}},
+		{Arms{"graphql", "graphql"}, 2, report.Compare{REST: "graphql-load", GraphQL: "graphql-load-b",
+			RESTPhases: []string{"graphql-load#1", "graphql-load#2"}, GraphQLPhases: []string{"graphql-load-b#1", "graphql-load-b#2"}}},
+	} {
+		ps, err := plan(specs, cmp, tc.rounds, tc.arms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := comparedPhases(ps)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("arms %s, %d rounds: compare\n got %+v\nwant %+v", tc.arms, tc.rounds, got, tc.want)
+		}
+		// Every name compare lists is a phase the plan runs.
+		ran := map[string]bool{}
+		for _, p := range ps {
+			ran[p.spec.Name] = true
+		}
+		for _, n := range slices.Concat(got.RESTPhases, got.GraphQLPhases) {
+			if !ran[n] {
+				t.Errorf("arms %s, %d rounds: compare names %q, which does not run", tc.arms, tc.rounds, n)
+			}
+		}
 	}
 }
 

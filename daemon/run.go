@@ -116,9 +116,9 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	}
 	r.rep = &report.Report{
 		SchemaVersion: report.SchemaVersion, Run: runID, Profile: name, Description: prof.Description,
-		Status: report.StatusRunning, Verdict: report.VerdictAborted, StartedAt: r.start,
+		Status: report.StatusRunning, Verdict: report.VerdictRunning, StartedAt: r.start,
 		TargetPID: os.Getpid(), Host: host(), SamplerIntervalSeconds: cfg.Sampler.Interval.Seconds(),
-		Compare: report.Compare{REST: prof.Compare.REST, GraphQL: prof.Compare.GraphQL},
+		Compare: comparedPhases(plans),
 		Arms:    r.opts.Arms.String(),
 		KPIs:    []kpi.Result{}, Checks: []report.Check{}, Phases: []report.Phase{}, Notes: standingNotes(),
 	}
@@ -320,10 +320,14 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	}
 	rep.Overhead = r.overhead(captures[restBy[1].Name], captures[gqlBy[1].Name])
 	rep.Verdict = verdict(rep.KPIs, rep.Checks)
-	if n := offeredLoadNote(r.prof); n != "" {
+	// A self-check's arms are copies of one phase: they offer the same load
+	// and carry the same subscription fan-out, so these notes, which
+	// contrast the profile's REST and GraphQL phases, do not apply.
+	selfCheck := r.opts.Arms.SelfCheck()
+	if n := offeredLoadNote(r.prof); n != "" && !selfCheck {
 		rep.Notes = append(rep.Notes, n)
 	}
-	if sr := gqlBy[1].Subscriptions; sr != nil {
+	if sr := gqlBy[1].Subscriptions; sr != nil && !selfCheck {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("The GraphQL phase %s also delivered %d subscription events to %d subscriptions (as seed 002's load did); their fan-out is in the GraphQL arm's CPU and allocation figures, REST has no such work.",
 			gqlBy[1].Name, sr.Received, sr.Subscriptions))
 	}

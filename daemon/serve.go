@@ -200,7 +200,7 @@ func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary,
 	if err != nil {
 		return api.RunSummary{}, err
 	}
-	dir, err := d.store.NewRun(id)
+	dir, err := d.store.NewRun(id, profile)
 	if err != nil {
 		release()
 		return api.RunSummary{}, err

@@ -151,7 +151,7 @@ func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int
 		defer release()
 		ctx = runCtx
 	}
-	dir, err := s.store.NewRun(id)
+	dir, err := s.store.NewRun(id, profile)
 	if err != nil {
 		c.Verdict, c.Error = report.VerdictAborted, err.Error()
 		return c, false

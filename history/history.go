@@ -87,7 +87,9 @@ type Summary struct {
 	// Status is running, complete, aborted (see package report) or
 	// unknown (no readable report.json).
 	Status string `json:"status"`
-	// Verdict is pass, fail or aborted; empty when unknown.
+	// Verdict is pass or fail once complete, running while the run is in
+	// progress, aborted for a run that could not finish (or was in progress
+	// when a previous daemon died); empty when unknown.
 	Verdict string `json:"verdict"`
 	// StartedAt is the report's start time (UTC). For a run created by
 	// NewRun before its first report it is the creation time; for an
@@ -212,12 +214,18 @@ func (s *Store) scan(id string) (Summary, *report.Report, error) {
 	return summarize(id, dir, rep), rep, nil
 }
 
-// summarize builds a run's index entry from its report.
+// summarize builds a run's index entry from its report. A run whose report
+// says running has the verdict running, whatever the report says (reports
+// of earlier versions said aborted while running).
 func summarize(id, dir string, rep *report.Report) Summary {
-	return Summary{
+	sum := Summary{
 		ID: id, Profile: rep.Profile, Status: rep.Status, Verdict: rep.Verdict,
 		StartedAt: rep.StartedAt.UTC(), FinishedAt: rep.FinishedAt.UTC(), Dir: dir,
 	}
+	if sum.Status == report.StatusRunning {
+		sum.Verdict = report.VerdictRunning
+	}
+	return sum
 }
 
 // markAborted rewrites the report.json at path with status and verdict
@@ -256,12 +264,13 @@ func markAborted(path string) (*report.Report, error) {
 	return &rep, nil
 }
 
-// NewRun creates the directory of a new run, D/runs/<id>, and returns its
-// path for the daemon to write into. The run is indexed as running, started
-// now, until Update reads its first report; retention never removes it
-// while it says running. The error wraps ErrInvalidID for a bad id and
-// ErrExists when the run (or a directory of that name) already exists.
-func (s *Store) NewRun(id string) (dir string, err error) {
+// NewRun creates the directory of a new run of profile, D/runs/<id>, and
+// returns its path for the daemon to write into. The run is indexed as
+// running (status and verdict), started now, until Update reads its first
+// report; retention never removes it while it says running. The error
+// wraps ErrInvalidID for a bad id and ErrExists when the run (or a
+// directory of that name) already exists.
+func (s *Store) NewRun(id, profile string) (dir string, err error) {
 	if err := ValidateID(id); err != nil {
 		return "", err
 	}
@@ -277,7 +286,7 @@ func (s *Store) NewRun(id string) (dir string, err error) {
 		}
 		return "", fmt.Errorf("cannot create run %s: %w", id, err)
 	}
-	s.index[id] = Summary{ID: id, Status: report.StatusRunning, StartedAt: time.Now().UTC(), Dir: dir}
+	s.index[id] = Summary{ID: id, Profile: profile, Status: report.StatusRunning, Verdict: report.VerdictRunning, StartedAt: time.Now().UTC(), Dir: dir}
 	return dir, nil
 }
 

@@ -91,7 +91,7 @@ func statuses(list []Summary) []string {
 func TestOpen(t *testing.T) {
 	data := t.TempDir()
 	writeRun(t, data, "20250601T100000Z", newReport("20250601T100000Z", report.StatusComplete, "pass", t0))
-	runningDir := writeRun(t, data, "20250602T100000Z", newReport("20250602T100000Z", report.StatusRunning, report.VerdictAborted, t0.Add(24*time.Hour)))
+	runningDir := writeRun(t, data, "20250602T100000Z", newReport("20250602T100000Z", report.StatusRunning, report.VerdictRunning, t0.Add(24*time.Hour)))
 	writeRun(t, data, "20250603T100000Z", newReport("20250603T100000Z", report.StatusAborted, report.VerdictAborted, t0.Add(48*time.Hour)))
 	writeFile(t, data, "no-report", "samples.json", []byte("{}"))
 	writeFile(t, data, "garbage", report.JSONFile, []byte("{not json"))
@@ -228,7 +228,7 @@ func TestValidateAndNewRun(t *testing.T) {
 		{"é", false},
 		{strings.Repeat("a", MaxIDLength+1), false},
 	} {
-		dir, err := s.NewRun(tc.id)
+		dir, err := s.NewRun(tc.id, "smoke")
 		if tc.ok {
 			if err != nil {
 				t.Errorf("NewRun(%q): %v, want no error", tc.id, err)
@@ -261,11 +261,11 @@ func TestValidateAndNewRun(t *testing.T) {
 	}
 
 	// Existing runs, in the index or only on disk.
-	if _, err := s.NewRun("20250601T100000Z"); !errors.Is(err, ErrExists) {
+	if _, err := s.NewRun("20250601T100000Z", "smoke"); !errors.Is(err, ErrExists) {
 		t.Errorf("NewRun of an indexed run: err %v, want ErrExists", err)
 	}
 	writeFile(t, data, "made-elsewhere", "", nil)
-	if _, err := s.NewRun("made-elsewhere"); !errors.Is(err, ErrExists) {
+	if _, err := s.NewRun("made-elsewhere", "smoke"); !errors.Is(err, ErrExists) {
 		t.Errorf("NewRun of a directory created after Open: err %v, want ErrExists", err)
 	}
 
@@ -292,27 +292,45 @@ func TestGetAndUpdate(t *testing.T) {
 	}
 
 	const id = "20250601T100000Z"
-	dir, err := s.NewRun(id)
+	dir, err := s.NewRun(id, "smoke")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A new run is running, verdict included, and names its profile.
+	if got := s.List()[0]; got.Status != report.StatusRunning || got.Verdict != report.VerdictRunning || got.Profile != "smoke" {
+		t.Errorf("a new run: %+v, want status and verdict running, profile smoke", got)
 	}
 	// No report yet: Update fails and the run stays running.
 	if err := s.Update(id); !errors.Is(err, ErrNoReport) {
 		t.Errorf("Update before the first report: err %v, want ErrNoReport", err)
 	}
-	if got := s.List()[0].Status; got != report.StatusRunning {
-		t.Errorf("status after a failed Update = %q, want running", got)
+	if got := s.List()[0]; got.Status != report.StatusRunning || got.Verdict != report.VerdictRunning {
+		t.Errorf("after a failed Update: %+v, want status and verdict running", got)
 	}
 
 	// The daemon writes a partial report, then the final one.
+	if err := newReport(id, report.StatusRunning, report.VerdictRunning, t0).Write(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(id); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.List()[0]; got.Status != report.StatusRunning || got.Verdict != report.VerdictRunning || got.Profile != "smoke" || !got.StartedAt.Equal(t0) {
+		t.Errorf("after the partial report: %+v, want running (verdict too), profile smoke, started %s", got, t0)
+	}
+	if sum, rep, err := s.Get(id); err != nil || sum.Verdict != report.VerdictRunning || rep.Verdict != report.VerdictRunning {
+		t.Errorf("Get of a live run: %+v, %v, want verdict running in the summary and the report", sum, err)
+	}
+	// A partial report written by an earlier version said aborted while
+	// running: the summary still reads running.
 	if err := newReport(id, report.StatusRunning, report.VerdictAborted, t0).Write(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Update(id); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.List()[0]; got.Status != report.StatusRunning || got.Profile != "smoke" || !got.StartedAt.Equal(t0) {
-		t.Errorf("after the partial report: %+v, want running, profile smoke, started %s", got, t0)
+	if got := s.List()[0]; got.Verdict != report.VerdictRunning {
+		t.Errorf("a running run whose report says aborted: verdict %q, want running", got.Verdict)
 	}
 	if err := newReport(id, report.StatusComplete, "pass", t0).Write(dir, nil); err != nil {
 		t.Fatal(err)
@@ -419,7 +437,7 @@ func TestPrune(t *testing.T) {
 	if err := s.SetBaseline("r1"); err != nil {
 		t.Fatal(err)
 	}
-	running, err := s.NewRun("r7")
+	running, err := s.NewRun("r7", "smoke")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +493,7 @@ func TestConcurrent(t *testing.T) {
 	dirs := make([]string, runs)
 	for i := range dirs {
 		var err error
-		if dirs[i], err = s.NewRun(fmt.Sprintf("r%d", i)); err != nil {
+		if dirs[i], err = s.NewRun(fmt.Sprintf("r%d", i), "smoke"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -203,6 +203,10 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 	if len(c.Rows) == 0 {
 		c.Notes = append(c.Notes, "no phase is in both runs: nothing was compared, so the comparison cannot pass.")
 	}
+	if (new.Status != StatusComplete && new.Status != StatusAborted) || (old.Status != StatusComplete && old.Status != StatusAborted) {
+		forced = append(forced, kpi.OutcomeInconclusive)
+		c.Notes = append(c.Notes, "a run is still in progress: the comparison cannot pass until both are complete.")
+	}
 	if new.Status == StatusAborted || new.Verdict == VerdictAborted {
 		forced = append(forced, kpi.OutcomeFail)
 		c.Notes = append(c.Notes, "the new run was aborted: the comparison cannot pass.")

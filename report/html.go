@@ -64,7 +64,8 @@ type htmlPage struct {
 	Failed                            []string
 	HasSpread                         bool
 	Started, Finished                 string
-	Compare                           Compare
+	Heading, ArmA, ArmB, ArmSep       string
+	PhasesA, PhasesB                  []string
 	KPIs                              []htmlKPI
 	Rounds                            []Round
 	Gate                              string
@@ -166,9 +167,12 @@ func svgNum(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 func (r *Report) htmlPage(s *Samples) htmlPage {
 	p := htmlPage{
 		Run: r.Run, Profile: r.Profile, Description: r.Description, Status: r.Status,
-		Verdict: strings.ToUpper(r.Verdict), Error: r.Error, Compare: r.Compare, Gate: r.Gate,
-		Notes: r.Notes,
+		Verdict: strings.ToUpper(r.Verdict), Error: r.Error, Gate: r.Gate,
+		Notes: r.Notes, Heading: r.comparisonHeading(),
 	}
+	p.ArmA, p.ArmB = r.ArmTitles()
+	p.PhasesA, p.PhasesB = r.Compare.Ran()
+	p.ArmSep = armSeparator(p.PhasesA, p.PhasesB)
 	switch r.Verdict {
 	case "pass":
 		p.VerdictClass = "pass"
@@ -176,6 +180,8 @@ func (r *Report) htmlPage(s *Samples) htmlPage {
 		p.VerdictClass = "fail"
 	case VerdictAborted:
 		p.VerdictClass = "aborted"
+	case VerdictRunning:
+		p.VerdictClass = "running"
 	default:
 		p.VerdictClass = "other"
 	}
@@ -809,7 +815,7 @@ h1 { font-size: 1.6em; margin: 0.2em 0; }
 h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
 .meta { color: #57606a; }
 .verdict { padding: 12px 18px; border-radius: 6px; font-size: 1.3em; font-weight: 700; color: #fff; margin: 12px 0; }
-.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.aborted { background: #bc4c00; } .verdict.other { background: #57606a; }
+.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.aborted { background: #bc4c00; } .verdict.running { background: #0969da; } .verdict.other { background: #57606a; }
 .verdict .err { font-weight: 400; font-size: 0.8em; display: block; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 0.9em; }
@@ -849,15 +855,15 @@ svg .b0 { fill: #9ecae1; } svg .b1 { fill: #4292c6; } svg .b2 { fill: #08519c; }
 <p class="meta">Profile <strong>{{.Profile}}</strong>{{if .Description}}: {{.Description}}{{end}}. Status: {{.Status}}.{{if .Started}} Started {{.Started}}{{end}}{{if .Finished}}, finished {{.Finished}}{{end}}.</p>
 <div class="verdict {{.VerdictClass}}" id="verdict">Verdict: {{.Verdict}}{{if .Error}}<span class="err">{{.Error}}</span>{{end}}{{if .Failed}}<span class="err">Failed: {{range $i, $f := .Failed}}{{if $i}}; {{end}}{{$f}}{{end}}.</span>{{end}}</div>
 
-<h2>GraphQL compared with the REST control group</h2>
+<h2>{{.Heading}}</h2>
 {{if .KPIs}}
-<p>REST phase <code>{{.Compare.REST}}</code>, GraphQL phase <code>{{.Compare.GraphQL}}</code>, each over its steady window. Variance is GraphQL − REST, in points for percentages and in percent of REST otherwise.</p>
+<p>{{.ArmA}} phase{{if gt (len .PhasesA) 1}}s{{end}} {{range $i, $n := .PhasesA}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}{{.ArmSep}}{{.ArmB}} phase{{if gt (len .PhasesB) 1}}s{{end}} {{range $i, $n := .PhasesB}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}{{.ArmSep}}each over its steady window. Variance is {{.ArmB}} − {{.ArmA}}, in points for percentages and in percent of {{.ArmA}} otherwise.</p>
 <div class="scroll"><table id="kpis">
-<tr><th>Metric</th><th>REST</th><th>GraphQL</th><th>Variance</th>{{if .HasSpread}}<th>Spread across rounds</th>{{end}}<th>KPI</th><th>Result</th></tr>
+<tr><th>Metric</th><th>{{.ArmA}}</th><th>{{.ArmB}}</th><th>Variance</th>{{if .HasSpread}}<th>Spread across rounds</th>{{end}}<th>KPI</th><th>Result</th></tr>
 {{range .KPIs}}<tr><td title="{{.Definition}}">{{.Title}}</td><td class="num">{{.REST}}</td><td class="num">{{.GraphQL}}</td><td class="num">{{.Variance}}</td>{{if $.HasSpread}}<td class="num">{{.Spread}}</td>{{end}}<td class="num">{{.Limit}}</td><td class="{{.Class}}">{{.Outcome}}</td></tr>
 {{end}}</table></div>
 {{if .Rounds}}<p>{{len .Rounds}} interleaved rounds; values are medians across rounds and the gate rule is <strong>{{.Gate}}</strong>.</p>
-<table id="rounds"><tr><th>Round</th><th>REST phase</th><th>GraphQL phase</th><th>Verdict</th></tr>
+<table id="rounds"><tr><th>Round</th><th>{{.ArmA}} phase</th><th>{{.ArmB}} phase</th><th>Verdict</th></tr>
 {{range .Rounds}}<tr><td class="num">{{.Round}}</td><td>{{.REST}}</td><td>{{.GraphQL}}</td><td>{{.Verdict}}</td></tr>
 {{end}}</table>{{end}}
 <dl class="defs">{{range .KPIs}}<dt>{{.Title}} (<code>{{.Name}}</code>)</dt><dd>{{.Definition}}.</dd>{{end}}</dl>

@@ -86,7 +86,12 @@ type junitFailure struct {
 // verdict judges the interval across rounds (the aggregated "kpi" row). A
 // gated row or check that is inconclusive or not measured is a skipped
 // testcase whose message gives the reason. An aborted run adds a failing
-// testcase "run" carrying the error.
+// testcase "run" carrying the error; a partial report of a run still in
+// progress adds a failing testcase "run" of type "running", so that it never
+// reads as a pass. The properties name the compared phases as they ran:
+// rest_phase and graphql_phase are the first and second arm's base names (see
+// Compare; in a self-check both arms are one API, as the arms property says),
+// rest_phases and graphql_phases the comma-separated phases of every round.
 func (r *Report) JUnit() ([]byte, error) {
 	s := junitSuite{Name: "soakd " + r.Profile}
 	if !r.StartedAt.IsZero() {
@@ -103,11 +108,23 @@ func (r *Report) JUnit() ([]byte, error) {
 		{Name: "rest_phase", Value: r.Compare.REST},
 		{Name: "graphql_phase", Value: r.Compare.GraphQL},
 	}
+	if r.Arms != "" {
+		s.Properties = append(s.Properties, junitProperty{Name: "arms", Value: r.Arms})
+	}
+	if ranA, ranB := r.Compare.Ran(); len(ranA) > 0 || len(ranB) > 0 {
+		s.Properties = append(s.Properties,
+			junitProperty{Name: "rest_phases", Value: strings.Join(ranA, ",")},
+			junitProperty{Name: "graphql_phases", Value: strings.Join(ranB, ",")})
+	}
 	if r.Gate != "" {
 		s.Properties = append(s.Properties, junitProperty{Name: "gate", Value: r.Gate})
 	}
 
-	if r.Status == StatusAborted || r.Verdict == VerdictAborted {
+	if r.Status == StatusRunning || r.Verdict == VerdictRunning {
+		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run",
+			Failure: &junitFailure{Message: "the run is still in progress: this report is partial", Type: "running",
+				Text: xmlText("run " + r.Run + " is still running: its verdict is not known yet")}})
+	} else if r.Status == StatusAborted || r.Verdict == VerdictAborted {
 		msg := r.Error
 		if msg == "" {
 			msg = "the run was aborted"
@@ -121,9 +138,10 @@ func (r *Report) JUnit() ([]byte, error) {
 	for _, c := range r.Checks {
 		s.Cases = append(s.Cases, checkCase(c))
 	}
+	armA, armB := r.ArmTitles()
 	for _, rd := range r.Rounds {
 		class := fmt.Sprintf("round%d.kpi", rd.Round)
-		ctx := fmt.Sprintf("round %d: REST phase %s, GraphQL phase %s", rd.Round, rd.REST, rd.GraphQL)
+		ctx := fmt.Sprintf("round %d: %s phase %s, %s phase %s", rd.Round, armA, rd.REST, armB, rd.GraphQL)
 		for _, k := range rd.KPIs {
 			s.Cases = append(s.Cases, kpiCase(class, k, false, ctx))
 		}

@@ -90,6 +90,41 @@ func intervalText(r kpi.Result) string {
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
+// comparisonHeading titles the KPI section: GraphQL against REST, or the
+// self-check's API against itself.
+func (r *Report) comparisonHeading() string {
+	if r.SelfCheck() {
+		first, _ := r.ArmTitles()
+		return fmt.Sprintf("Self-check: %s compared with itself (--arms %s)", first, r.Arms)
+	}
+	return "GraphQL compared with the REST control group"
+}
+
+// phaseList names an arm's phases as they ran: "REST phase `x`", or with
+// several rounds "REST phases `x#1`, `x#2`"; quote wraps each name.
+func phaseList(title string, names []string, quote string) string {
+	if len(names) == 0 {
+		return title + " phase (not recorded)"
+	}
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = quote + n + quote
+	}
+	if len(q) == 1 {
+		return title + " phase " + q[0]
+	}
+	return title + " phases " + strings.Join(q, ", ")
+}
+
+// armSeparator separates the two arms' phase lists: a comma, or a
+// semicolon when a list already holds commas (several rounds).
+func armSeparator(a, b []string) string {
+	if len(a) > 1 || len(b) > 1 {
+		return "; "
+	}
+	return ", "
+}
+
 // Markdown renders report.md: seed 002's table with each definition, the
 // phases, errors and notes.
 func (r *Report) Markdown() string {
@@ -102,12 +137,16 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString("\n\n")
 
-	b.WriteString("## GraphQL compared with the REST control group\n\n")
+	first, second := r.ArmTitles()
+	fmt.Fprintf(&b, "## %s\n\n", r.comparisonHeading())
 	if len(r.KPIs) == 0 {
 		b.WriteString("No KPIs were evaluated: the run did not reach the end of both arms.\n\n")
 	} else {
-		fmt.Fprintf(&b, "REST phase `%s`, GraphQL phase `%s`, each over its steady window. Variance is GraphQL − REST, in points for percentages and in percent of REST otherwise.\n\n", r.Compare.REST, r.Compare.GraphQL)
-		b.WriteString("| Metric | REST | GraphQL | Variance | KPI | Result |\n|---|---:|---:|---:|---:|---|\n")
+		ranA, ranB := r.Compare.Ran()
+		sep := armSeparator(ranA, ranB)
+		fmt.Fprintf(&b, "%s%s%s%seach over its steady window. Variance is %s − %s, in points for percentages and in percent of %s otherwise.\n\n",
+			phaseList(first, ranA, "`"), sep, phaseList(second, ranB, "`"), sep, second, first, first)
+		fmt.Fprintf(&b, "| Metric | %s | %s | Variance | KPI | Result |\n|---|---:|---:|---:|---:|---|\n", first, second)
 		for _, k := range r.KPIs {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), limit(k), outcome(k))
 		}
@@ -118,8 +157,8 @@ func (r *Report) Markdown() string {
 			}
 		}
 		if len(r.Rounds) > 0 {
-			fmt.Fprintf(&b, "\n%d interleaved rounds (A B, B A, …); values are means across rounds and the gate rule is **%s** (%s).\n\n",
-				len(r.Rounds), r.Gate, gateWords(r.Gate))
+			fmt.Fprintf(&b, "\n%d interleaved rounds (%s, %s, then %s, %s, …); values are means across rounds and the gate rule is **%s** (%s).\n\n",
+				len(r.Rounds), first, second, second, first, r.Gate, gateWords(r.Gate))
 			b.WriteString("| Metric | Mean variance | Confidence interval | Spread across rounds | Smallest effect detectable (80 % power) | Outcome |\n|---|---:|---:|---:|---:|---|\n")
 			for _, k := range r.KPIs {
 				spread := "n/a"
@@ -132,7 +171,7 @@ func (r *Report) Markdown() string {
 				}
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, variance(k), intervalText(k), spread, mde, outcome(k))
 			}
-			b.WriteString("\n| Round | REST phase | GraphQL phase | Verdict |\n|---:|---|---|---|\n")
+			fmt.Fprintf(&b, "\n| Round | %s phase | %s phase | Verdict |\n|---:|---|---|---|\n", first, second)
 			for _, rd := range r.Rounds {
 				fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", rd.Round, rd.REST, rd.GraphQL, rd.Verdict)
 			}
@@ -209,7 +248,8 @@ func (r *Report) Markdown() string {
 // screen, not only in the report files.
 func (r *Report) Table(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Metric\tREST\tGraphQL\tVariance\tInterval\tKPI\tResult")
+	first, second := r.ArmTitles()
+	fmt.Fprintf(tw, "Metric\t%s\t%s\tVariance\tInterval\tKPI\tResult\n", first, second)
 	for _, k := range r.KPIs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), intervalText(k), limit(k), outcome(k))
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/soakd/soakd/kpi"
@@ -27,9 +28,15 @@ const (
 	StatusAborted  = "aborted"
 )
 
-// VerdictAborted is the verdict of a run that could not finish; the KPIs are
-// then not evaluated.
-const VerdictAborted = "aborted"
+// Verdicts other than kpi.Pass and kpi.Fail.
+const (
+	// VerdictRunning is the verdict of a run still in progress (status
+	// running): the KPIs are not evaluated yet.
+	VerdictRunning = "running"
+	// VerdictAborted is the verdict of a run that could not finish; the
+	// KPIs are then not evaluated.
+	VerdictAborted = "aborted"
+)
 
 // Report is report.json.
 type Report struct {
@@ -40,7 +47,8 @@ type Report struct {
 	// Status is running (a partial report written after each phase),
 	// complete or aborted.
 	Status string `json:"status"`
-	// Verdict is pass, fail, or aborted.
+	// Verdict is pass or fail once complete, running while Status is
+	// running, aborted when the run could not finish.
 	Verdict string `json:"verdict"`
 	// Error says why an aborted run stopped.
 	Error      string    `json:"error,omitempty"`
@@ -53,7 +61,7 @@ type Report struct {
 	Host      Host `json:"host"`
 	// SamplerIntervalSeconds is the resource sampling period.
 	SamplerIntervalSeconds float64 `json:"sampler_interval_seconds"`
-	// Compare names the REST and GraphQL phases the KPIs compare.
+	// Compare names the phases the KPIs compare, as they ran.
 	Compare Compare `json:"compare"`
 	// Arms is what was compared: "rest,graphql", or a self-check
 	// ("rest,rest", "graphql,graphql") that measures the noise floor.
@@ -195,10 +203,51 @@ type Host struct {
 	Soakd      string `json:"soakd_version"`
 }
 
-// Compare names the phases of the two arms.
+// Compare names the phases of the two compared arms under the names they
+// ran (in a partial report, will run) under. REST is the first arm's phase
+// and GraphQL the second's; in a self-check both arms are the same API (see
+// Report.Arms) and the second is a copy of the first named "<name>-b". REST
+// and GraphQL are base names: with several rounds each arm runs as
+// "<name>#<round>", and RESTPhases and GraphQLPhases list the phases as
+// they ran, in round order (with one round, just the base name).
 type Compare struct {
-	REST    string `json:"rest"`
-	GraphQL string `json:"graphql"`
+	REST          string   `json:"rest"`
+	GraphQL       string   `json:"graphql"`
+	RESTPhases    []string `json:"rest_phases,omitempty"`
+	GraphQLPhases []string `json:"graphql_phases,omitempty"`
+}
+
+// Ran returns the phases each arm ran under, in round order. A report
+// written before the lists existed gives the base names.
+func (c Compare) Ran() (first, second []string) {
+	first, second = c.RESTPhases, c.GraphQLPhases
+	if len(first) == 0 && c.REST != "" {
+		first = []string{c.REST}
+	}
+	if len(second) == 0 && c.GraphQL != "" {
+		second = []string{c.GraphQL}
+	}
+	return first, second
+}
+
+// SelfCheck reports whether both arms ran the same API.
+func (r *Report) SelfCheck() bool {
+	a, b, ok := strings.Cut(r.Arms, ",")
+	return ok && a == b
+}
+
+// ArmTitles names the two compared arms for people: "REST" and "GraphQL",
+// or in a self-check the one API twice, e.g. "REST" and "REST (copy)".
+func (r *Report) ArmTitles() (first, second string) {
+	if !r.SelfCheck() {
+		return "REST", "GraphQL"
+	}
+	a, _, _ := strings.Cut(r.Arms, ",")
+	title := map[string]string{"rest": "REST", "graphql": "GraphQL"}[a]
+	if title == "" {
+		title = a
+	}
+	return title, title + " (copy)"
 }
 
 // Phase is one phase's results: the driver's view (requests, latency) and
