@@ -103,6 +103,11 @@ type Check struct {
 	Value float64 `json:"value"`
 	Limit float64 `json:"limit"`
 	Pass  bool    `json:"pass"`
+	// Outcome, when set, is pass, fail, inconclusive or not_measured (the
+	// kpi.Outcome values): the memory rules set it, so that a rule without
+	// enough data reads as not measured rather than failed. Pass is true
+	// only for pass.
+	Outcome string `json:"outcome,omitempty"`
 	// Detail gives the measured figures behind Value in words.
 	Detail     string `json:"detail,omitempty"`
 	Definition string `json:"definition"`
