@@ -332,7 +332,9 @@ func TestInjectedRegressionFailsTheGate(t *testing.T) {
 
 // TestInjectedLeakFailsTheMemoryVerdict plants a leak of 16 KiB per GraphQL
 // request: the memory profile's survivor-growth and heap-return rules must
-// fail.
+// fail. The phase lasts seconds, so survivor growth is told to judge it
+// without a warm-up and on as few GC cycles as it ever accepts; with the
+// defaults it would be not measured, which does not pass either.
 func TestInjectedLeakFailsTheMemoryVerdict(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -343,6 +345,9 @@ inject:
   graphql_leak_bytes_per_request: 16384
 memory:
   alloc_window: 500ms
+  warmup: 0s
+  min_gc_cycles: 3
+  min_span: 500ms
 `
 	cfg := strings.Replace(tinyConfig, "    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n",
 		"    memory_phase: memory-profile\n    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n"+
@@ -354,15 +359,17 @@ memory:
 	if code != 1 {
 		t.Errorf("a leaking run: exit %d, want 1", code)
 	}
-	got := map[string]bool{}
+	got, outcome, detail := map[string]bool{}, map[string]any{}, map[string]any{}
 	for _, c := range rows(rep, "checks") {
 		if c["group"] == "memory" {
 			got[c["name"].(string)] = c["pass"].(bool)
+			outcome[c["name"].(string)], detail[c["name"].(string)] = c["outcome"], c["detail"]
 		}
 	}
-	if pass, ok := got["survivor_growth"]; !ok || pass {
-		t.Errorf("survivor_growth must fail under a leak: %v", got)
+	if pass, ok := got["survivor_growth"]; !ok || pass || outcome["survivor_growth"] != "fail" {
+		t.Errorf("survivor_growth must fail under a leak: %v, outcomes %v: %v", got, outcome, detail["survivor_growth"])
 	}
+	t.Logf("survivor_growth: %v", detail["survivor_growth"])
 	if pass, ok := got["heap_returned"]; !ok || pass {
 		t.Errorf("heap_returned must fail under a leak: %v", got)
 	}

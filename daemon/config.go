@@ -143,8 +143,21 @@ type MemoryConfig struct {
 	// AllocWindow is the length of those windows.
 	AllocWindow time.Duration `yaml:"alloc_window"`
 	// LiveHeapSlopeMaxBytesPerMin bounds the growth of the live heap after
-	// GC across the steady window ("little to nothing survives").
+	// GC across the steady window, in bytes per minute ("little to nothing
+	// survives"): survivor growth fails only when the slope is significant
+	// and even its lower confidence bound is above this.
 	LiveHeapSlopeMaxBytesPerMin float64 `yaml:"live_heap_slope_max_bytes_per_min"`
+	// Warmup is how long after the start of the steady window survivor
+	// growth ignores live-heap points: caches, pools and connection buffers
+	// fill at the start of a phase, and that climb is not a leak (default 5s).
+	Warmup time.Duration `yaml:"warmup"`
+	// MinGCCycles is the fewest GC cycles past the warm-up survivor growth
+	// needs to judge (at least 3; default 8); fewer is "not measured".
+	MinGCCycles int `yaml:"min_gc_cycles"`
+	// MinSpan is the shortest time between the first and last GC cycle used
+	// past the warm-up that survivor growth needs to judge (default 10s);
+	// shorter is "not measured".
+	MinSpan time.Duration `yaml:"min_span"`
 	// HeapReturnTolerancePercent and HeapReturnToleranceBytes: after the
 	// phase, a settle period and forced GCs, the live heap must be within
 	// either of the pre-phase baseline ("back to the steady state").
@@ -603,6 +616,15 @@ func (c *Config) Validate() []FieldError {
 		bad("memory.alloc_window", "must be at least sampler.interval (%s), got %s", c.Sampler.Interval, c.Memory.AllocWindow)
 	}
 	nonNegative("memory.live_heap_slope_max_bytes_per_min", c.Memory.LiveHeapSlopeMaxBytesPerMin)
+	if c.Memory.Warmup < 0 {
+		bad("memory.warmup", "must not be a negative duration (got %s)", c.Memory.Warmup)
+	}
+	if c.Memory.MinGCCycles < 3 {
+		bad("memory.min_gc_cycles", "must be at least 3: a slope's standard error needs 3 points (got %d)", c.Memory.MinGCCycles)
+	}
+	if c.Memory.MinSpan < 0 {
+		bad("memory.min_span", "must not be a negative duration (got %s)", c.Memory.MinSpan)
+	}
 	nonNegative("memory.heap_return_tolerance_percent", c.Memory.HeapReturnTolerancePercent)
 	if c.Memory.GoroutineReturnTolerance < 0 {
 		bad("memory.goroutine_return_tolerance", "must not be negative (got %d)", c.Memory.GoroutineReturnTolerance)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func defaults(t testing.TB) []byte {
@@ -231,4 +232,36 @@ profiles:
 	if _, err := LoadConfig(defaults(t), []byte("profiles:\n  x:\n    phases: [{model: bursty}]\n"), "u.yaml"); err == nil || !strings.Contains(err.Error(), "model") {
 		t.Errorf("an unknown model must be named: %v", err)
 	}
+}
+
+func TestMemoryKeys(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), nil, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := cfg.Memory; m.Warmup != 5*time.Second || m.MinGCCycles != 8 || m.MinSpan != 10*time.Second {
+		t.Errorf("memory defaults: got warmup %s, min_gc_cycles %d, min_span %s; want 5s, 8, 10s", m.Warmup,
+			m.MinGCCycles, m.MinSpan)
+	}
+	cfg, err = LoadConfig(defaults(t), []byte("memory:\n  warmup: 0s\n  min_gc_cycles: 3\n  min_span: 0s\n"), "user.yaml")
+	if err != nil {
+		t.Fatalf("the smallest valid memory keys must load: %v", err)
+	}
+	if m := cfg.Memory; m.Warmup != 0 || m.MinGCCycles != 3 || m.MinSpan != 0 {
+		t.Errorf("memory keys not applied: %+v", m)
+	}
+
+	f := func(name, user, path string, line int, msg string) {
+		t.Helper()
+		ps := problems(t, user)
+		has(t, ps, path, line, msg)
+		if len(ps) != 1 {
+			t.Errorf("%s: got %d problems, want 1: %v", name, len(ps), ps)
+		}
+	}
+	f("negative warm-up", "memory:\n  warmup: -1s\n", "memory.warmup", 2, "must not be a negative duration (got -1s)")
+	f("two GC cycles", "memory:\n  min_gc_cycles: 2\n", "memory.min_gc_cycles", 2, "must be at least 3")
+	f("no GC cycles", "memory:\n  min_gc_cycles: 0\n", "memory.min_gc_cycles", 2, "(got 0)")
+	f("negative span", "memory:\n  min_span: -500ms\n", "memory.min_span", 2, "must not be a negative duration (got -500ms)")
+	f("span without a unit", "memory:\n  min_span: 10\n", "memory.min_span", 2, "is not a duration")
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/soakd/soakd/kpi"
 	"github.com/soakd/soakd/profiles"
@@ -119,17 +118,20 @@ func b2f(b bool) float64 {
 }
 
 // memoryChecks judges the memory-profile phase: steady allocation, no
-// survivor growth and the return to the pre-phase state.
+// survivor growth and the return to the pre-phase state. ss are the
+// samples of p's steady window; the live-heap points are timed from the
+// window's start (the first sample when p has none), where memory.warmup
+// starts. Each check carries its rule's outcome.
 func memoryChecks(p report.Phase, ss []profiles.Sample, m MemoryConfig) []report.Check {
 	in := kpi.MemoryInput{}
 	for _, pt := range profiles.AllocRates(ss, m.AllocWindow) {
 		in.AllocRates = append(in.AllocRates, pt.V)
 	}
-	var t0 time.Time
-	for i, pt := range profiles.LiveHeapAfterGC(ss) {
-		if i == 0 {
-			t0 = pt.T
-		}
+	t0 := p.SteadyStart
+	if t0.IsZero() && len(ss) > 0 {
+		t0 = ss[0].Time
+	}
+	for _, pt := range profiles.LiveHeapAfterGC(ss) {
 		in.LiveHeap = append(in.LiveHeap, kpi.Sample2D{X: pt.T.Sub(t0).Seconds(), Y: pt.V})
 	}
 	if a := p.After; a != nil {
@@ -140,6 +142,9 @@ func memoryChecks(p report.Phase, ss []profiles.Sample, m MemoryConfig) []report
 		AllocSpikeFactor:            m.AllocSpikeFactor,
 		AllocWindow:                 m.AllocWindow,
 		LiveHeapSlopeMaxBytesPerMin: m.LiveHeapSlopeMaxBytesPerMin,
+		Warmup:                      m.Warmup,
+		MinGCCycles:                 m.MinGCCycles,
+		MinSpan:                     m.MinSpan,
 		HeapReturnTolerancePercent:  m.HeapReturnTolerancePercent,
 		HeapReturnToleranceBytes:    m.HeapReturnToleranceBytes,
 		GoroutineReturnTolerance:    m.GoroutineReturnTolerance,
@@ -147,7 +152,8 @@ func memoryChecks(p report.Phase, ss []profiles.Sample, m MemoryConfig) []report
 	cs := make([]report.Check, 0, len(rules))
 	for _, r := range rules {
 		cs = append(cs, report.Check{Group: "memory", Name: r.Name, Title: r.Title, Phase: p.Name, Unit: r.Unit,
-			Value: r.Value, Limit: r.Limit, Pass: r.Pass, Detail: r.Detail, Definition: r.Definition})
+			Value: r.Value, Limit: r.Limit, Pass: r.Pass, Outcome: r.Outcome, Detail: r.Detail,
+			Definition: r.Definition})
 	}
 	return cs
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +151,64 @@ func TestDriverUsage(t *testing.T) {
 	if got := (driverUsage{CPU: time.Second}).MachinePercent(2); got != 0 {
 		t.Errorf("no wall time: got %v, want 0", got)
 	}
+}
+
+func TestMemoryChecks(t *testing.T) {
+	m := MemoryConfig{AllocSpikeFactor: 3, AllocWindow: 2 * time.Second, LiveHeapSlopeMaxBytesPerMin: 1 << 20,
+		Warmup: 5 * time.Second, MinGCCycles: 8, MinSpan: 10 * time.Second,
+		HeapReturnTolerancePercent: 10, HeapReturnToleranceBytes: 1 << 20, GoroutineReturnTolerance: 2}
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// samples returns one sample a second for n seconds from start, a GC cycle in each, the live heap
+	// climbing 2 MB a second until climb seconds from start (warm-up) and flat after.
+	samples := func(n int, climb float64) []profiles.Sample {
+		ss := make([]profiles.Sample, n)
+		for i := range ss {
+			s := float64(i)
+			ss[i] = profiles.Sample{Time: start.Add(time.Duration(i) * time.Second), GCCycles: uint64(i),
+				AllocBytes: uint64(i) * 10e6, HeapLiveBytes: uint64(40e6 + 2e6*min(s, climb))}
+		}
+		return ss
+	}
+	after := &report.After{BaselineGoroutines: 10, Goroutines: 10, BaselineHeapLiveBytes: 40e6, HeapLiveBytes: 41e6}
+	f := func(name string, p report.Phase, ss []profiles.Sample, want map[string]kpi.Outcome, wantDetail string) {
+		t.Helper()
+		got := map[string]kpi.Outcome{}
+		for _, c := range memoryChecks(p, ss, m) {
+			if c.Group != "memory" || c.Phase != p.Name || c.Pass != (c.Outcome == kpi.OutcomePass) {
+				t.Errorf("%s: got check %+v, want group memory, phase %s, pass only with outcome pass", name, c, p.Name)
+			}
+			got[c.Name] = kpi.Outcome(c.Outcome)
+			if c.Name == kpi.RuleSurvivorGrowth && !strings.Contains(c.Detail, wantDetail) {
+				t.Errorf("%s: got survivor_growth detail %q, want it to contain %q", name, c.Detail, wantDetail)
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: got outcomes %v, want %v", name, got, want)
+		}
+	}
+	all := func(o kpi.Outcome) map[string]kpi.Outcome {
+		return map[string]kpi.Outcome{kpi.RuleSteadyAllocation: o, kpi.RuleSurvivorGrowth: o, kpi.RuleHeapReturned: o,
+			kpi.RuleGoroutinesReturned: o}
+	}
+	// The warm-up counts from the start of the steady window: the climb of its first 5 s is ignored. The
+	// first live-heap point is the second sample's (a GC cycle is seen between two samples).
+	f("warm-up then flat", report.Phase{Name: "mem", SteadyStart: start, After: after}, samples(30, 5),
+		all(kpi.OutcomePass), "25 GC cycles over 24.0s after the 5s warm-up (4 earlier cycles ignored)")
+	// Without a steady start, the window starts at the first sample.
+	f("no steady start", report.Phase{Name: "mem", After: after}, samples(30, 5), all(kpi.OutcomePass),
+		"25 GC cycles over 24.0s after the 5s warm-up (4 earlier cycles ignored)")
+	// A steady window that starts 3 s before the first sample: only the point at 4 s is in the warm-up.
+	f("steady start before the samples", report.Phase{Name: "mem", SteadyStart: start.Add(-3 * time.Second), After: after},
+		samples(30, 0), all(kpi.OutcomePass), "28 GC cycles over 27.0s after the 5s warm-up (1 earlier cycles ignored)")
+	// A climb that goes on past the warm-up is growth.
+	climbing := all(kpi.OutcomePass)
+	climbing[kpi.RuleSurvivorGrowth] = kpi.OutcomeFail
+	f("climbing all along", report.Phase{Name: "mem", SteadyStart: start, After: after}, samples(30, 30), climbing,
+		"the live heap grows")
+	// A scaled-down phase: 12 s leave 7 cycles over 6 s after the warm-up, and no post-phase figures.
+	short := all(kpi.OutcomeNotMeasured)
+	short[kpi.RuleSteadyAllocation] = kpi.OutcomePass
+	f("too short", report.Phase{Name: "mem", SteadyStart: start}, samples(12, 5), short,
+		"not measured: 7 GC cycles over 6.0s after the 5s warm-up (4 earlier cycles ignored); need at least 8 "+
+			"cycles (min_gc_cycles) and need a span of at least 10s (min_span); lengthen the phase or lower warmup")
 }

@@ -93,7 +93,7 @@ func DiffInterval(a, b []float64, confidence float64) Interval {
 	}
 	// Welch–Satterthwaite degrees of freedom.
 	iv.DF = (va + vb) * (va + vb) / (va*va/float64(len(a)-1) + vb*vb/float64(len(b)-1))
-	h := tQuantile(iv.DF, confidence) * iv.SE
+	h := tCritical(iv.DF, confidence) * iv.SE
 	iv.Lo, iv.Hi = iv.Center-h, iv.Center+h
 	return iv
 }
@@ -169,7 +169,7 @@ func RoundsToSettle(iv Interval, limit float64) int {
 	gap := math.Abs(iv.Center - limit)
 	sd := iv.SE * math.Sqrt(float64(iv.N)) // per-round spread, scaled back
 	for n := iv.N + 1; n <= maxRoundsAdvice; n++ {
-		if tQuantile(float64(n-1), iv.Confidence)*sd/math.Sqrt(float64(n)) < gap {
+		if tCritical(float64(n-1), iv.Confidence)*sd/math.Sqrt(float64(n)) < gap {
 			return n
 		}
 	}
@@ -184,7 +184,7 @@ func MinDetectable(iv Interval) float64 {
 		return 0
 	}
 	power := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: iv.DF}.Quantile(0.8)
-	return (tQuantile(iv.DF, iv.Confidence) + power) * iv.SE
+	return (tCritical(iv.DF, iv.Confidence) + power) * iv.SE
 }
 
 // SettleAdvice words RoundsToSettle for a reader.
@@ -201,9 +201,9 @@ func SettleAdvice(iv Interval, limit float64) string {
 	}
 }
 
-// tQuantile is the two-sided critical value of Student's t with df degrees
+// tCritical is the two-sided critical value of Student's t with df degrees
 // of freedom at confidence (e.g. 2.776 for df 4 at 0.95).
-func tQuantile(df, confidence float64) float64 {
+func tCritical(df, confidence float64) float64 {
 	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - (1-confidence)/2)
 }
 

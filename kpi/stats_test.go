@@ -59,7 +59,7 @@ func TestRoundsToSettle(t *testing.T) {
 	}
 	// With n rounds of the same spread the interval clears the limit.
 	sd := stddev([]float64{3.5, 4.5, 3, 5})
-	if h := tQuantile(float64(n-1), DefaultConfidence) * sd / math.Sqrt(float64(n)); h >= 1 {
+	if h := tCritical(float64(n-1), DefaultConfidence) * sd / math.Sqrt(float64(n)); h >= 1 {
 		t.Errorf("at %d rounds the half-width is still %v", n, h)
 	}
 	if RoundsToSettle(MeanInterval([]float64{5, 5.0001, 4.9999}, DefaultConfidence), 5) != maxRoundsAdvice+1 {
