@@ -3,7 +3,7 @@ GO    ?= go
 BIN   := bin/soakd
 PKGS  := ./...
 
-.PHONY: all build run test vet fmt-check generate check-generate fuzz dashboards stack clean
+.PHONY: all build run test vet fmt-check generate check-generate fuzz dashboards stack clean gate-check
 
 all: build
 
@@ -44,6 +44,12 @@ fuzz:
 	$(GO) test ./api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseBaggage -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)
+
+## gate-check: prove the gate's false-alarm and detection rates on this machine (N=5: ~50 min; not in CI)
+gate-check:
+	N=$(N) scripts/gate-check.sh
+
+N ?= 5
 
 ## dashboards: regenerate grafana/dashboards/*.json from grafana/*.go
 dashboards:

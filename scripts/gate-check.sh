@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# gate-check: proves the release gate's two rates on this machine (issue 9).
+#   1. The default profile N times on one build; `soakd compare` of every pair: no fail expected.
+#   2. `soakd run --arms rest,rest` N times: no fail expected (memory verdict included).
+#   3. N runs with an injected CPU regression, each compared with a clean run: fail expected every time,
+#      naming cpu_us_per_request.
+#   4. The same with an injected allocation regression: fail expected, naming alloc_bytes_per_request.
+# All traffic stays on loopback. Takes about 4 × N × 2.5 minutes on 2 cores (N=5: ~50 min).
+# Usage: scripts/gate-check.sh [OUTDIR]   (env: N=5, CPU_US=25, ALLOC_BYTES=4096, PROFILE=quick)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-5}
+CPU_US=${CPU_US:-25}
+ALLOC_BYTES=${ALLOC_BYTES:-4096}
+PROFILE=${PROFILE:-quick}
+out=${1:-gate-check/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$out"
+go build -o bin/soakd .
+bin=./bin/soakd
+
+run() { # run NAME [soakd run args...]: exit 0/1/4 are verdicts; 2/3 stop the script
+  local name=$1; shift
+  local code=0
+  "$bin" run --profile "$PROFILE" --out "$out/$name" --log-format json "$@" >"$out/$name.out" 2>"$out/$name.log" || code=$?
+  case $code in 0|1|4) ;; *) echo "run $name exited $code; see $out/$name.log" >&2; exit 1 ;; esac
+  grep -E '^verdict: ' "$out/$name.out" | tail -1 | awk '{print tolower($2)}'
+}
+compare() { # compare OLD NEW → verdict and the failing metrics
+  local code=0
+  "$bin" compare "$out/$1" "$out/$2" >"$out/compare-$1-$2.txt" 2>&1 || code=$?
+  local v
+  v=$(tail -1 "$out/compare-$1-$2.txt" | awk '{print $NF}')
+  local why
+  why=$(grep -E '^  - (FAIL|INCONCLUSIVE|NOT_MEASURED)' "$out/compare-$1-$2.txt" | awk '{print $2":"$3"/"$4}' | tr '\n' ' ')
+  echo "$v ${why}"
+}
+
+printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU_US" >"$out/inject-cpu.yaml"
+printf 'inject:\n  graphql_alloc_bytes_per_request: %d\n' "$ALLOC_BYTES" >"$out/inject-alloc.yaml"
+
+table="$out/table.md"
+{
+  echo "# gate-check $(date -u +%FT%TZ) on $(nproc) cores, profile $PROFILE, N=$N"
+  echo
+  echo "| experiment | item | verdict | failing or open rows |"
+  echo "|---|---|---|---|"
+} >"$table"
+row() { echo "| $1 | $2 | $3 | $4 |" | tee -a "$table"; }
+
+# Interleave the kinds of run so a drift of the machine lands on all of them.
+for i in $(seq 1 "$N"); do
+  v=$(run "same-$i"); row "same build, run" "same-$i" "$v" "(own KPI verdict)"
+  v=$(run "self-$i" --arms rest,rest); row "rest,rest self-check" "self-$i" "$v" "$(grep -E '^  - ' "$out/self-$i.out" | tr '\n' ' ')"
+  v=$(run "cpu-$i" --config "$out/inject-cpu.yaml"); row "CPU +${CPU_US} µs/req, run" "cpu-$i" "$v" "(own KPI verdict)"
+  v=$(run "alloc-$i" --config "$out/inject-alloc.yaml"); row "alloc +${ALLOC_BYTES} B/req, run" "alloc-$i" "$v" "(own KPI verdict)"
+done
+for i in $(seq 1 "$N"); do
+  for j in $(seq $((i + 1)) "$N"); do
+    set -- $(compare "same-$i" "same-$j"); row "same build, compare" "same-$i → same-$j" "$1" "${*:2}"
+  done
+done
+for i in $(seq 1 "$N"); do
+  set -- $(compare "same-$i" "cpu-$i"); row "CPU injected, compare" "same-$i → cpu-$i" "$1" "${*:2}"
+  set -- $(compare "same-$i" "alloc-$i"); row "alloc injected, compare" "same-$i → alloc-$i" "$1" "${*:2}"
+done
+{
+  echo
+  echo "Summary:"
+  echo "- same build, compare: $(grep -c '| same build, compare | .* | FAIL |' "$table") fail of $((N * (N - 1) / 2)) (want 0)"
+  echo "- rest,rest self-check: $(grep -c '| rest,rest self-check | .* | fail |' "$table") fail of $N (want 0)"
+  echo "- CPU injected, compare: $(grep -c '| CPU injected, compare | .* | FAIL | .*cpu_us_per_request' "$table") fail naming cpu_us_per_request of $N (want $N)"
+  echo "- alloc injected, compare: $(grep -c '| alloc injected, compare | .* | FAIL | .*alloc_bytes_per_request' "$table") fail naming alloc_bytes_per_request of $N (want $N)"
+} | tee -a "$table"
