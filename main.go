@@ -344,8 +344,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if raw != nil {
 		var rep report.Report
 		if err := json.Unmarshal(raw, &rep); err == nil && len(rep.KPIs) > 0 {
-			return rep.Table(stdout)
+			return rep.Table(stdout) // the table ends with every reason
 		}
+	}
+	for _, why := range r.Reasons {
+		fmt.Fprintf(stdout, "  - %s\n", why)
 	}
 	return nil
 }

@@ -122,6 +122,7 @@ func TestEndToEndRun(t *testing.T) {
 			Delta     *float64 `json:"delta"`
 			Threshold *float64 `json:"threshold"`
 			Pass      *bool    `json:"pass"`
+			Outcome   string   `json:"outcome"`
 		} `json:"kpis"`
 		Phases []struct {
 			Name          string  `json:"name"`
@@ -159,9 +160,10 @@ func TestEndToEndRun(t *testing.T) {
 	if rep.Status != "complete" {
 		t.Fatalf("status: got %q, want complete (exit %d)\nstderr:\n%s", rep.Status, code, stderr)
 	}
-	// The exit code is the verdict's: 0 pass, 1 fail, nothing else.
+	// The exit code is the verdict's: 0 pass, 1 fail, 4 inconclusive (one
+	// round cannot be conclusive), nothing else.
 	switch {
-	case rep.Verdict == "pass" && code == 0, rep.Verdict == "fail" && code == 1:
+	case rep.Verdict == "pass" && code == 0, rep.Verdict == "fail" && code == 1, rep.Verdict == "inconclusive" && code == 4:
 	default:
 		t.Errorf("verdict %q with exit code %d", rep.Verdict, code)
 	}
@@ -226,7 +228,7 @@ func TestEndToEndRun(t *testing.T) {
 	// The control for TestInjectedRegressionFailsTheGate: without the
 	// planted cost, GraphQL's allocation per request is within the limit.
 	for _, k := range rep.KPIs {
-		if k.Name == "alloc_bytes_per_request" && (k.Pass == nil || !*k.Pass) {
+		if k.Name == "alloc_bytes_per_request" && k.Outcome == "fail" {
 			t.Errorf("alloc_bytes_per_request fails without an injected cost: delta %v", *k.Delta)
 		}
 	}
@@ -247,15 +249,22 @@ func TestEndToEndRun(t *testing.T) {
 	if md2, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md2), "| Metric | REST | GraphQL | Variance | KPI | Result |") {
 		t.Errorf("soakd report did not re-render report.md: %v", err)
 	}
-	// A run compared with itself shows no regression.
+	// A one-round run compared with itself shows no change, but one sample
+	// per run cannot be gated: inconclusive (exit 4), saying why.
 	cout, stderr, ccode := runSoakd(t, bin, "compare", out, filepath.Join(out, "report.json"))
-	if ccode != 0 || !strings.Contains(cout, "graphql-load") {
-		t.Errorf("soakd compare of a run with itself: exit %d, want 0\n%s\n%s", ccode, cout, stderr)
+	if ccode != 4 || !strings.Contains(cout, "graphql-load is reported, not gated: one sample per run") || !strings.Contains(cout, "INCONCLUSIVE") {
+		t.Errorf("soakd compare of a one-round run with itself: exit %d, want 4 with the reason\n%s\n%s", ccode, cout, stderr)
 	}
+}
+
+// withRounds sets the tiny profile's rounds.
+func withRounds(cfg string, n int) string {
+	return strings.Replace(cfg, "    seed: 7\n", fmt.Sprintf("    seed: 7\n    rounds: %d\n", n), 1)
 }
 
 // runTiny runs soakd on tinyConfig plus extra YAML and returns the report,
 // the run directory and the exit code.
+
 func runTiny(t *testing.T, bin, extra string, args ...string) (map[string]any, string, int) {
 	t.Helper()
 	return runConfig(t, bin, tinyConfig+extra, args...)
@@ -302,7 +311,8 @@ func TestInjectedRegressionFailsTheGate(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildSoakd(t)
-	rep, out, code := runTiny(t, bin, "inject:\n  graphql_alloc_bytes_per_request: 262144\n")
+	// Three rounds: one round is always inconclusive.
+	rep, out, code := runConfig(t, bin, withRounds(tinyConfig, 3)+"inject:\n  graphql_alloc_bytes_per_request: 262144\n")
 	if code != 1 || rep["verdict"] != "fail" {
 		t.Fatalf("an injected regression: exit %d verdict %v, want 1 and fail", code, rep["verdict"])
 	}
@@ -310,7 +320,7 @@ func TestInjectedRegressionFailsTheGate(t *testing.T) {
 	for _, k := range rows(rep, "kpis") {
 		if k["name"] == "alloc_bytes_per_request" {
 			found = true
-			if k["pass"] != false {
+			if k["pass"] != false || k["outcome"] != "fail" || k["interval"] == nil {
 				t.Errorf("alloc_bytes_per_request must fail with 256 KiB injected per request: %v", k)
 			}
 		}
@@ -383,16 +393,15 @@ func TestSelfCheckRounds(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildSoakd(t)
-	cfg := strings.Replace(tinyConfig, "    seed: 7\n", "    seed: 7\n    rounds: 2\n    gate: median\n", 1)
-	rep, _, code := runConfig(t, bin, cfg, "--arms", "rest,rest")
-	if rep["arms"] != "rest,rest" || rep["gate"] != "median" {
-		t.Errorf("arms %v gate %v, want rest,rest and median", rep["arms"], rep["gate"])
+	rep, _, code := runConfig(t, bin, withRounds(tinyConfig, 2), "--arms", "rest,rest")
+	if rep["arms"] != "rest,rest" || rep["gate"] != "interval" {
+		t.Errorf("arms %v gate %v, want rest,rest and interval", rep["arms"], rep["gate"])
 	}
 	var names []string
 	for _, p := range rows(rep, "phases") {
 		names = append(names, p["name"].(string)+":"+p["arm"].(string))
 	}
-	want := "rest-control#1:rest rest-control-b#1:rest rest-control#2:rest rest-control-b#2:rest max-load-graphql:graphql"
+	want := "rest-control#1:rest rest-control-b#1:rest rest-control-b#2:rest rest-control#2:rest max-load-graphql:graphql" // A B, B A
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("phases:\n got %s\nwant %s", got, want)
 	}
@@ -409,7 +418,7 @@ func TestSelfCheckRounds(t *testing.T) {
 		}
 	}
 	switch {
-	case rep["verdict"] == "pass" && code == 0, rep["verdict"] == "fail" && code == 1:
+	case rep["verdict"] == "pass" && code == 0, rep["verdict"] == "fail" && code == 1, rep["verdict"] == "inconclusive" && code == 4:
 	default:
 		t.Errorf("verdict %v with exit %d", rep["verdict"], code)
 	}
@@ -657,7 +666,7 @@ func TestSoakCycles(t *testing.T) {
 		}
 	}
 	switch {
-	case soak.Verdict == "pass" && code == 0, soak.Verdict == "fail" && code == 1:
+	case soak.Verdict == "pass" && code == 0, soak.Verdict == "fail" && code == 1, soak.Verdict == "inconclusive" && code == 4:
 	default:
 		t.Errorf("soak verdict %s with exit %d\n%s", soak.Verdict, code, stdout)
 	}

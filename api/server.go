@@ -105,8 +105,8 @@ type RunSummary struct {
 	Profile string `json:"profile"`
 	// Status is running, complete, aborted, or unknown (unreadable report).
 	Status string `json:"status"`
-	// Verdict is pass or fail once complete, running while in progress,
-	// aborted when the run could not finish; empty when unknown.
+	// Verdict is pass, fail or inconclusive once complete, running while in
+	// progress, aborted when the run could not finish; empty when unknown.
 	Verdict string `json:"verdict"`
 	// StartedAt is when the run began.
 	StartedAt time.Time `json:"started_at"`
@@ -116,6 +116,9 @@ type RunSummary struct {
 	Baseline bool `json:"baseline"`
 	// Dir is the run's directory on the daemon's host.
 	Dir string `json:"dir"`
+	// Reasons name every gated KPI and check that did not pass, with its
+	// numbers: why the verdict is fail or inconclusive.
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 // sentinel is the type of this package's sentinel errors. A string type

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -228,7 +229,7 @@ func TestHappyPath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
-	if len(runs) != 1 || runs[0] != sum {
+	if len(runs) != 1 || !reflect.DeepEqual(runs[0], sum) {
 		t.Errorf("List: got %+v, want [%+v]", runs, sum)
 	}
 
@@ -236,7 +237,7 @@ func TestHappyPath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	if got != sum || rep != nil {
+	if !reflect.DeepEqual(got, sum) || rep != nil {
 		t.Errorf("Get while running: got %+v report %q, want %+v and a nil report", got, rep, sum)
 	}
 

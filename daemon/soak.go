@@ -166,7 +166,7 @@ func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int
 		c.Verdict = rep.Verdict
 		c.CycleFigures = cycleFigures(rep, n)
 	}
-	if err != nil && CodeOf(err) != ExitFail {
+	if code := CodeOf(err); err != nil && code != ExitFail && code != ExitInconclusive {
 		c.Error = err.Error()
 		// A failed driver fails the cycle, not the soak; an interrupted
 		// soak ends.
@@ -211,15 +211,21 @@ func (s *soaker) judge() {
 		BaselineCycles: d.BaselineCycles, HeapLiveRatio: d.HeapLiveRatio, RSSRatio: d.RSSRatio,
 		CPUPerRequestRatio: d.CPUPerRequestRatio, GoroutinesIncrease: d.GoroutinesIncrease, GCPercentIncreasePoints: d.GCPercentIncreasePoints,
 	})
-	s.rep.Verdict = kpi.Pass
+	// Drift failing, or a cycle failing or aborting, fails the soak; a
+	// cycle whose KPIs were inconclusive makes it inconclusive at best.
+	os := []kpi.Outcome{kpi.OutcomePass}
 	if !kpi.DriftPass(s.rep.Drift) {
-		s.rep.Verdict = kpi.Fail
+		os = append(os, kpi.OutcomeFail)
 	}
 	for _, c := range s.rep.Cycles {
-		if c.Verdict != kpi.Pass {
-			s.rep.Verdict = kpi.Fail
+		switch c.Verdict {
+		case kpi.Pass, kpi.Inconclusive:
+			os = append(os, kpi.Outcome(c.Verdict))
+		default:
+			os = append(os, kpi.OutcomeFail)
 		}
 	}
+	s.rep.Verdict = string(kpi.Combine(os...))
 }
 
 func (s *soaker) write() error {
@@ -248,6 +254,8 @@ func (s *soaker) finish(err error) (*SoakReport, error) {
 	switch {
 	case err != nil:
 		return &s.rep, WithCode(ExitAborted, err)
+	case s.rep.Verdict == kpi.Inconclusive:
+		return &s.rep, WithCode(ExitInconclusive, errors.New("the soak's verdict is inconclusive"))
 	case s.rep.Verdict != kpi.Pass:
 		return &s.rep, WithCode(ExitFail, errors.New("the soak's verdict is fail"))
 	}

@@ -87,7 +87,7 @@ type Summary struct {
 	// Status is running, complete, aborted (see package report) or
 	// unknown (no readable report.json).
 	Status string `json:"status"`
-	// Verdict is pass or fail once complete, running while the run is in
+	// Verdict is pass, fail or inconclusive once complete, running while the run is in
 	// progress, aborted for a run that could not finish (or was in progress
 	// when a previous daemon died); empty when unknown.
 	Verdict string `json:"verdict"`
@@ -102,6 +102,9 @@ type Summary struct {
 	Baseline bool `json:"baseline"`
 	// Dir is the run's directory (absolute).
 	Dir string `json:"dir"`
+	// Reasons name every gated KPI and check that did not pass, with its
+	// numbers (report.Report.Reasons); empty for a pass.
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 // Store is the run history of one data directory. It is safe for
@@ -220,7 +223,7 @@ func (s *Store) scan(id string) (Summary, *report.Report, error) {
 func summarize(id, dir string, rep *report.Report) Summary {
 	sum := Summary{
 		ID: id, Profile: rep.Profile, Status: rep.Status, Verdict: rep.Verdict,
-		StartedAt: rep.StartedAt.UTC(), FinishedAt: rep.FinishedAt.UTC(), Dir: dir,
+		StartedAt: rep.StartedAt.UTC(), FinishedAt: rep.FinishedAt.UTC(), Dir: dir, Reasons: rep.Reasons(),
 	}
 	if sum.Status == report.StatusRunning {
 		sum.Verdict = report.VerdictRunning

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -347,7 +348,7 @@ func TestGetAndUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Summary{ID: id, Profile: "smoke", Status: report.StatusComplete, Verdict: "pass", StartedAt: t0, FinishedAt: t0.Add(time.Hour), Dir: dir}
-	if got := s.List(); len(got) != 1 || got[0] != want {
+	if got := s.List(); len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Errorf("List = %+v, want [%+v]", got, want)
 	}
 

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -51,10 +52,10 @@ func TestRetain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := slices.Clone(tc.runs)
 			got := Retain(in, tc.keepLast, tc.maxAge, now)
-			if !slices.Equal(got, tc.want) {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Retain(keepLast %d, maxAge %s) = %v, want %v", tc.keepLast, tc.maxAge, got, tc.want)
 			}
-			if !slices.Equal(in, tc.runs) {
+			if !reflect.DeepEqual(in, tc.runs) {
 				t.Errorf("Retain modified its input: got %v, want %v", in, tc.runs)
 			}
 		})

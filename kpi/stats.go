@@ -1,6 +1,7 @@
 package kpi
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -258,4 +259,47 @@ func (s Sequential) Look(xs []float64, limit float64, b Bound) (o Outcome, stop 
 	}
 	o = Decide(MeanInterval(xs, s.LookConfidence()), limit, b)
 	return o, o == OutcomePass || o == OutcomeFail || len(xs) >= s.MaxRounds
+}
+
+// intervalJSON is Interval on the wire: an infinite end (too few rounds) is
+// null, since JSON numbers cannot hold ±Inf.
+type intervalJSON struct {
+	Center     float64  `json:"center"`
+	Lo         *float64 `json:"lo"`
+	Hi         *float64 `json:"hi"`
+	N          int      `json:"n"`
+	Confidence float64  `json:"confidence"`
+	SE         float64  `json:"se"`
+	DF         float64  `json:"df"`
+}
+
+// MarshalJSON writes infinite ends as null.
+func (iv Interval) MarshalJSON() ([]byte, error) {
+	finite := func(v float64) *float64 {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	c := iv.Center
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		c = 0
+	}
+	return json.Marshal(intervalJSON{Center: c, Lo: finite(iv.Lo), Hi: finite(iv.Hi), N: iv.N, Confidence: iv.Confidence, SE: iv.SE, DF: iv.DF})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: a null end is infinite.
+func (iv *Interval) UnmarshalJSON(b []byte) error {
+	var w intervalJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*iv = Interval{Center: w.Center, Lo: math.Inf(-1), Hi: math.Inf(1), N: w.N, Confidence: w.Confidence, SE: w.SE, DF: w.DF}
+	if w.Lo != nil {
+		iv.Lo = *w.Lo
+	}
+	if w.Hi != nil {
+		iv.Hi = *w.Hi
+	}
+	return nil
 }

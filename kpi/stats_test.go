@@ -1,6 +1,7 @@
 package kpi
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -161,4 +162,25 @@ func TestCombine(t *testing.T) {
 	f(OutcomeInconclusive, OutcomePass, OutcomeInconclusive)
 	f(OutcomeInconclusive)
 	f(OutcomeAborted, OutcomePass, OutcomeAborted)
+}
+
+func TestIntervalJSON(t *testing.T) {
+	for _, iv := range []Interval{MeanInterval([]float64{7}, DefaultConfidence), MeanInterval([]float64{1, 2, 4}, DefaultConfidence)} {
+		b, err := json.Marshal(iv)
+		if err != nil {
+			t.Fatalf("marshal %+v: %v", iv, err)
+		}
+		var back Interval
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back != iv {
+			t.Errorf("round trip: %s gave %+v, want %+v", b, back, iv)
+		}
+	}
+	// A Result holding an infinite interval encodes (report.json of a one-round run).
+	rs, _ := Aggregate([][]Result{Evaluate(Figures{ThroughputRPS: 1, CPUMachinePercent: 1}, Figures{ThroughputRPS: 1, CPUMachinePercent: 2}, Limits{CPUIncreasePoints: 5})}, DefaultConfidence)
+	if _, err := json.Marshal(rs); err != nil {
+		t.Errorf("one round's rows must encode: %v", err)
+	}
 }
