@@ -728,6 +728,7 @@ func (c *Config) Validate() []FieldError {
 	}
 	for _, name := range c.ProfileNames() {
 		ps = append(ps, c.Profiles[name].validate("profiles."+name)...)
+		ps = append(ps, c.Profiles[name].measurable("profiles."+name, c.Sampler.Interval)...)
 	}
 	slices.SortStableFunc(ps, func(a, b FieldError) int { return strings.Compare(a.Path, b.Path) })
 	return ps
@@ -741,6 +742,64 @@ func (c *Config) ProfileNames() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// expectedSteady estimates a closed-model phase's steady window before it
+// runs: the fewest iterations of any group times the mean think time (the
+// time the first user needs at least, latency aside), less ramp_up,
+// trim_head and trim_tail; for a phase with a duration, the duration less
+// those. ok is false when no estimate exists (no think time: latency-bound).
+func (p Profile) expectedSteady(ph PhaseConfig) (time.Duration, bool) {
+	trims := p.TrimHead + p.TrimTail
+	if ph.Model != "" && ph.Model != workloads.Closed {
+		if ph.Duration <= 0 {
+			return 0, false
+		}
+		return ph.Duration - trims, true
+	}
+	if ph.Duration > 0 {
+		return ph.Duration - ph.RampUp - trims, true
+	}
+	meanThink := (ph.Think.Min + ph.Think.Max) / 2
+	if meanThink <= 0 || len(ph.Users) == 0 {
+		return 0, false
+	}
+	iters := ph.Users[0].Iterations
+	for _, u := range ph.Users[1:] {
+		iters = min(iters, u.Iterations)
+	}
+	if iters <= 0 {
+		return 0, false
+	}
+	return time.Duration(iters)*meanThink - ph.RampUp - trims, true
+}
+
+// measurable refuses a profile whose compared phases cannot hold enough
+// samples: a steady window expected to span fewer than minSteadySamples
+// samples at the sampler interval would give figures that are not measured,
+// so the run would be inconclusive by construction. The estimate ignores
+// latency (real windows are longer), so only profiles that cannot work are
+// refused.
+func (p Profile) measurable(path string, interval time.Duration) []FieldError {
+	var ps []FieldError
+	if interval <= 0 {
+		return nil
+	}
+	need := time.Duration(minSteadySamples-1) * interval
+	for i, ph := range p.Phases {
+		if ph.Name != p.Compare.REST && ph.Name != p.Compare.GraphQL {
+			continue
+		}
+		got, ok := p.expectedSteady(ph)
+		if !ok || got >= need {
+			continue
+		}
+		ps = append(ps, FieldError{Path: fmt.Sprintf("%s.phases[%d]", path, i), Msg: fmt.Sprintf(
+			"phase %s cannot be measured: its steady window is expected to last about %s (iterations × mean think time − ramp_up − trim_head − trim_tail), "+
+				"but %d samples at sampler.interval %s need at least %s; raise the iterations (or the duration), shorten ramp_up or the trims, or lower sampler.interval",
+			ph.Name, got.Round(10*time.Millisecond), minSteadySamples, interval, need)})
+	}
+	return ps
 }
 
 func (p Profile) validate(path string) []FieldError {

@@ -265,3 +265,32 @@ func TestMemoryKeys(t *testing.T) {
 	f("negative span", "memory:\n  min_span: -500ms\n", "memory.min_span", 2, "must not be a negative duration (got -500ms)")
 	f("span without a unit", "memory:\n  min_span: 10\n", "memory.min_span", 2, "is not a duration")
 }
+
+// TestUnmeasurableProfileRefused: a profile whose compared phases cannot
+// hold enough samples at the sampler interval is refused before it runs,
+// naming the phase and what to change.
+func TestUnmeasurableProfileRefused(t *testing.T) {
+	user := `
+sampler: {interval: 1s}
+profiles:
+  short:
+    description: too short to measure
+    settle: 1s
+    trim_head: 1s
+    trim_tail: 1s
+    request_timeout: 5s
+    compare: {rest: r, graphql: g}
+    phases:
+      - {name: r, arm: rest, ramp_up: 2s, think: {min: 0ms, max: 30ms}, users: [{operation: rest-get, users: 10, iterations: 300}]}
+      - {name: g, arm: graphql, ramp_up: 2s, think: {min: 0ms, max: 30ms}, users: [{operation: graphql-query, users: 10, iterations: 600}]}
+`
+	_, err := LoadConfig(defaults(t), []byte(user), "short.yaml")
+	if err == nil || !strings.Contains(err.Error(), "profiles.short.phases[0]") || !strings.Contains(err.Error(), "phase r cannot be measured") ||
+		strings.Contains(err.Error(), "phase g cannot") || !strings.Contains(err.Error(), "lower sampler.interval") {
+		t.Fatalf("want phase r refused with advice, phase g accepted; got %v", err)
+	}
+	// The same profile at a faster sampler is measurable.
+	if _, err := LoadConfig(defaults(t), []byte(strings.Replace(user, "interval: 1s", "interval: 250ms", 1)), "short.yaml"); err != nil {
+		t.Errorf("at 250 ms the profile is measurable: %v", err)
+	}
+}

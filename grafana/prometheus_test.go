@@ -126,6 +126,7 @@ func (f *fixture) finishedPhase() {
 		kpi.Figures{CPUMachinePercent: 20, GCPercent: 2, ThroughputRPS: 1000, CPUCorePercent: 40, CPUMicrosPerRequest: 100, AllocBytesPerRequest: 1000, GCPauseP99Ms: 0.1},
 		kpi.Figures{CPUMachinePercent: 30, GCPercent: 2.5, ThroughputRPS: 950, CPUCorePercent: 60, CPUMicrosPerRequest: 150, AllocBytesPerRequest: 3000, GCPauseP99Ms: 0.2},
 		kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}))
+	f.m.RunVerdict("fail")
 }
 
 // traffic runs a phase until ctx is done: requests through both arms

@@ -40,6 +40,7 @@ profiles:
     trim_head: 200ms
     trim_tail: 200ms
     request_timeout: 5s
+    rounds: 3               # one round is always inconclusive: the "variance (pass)" panel needs a KPI that passed
     compare: {rest: rest-control, graphql: graphql-load}
     phases:
       - name: rest-control
