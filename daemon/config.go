@@ -785,7 +785,9 @@ func (p Profile) measurable(path string, interval time.Duration) []FieldError {
 	if interval <= 0 {
 		return nil
 	}
-	need := time.Duration(minSteadySamples-1) * interval
+	// A window of k intervals holds k or k+1 samples depending on where
+	// the sampler's ticks fall: minSteadySamples intervals guarantee them.
+	need := time.Duration(minSteadySamples) * interval
 	for i, ph := range p.Phases {
 		if ph.Name != p.Compare.REST && ph.Name != p.Compare.GraphQL {
 			continue

@@ -47,8 +47,10 @@ func aggregateRow(rows []Result, confidence float64) Result {
 	r.Delta, r.DeltaMin, r.DeltaMax, r.Interval, r.Reason, r.Outcome = nil, nil, nil, nil, "", ""
 	var rest, gql, deltas []float64
 	for k, x := range rows {
-		rest = append(rest, x.REST)
-		gql = append(gql, x.GraphQL)
+		if x.Reason == "" { // a round that measured the figure
+			rest = append(rest, x.REST)
+			gql = append(gql, x.GraphQL)
+		}
 		if x.Delta == nil {
 			why := x.Reason
 			if why == "" {
@@ -59,7 +61,12 @@ func aggregateRow(rows []Result, confidence float64) Result {
 		}
 		deltas = append(deltas, *x.Delta)
 	}
-	r.REST, r.GraphQL = mean(rest), mean(gql)
+	// Means over the rounds that measured the figure: a round that did not
+	// would pull the mean towards 0.
+	r.REST, r.GraphQL = 0, 0
+	if len(rest) > 0 {
+		r.REST, r.GraphQL = mean(rest), mean(gql)
+	}
 	if r.Reason != "" {
 		if r.Gated {
 			r.Pass, r.Outcome = false, OutcomeNotMeasured
