@@ -318,7 +318,7 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 			rep.Checks = append(rep.Checks, memoryChecks(p, r.target.Sampler.Samples(p.SteadyStart, p.SteadyEnd), r.cfg.Memory)...)
 		}
 	}
-	rep.Overhead = r.overhead(captures[restBy[1].Name], captures[gqlBy[1].Name])
+	rep.Overhead, rep.OverheadBasis = r.overhead(overheadCaptures(restBy, gqlBy, captures))
 	rep.Verdict = verdict(rep.KPIs, rep.Checks)
 	// A self-check's arms are copies of one phase: they offer the same load
 	// and carry the same subscription fan-out, so these notes, which
@@ -432,35 +432,74 @@ func (r *run) startPyroscope() (func() error, error) {
 	return stop, nil
 }
 
-// overhead compares the first round's CPU profiles by function.
-func (r *run) overhead(rest, gql *capture) []report.OverheadRow {
-	n := r.cfg.Profiling.OverheadTop
-	if n == 0 || rest == nil || gql == nil {
-		return nil
-	}
-	rp, rn := rest.cpuProfile()
-	gp, gn := gql.cpuProfile()
-	if rp == "" || gp == "" || rn <= 0 || gn <= 0 {
-		r.rep.Notes = append(r.rep.Notes, "No overhead breakdown: a CPU profile of a compared phase is missing (profiling.cpu off, or /debug/pprof/profile was busy).")
-		return nil
-	}
-	restProf, err := profiles.ReadProfile(rp)
-	if err == nil {
-		var gqlProf *profile.Profile
-		if gqlProf, err = profiles.ReadProfile(gp); err == nil {
-			var costs []profiles.FunctionCost
-			if costs, err = profiles.Overhead(restProf, gqlProf, rn, gn, n, false); err == nil {
-				rows := make([]report.OverheadRow, 0, len(costs))
-				for _, c := range costs {
-					rows = append(rows, report.OverheadRow{Function: c.Function, RESTMicrosPerReq: c.RESTMicrosPerReq,
-						GraphQLMicrosPerReq: c.GraphQLMicrosPerReq, ExtraMicrosPerReq: c.ExtraMicrosPerReq, SharePercent: c.SharePercent})
-				}
-				return rows
-			}
+// overheadCaptures pairs each round's REST and GraphQL captures, in round
+// order; a round missing either capture is left out.
+func overheadCaptures(restBy, gqlBy map[int]report.Phase, captures map[string]*capture) (rest, gql []*capture) {
+	for round := 1; round <= len(restBy); round++ {
+		rp, okR := restBy[round]
+		gp, okG := gqlBy[round]
+		if !okR || !okG || captures[rp.Name] == nil || captures[gp.Name] == nil {
+			continue
 		}
+		rest, gql = append(rest, captures[rp.Name]), append(gql, captures[gp.Name])
 	}
-	r.log.Warn("no overhead breakdown", zap.Error(err))
-	return nil
+	return rest, gql
+}
+
+// overhead compares the arms' CPU profiles by function, each arm's merged
+// over the rounds (profiles.OverheadRounds). rest[i] and gql[i] are round
+// i's captures; a round is used only when both of its profiles were
+// taken, so both arms rest on the same rounds.
+func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.OverheadBasis) {
+	n := r.cfg.Profiling.OverheadTop
+	if n == 0 || len(rest) == 0 || len(rest) != len(gql) {
+		return nil, nil
+	}
+	var restProfs, gqlProfs []*profile.Profile
+	var restReq, gqlReq int64
+	skipped := 0
+	for i := range rest {
+		rp, rn := rest[i].cpuProfile()
+		gp, gn := gql[i].cpuProfile()
+		if rp == "" || gp == "" || rn <= 0 || gn <= 0 {
+			skipped++
+			continue
+		}
+		restProf, err := profiles.ReadProfile(rp)
+		if err != nil {
+			r.log.Warn("a round is left out of the overhead breakdown", zap.Error(err))
+			skipped++
+			continue
+		}
+		gqlProf, err := profiles.ReadProfile(gp)
+		if err != nil {
+			r.log.Warn("a round is left out of the overhead breakdown", zap.Error(err))
+			skipped++
+			continue
+		}
+		restProfs, gqlProfs = append(restProfs, restProf), append(gqlProfs, gqlProf)
+		restReq, gqlReq = restReq+rn, gqlReq+gn
+	}
+	if len(restProfs) == 0 {
+		r.rep.Notes = append(r.rep.Notes, "No overhead breakdown: a CPU profile of a compared phase is missing in every round (profiling.cpu off, or /debug/pprof/profile was busy).")
+		return nil, nil
+	}
+	if skipped > 0 {
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The overhead breakdown leaves out %d of %d rounds: a CPU profile of one of their arms is missing or unreadable.", skipped, len(rest)))
+	}
+	b, err := profiles.OverheadRounds(restProfs, gqlProfs, restReq, gqlReq, n, false)
+	if err != nil {
+		r.log.Warn("no overhead breakdown", zap.Error(err))
+		return nil, nil
+	}
+	rows := make([]report.OverheadRow, 0, len(b.Functions))
+	for _, c := range b.Functions {
+		rows = append(rows, report.OverheadRow{Function: c.Function, RESTMicrosPerReq: c.RESTMicrosPerReq,
+			GraphQLMicrosPerReq: c.GraphQLMicrosPerReq, ExtraMicrosPerReq: c.ExtraMicrosPerReq, SharePercent: c.SharePercent,
+			RESTSamples: c.RESTSamples, GraphQLSamples: c.GraphQLSamples, WithinNoise: c.WithinNoise})
+	}
+	return rows, &report.OverheadBasis{Rounds: len(restProfs), RESTRequests: b.RESTRequests, GraphQLRequests: b.GraphQLRequests,
+		RESTSamples: b.RESTSamples, GraphQLSamples: b.GraphQLSamples, SampleRateHz: b.SampleRateHz}
 }
 
 // newPhase joins a driver result with the target's figures over the

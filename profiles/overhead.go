@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 
@@ -11,8 +12,8 @@ import (
 )
 
 // FunctionCost is one function's flat (self) CPU time per request in each arm and GraphQL's extra, as
-// Overhead computes it. Times are CPU microseconds per request; the JSON names match the report's
-// overhead rows.
+// Overhead and OverheadRounds compute it, with the profile samples it rests on. Times are CPU
+// microseconds per request; the JSON names match the report's overhead rows.
 type FunctionCost struct {
 	// Function is the function's full name, as in the profile (e.g. "encoding/json.(*decodeState).object").
 	Function string `json:"function"`
@@ -25,48 +26,142 @@ type FunctionCost struct {
 	// SharePercent is ExtraMicrosPerReq as a percentage of the summed extra of every function whose extra
 	// is positive: where GraphQL's additional CPU goes.
 	SharePercent float64 `json:"share_percent"`
+	// RESTSamples is how many CPU profile samples (one per profiling period, 10 ms at the default
+	// 100 Hz) of the REST arm the function's self time rests on (count).
+	RESTSamples int64 `json:"rest_samples"`
+	// GraphQLSamples is the same for the GraphQL arm (count).
+	GraphQLSamples int64 `json:"graphql_samples"`
+	// WithinNoise is set when the samples are too few to tell the arms apart (see WithinNoise).
+	WithinNoise bool `json:"within_noise"`
 }
 
-// Overhead compares two CPU profiles, one of the REST arm and one of the GraphQL arm, function by function
-// and returns the n functions with the most extra flat (self) CPU per request in the GraphQL arm, largest
-// first. Each arm's CPU nanoseconds (the "cpu"/"nanoseconds" sample value) are divided by that arm's
-// request count, so arms that reached different throughputs compare fairly. A sample's time goes to the
-// innermost function of its leaf location (inlined frames count as their own functions).
+// Noise rule of the overhead breakdown; see WithinNoise.
+const (
+	// NoiseMinSamples is the fewest samples (count) the larger arm must have for a row to count as
+	// evidence.
+	NoiseMinSamples = 20
+	// NoiseSigmas is how many standard deviations (Poisson) the per-request difference must exceed.
+	NoiseSigmas = 2
+)
+
+// WithinNoise reports whether a function's difference between the arms is too thin to tell from
+// sampling noise. restSamples and gqlSamples are the function's profile samples (counts) in each arm,
+// restRequests and gqlRequests the arms' request counts. A CPU profile's sample count is a count, so it
+// is taken as Poisson: its variance is the count itself. The rule: the row is within noise when
 //
-// With handlersOnly, only request-handling time is compared when it can be told apart: when both
-// profiles have samples labelled endpoint (any value, as Labeled sets), only labelled samples count.
-// Without it (what the report uses, since the CPU KPI is the whole process's) every sample counts, so
-// the GC's background mark workers and net/http's connection handling show up where GraphQL costs them.
-// Only functions
-// with positive extra are returned, so the list may be shorter than n. SharePercent is each function's
-// part of the summed positive extra of all functions, not only of the n returned.
+//   - the larger of the two sample counts is below NoiseMinSamples (20), or
+//   - |g/Ng − r/Nr| < NoiseSigmas · sqrt(g/Ng² + r/Nr²), with r, g the samples and Nr, Ng the requests:
+//     the per-request difference is within 2 standard deviations of zero.
+//
+// With equal request counts the second condition is |g − r| < 2·sqrt(g + r), the difference in
+// samples smaller than twice the square root of their sum; the request counts only rescale each arm.
+// Non-positive request counts are always within noise.
+func WithinNoise(restSamples, gqlSamples, restRequests, gqlRequests int64) bool {
+	if restRequests <= 0 || gqlRequests <= 0 || max(restSamples, gqlSamples) < NoiseMinSamples {
+		return true
+	}
+	r, g := float64(restSamples), float64(gqlSamples)
+	nr, ng := float64(restRequests), float64(gqlRequests)
+	diff := math.Abs(g/ng - r/nr)
+	sd := math.Sqrt(g/(ng*ng) + r/(nr*nr))
+	return diff < NoiseSigmas*sd
+}
+
+// Breakdown is OverheadRounds's result: the functions and the evidence behind the whole table.
+type Breakdown struct {
+	// Functions are the listed rows: those with evidence first, largest extra first, then rows within
+	// noise (see OverheadRounds).
+	Functions []FunctionCost
+	// RESTProfiles and GraphQLProfiles are how many profiles (rounds) each arm merged.
+	RESTProfiles, GraphQLProfiles int
+	// RESTRequests and GraphQLRequests are the summed request counts the arms were divided by.
+	RESTRequests, GraphQLRequests int64
+	// RESTSamples and GraphQLSamples are the merged profiles' total samples (count) that were compared:
+	// all of them, or with handlersOnly and labels on both sides only the labelled ones.
+	RESTSamples, GraphQLSamples int64
+	// SampleRateHz is the merged profiles' sampling rate (Hz, 1/period), 0 when the period is not
+	// in nanoseconds.
+	SampleRateHz float64
+}
+
+// Overhead compares two CPU profiles, one of the REST arm and one of the GraphQL arm, function by function.
+// It is OverheadRounds with one profile per arm, returning only the rows.
 func Overhead(rest, gql *profile.Profile, restRequests, gqlRequests int64, n int, handlersOnly bool) ([]FunctionCost, error) {
 	if rest == nil || gql == nil {
 		return nil, errors.New("cannot compare cpu profiles: a profile is missing")
 	}
+	b, err := OverheadRounds([]*profile.Profile{rest}, []*profile.Profile{gql}, restRequests, gqlRequests, n, handlersOnly)
+	return b.Functions, err
+}
+
+// OverheadRounds merges each arm's CPU profiles (one per round, profile.Merge) and compares the merged
+// profiles function by function. restRequests and gqlRequests are the requests completed while each arm's
+// profiles ran, summed over the rounds. Each arm's CPU nanoseconds (the "cpu"/"nanoseconds" sample value)
+// are divided by its request count, so arms that reached different throughputs compare fairly. A sample's
+// time goes to the innermost function of its leaf location (inlined frames count as their own functions):
+// the breakdown is of flat (self) time, and each row's sample counts are the flat samples (the
+// "samples"/"count" value, or nanoseconds / period when the profile has none).
+//
+// Only functions with positive extra are listed. Rows whose difference is within noise (WithinNoise) are
+// kept but sorted after every row with evidence; n bounds the whole list, so rows within noise are left
+// out when n functions have evidence. Within each group rows go largest extra first. SharePercent is
+// each function's part of the summed positive extra of all functions, not only of the n returned, noisy
+// ones included.
+//
+// With handlersOnly, only request-handling time is compared when it can be told apart: when both
+// merged profiles have samples labelled endpoint (any value, as Labeled sets), only labelled samples count.
+// Without it (what the report uses, since the CPU KPI is the whole process's) every sample counts, so
+// the GC's background mark workers and net/http's connection handling show up where GraphQL costs them.
+func OverheadRounds(rest, gql []*profile.Profile, restRequests, gqlRequests int64, n int, handlersOnly bool) (Breakdown, error) {
+	if len(rest) == 0 || len(gql) == 0 || slices.Contains(rest, nil) || slices.Contains(gql, nil) {
+		return Breakdown{}, errors.New("cannot compare cpu profiles: a profile is missing")
+	}
 	if restRequests <= 0 || gqlRequests <= 0 {
-		return nil, fmt.Errorf("cannot compare cpu profiles: request counts must be positive, got rest %d, graphql %d", restRequests, gqlRequests)
+		return Breakdown{}, fmt.Errorf("cannot compare cpu profiles: request counts must be positive, got rest %d, graphql %d", restRequests, gqlRequests)
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("cannot compare cpu profiles: n must be positive, got %d", n)
+		return Breakdown{}, fmt.Errorf("cannot compare cpu profiles: n must be positive, got %d", n)
 	}
-	labelled := handlersOnly && hasEndpointLabel(rest) && hasEndpointLabel(gql)
-	restNanos, err := flatCPU(rest, labelled)
+	restProf, err := profile.Merge(rest)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the rest cpu profile: %w", err)
+		return Breakdown{}, fmt.Errorf("cannot merge the rest cpu profiles: %w", err)
 	}
-	gqlNanos, err := flatCPU(gql, labelled)
+	gqlProf, err := profile.Merge(gql)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the graphql cpu profile: %w", err)
+		return Breakdown{}, fmt.Errorf("cannot merge the graphql cpu profiles: %w", err)
+	}
+	labelled := handlersOnly && hasEndpointLabel(restProf) && hasEndpointLabel(gqlProf)
+	restFlat, err := flatCPU(restProf, labelled)
+	if err != nil {
+		return Breakdown{}, fmt.Errorf("cannot read the rest cpu profile: %w", err)
+	}
+	gqlFlat, err := flatCPU(gqlProf, labelled)
+	if err != nil {
+		return Breakdown{}, fmt.Errorf("cannot read the graphql cpu profile: %w", err)
+	}
+	b := Breakdown{
+		RESTProfiles: len(rest), GraphQLProfiles: len(gql),
+		RESTRequests: restRequests, GraphQLRequests: gqlRequests,
+		SampleRateHz: sampleRate(gqlProf),
+	}
+	for _, c := range restFlat {
+		b.RESTSamples += c.samples
+	}
+	for _, c := range gqlFlat {
+		b.GraphQLSamples += c.samples
 	}
 
-	costs := make([]FunctionCost, 0, len(gqlNanos))
+	costs := make([]FunctionCost, 0, len(gqlFlat))
 	var totalExtra float64
-	for fn, g := range gqlNanos {
+	for fn, g := range gqlFlat {
+		r := restFlat[fn]
 		c := FunctionCost{
 			Function:            fn,
-			RESTMicrosPerReq:    float64(restNanos[fn]) / 1e3 / float64(restRequests),
-			GraphQLMicrosPerReq: float64(g) / 1e3 / float64(gqlRequests),
+			RESTMicrosPerReq:    float64(r.nanos) / 1e3 / float64(restRequests),
+			GraphQLMicrosPerReq: float64(g.nanos) / 1e3 / float64(gqlRequests),
+			RESTSamples:         r.samples,
+			GraphQLSamples:      g.samples,
+			WithinNoise:         WithinNoise(r.samples, g.samples, restRequests, gqlRequests),
 		}
 		c.ExtraMicrosPerReq = c.GraphQLMicrosPerReq - c.RESTMicrosPerReq
 		if c.ExtraMicrosPerReq > 0 {
@@ -76,6 +171,12 @@ func Overhead(rest, gql *profile.Profile, restRequests, gqlRequests int64, n int
 	}
 	// Functions only in the REST profile have negative extra and are never listed.
 	slices.SortFunc(costs, func(a, b FunctionCost) int {
+		if a.WithinNoise != b.WithinNoise {
+			if a.WithinNoise {
+				return 1
+			}
+			return -1
+		}
 		if c := cmp.Compare(b.ExtraMicrosPerReq, a.ExtraMicrosPerReq); c != 0 {
 			return c
 		}
@@ -85,7 +186,8 @@ func Overhead(rest, gql *profile.Profile, restRequests, gqlRequests int64, n int
 	for i := range costs {
 		costs[i].SharePercent = costs[i].ExtraMicrosPerReq / totalExtra * 100
 	}
-	return costs, nil
+	b.Functions = costs
+	return b, nil
 }
 
 // ReadProfile reads a pprof profile file (gzip'd or not) such as a CaptureCPU capture.
@@ -112,21 +214,46 @@ func hasEndpointLabel(p *profile.Profile) bool {
 	return false
 }
 
-// flatCPU sums p's cpu nanoseconds by the function each sample's time is spent in; with labelled, only
-// samples carrying the endpoint label count.
-func flatCPU(p *profile.Profile, labelled bool) (map[string]int64, error) {
+// flat is one function's self time in a profile: CPU nanoseconds and samples (count).
+type flat struct {
+	nanos, samples int64
+}
+
+// sampleRate is p's sampling rate in Hz when its period is in nanoseconds, else 0.
+func sampleRate(p *profile.Profile) float64 {
+	if p.PeriodType == nil || p.PeriodType.Unit != "nanoseconds" || p.Period <= 0 {
+		return 0
+	}
+	return 1e9 / float64(p.Period)
+}
+
+// flatCPU sums p's cpu nanoseconds and samples by the function each sample's time is spent in; with
+// labelled, only samples carrying the endpoint label count. Samples are the "samples"/"count" value when
+// the profile has one (runtime/pprof's do), else the nanoseconds divided by the period.
+func flatCPU(p *profile.Profile, labelled bool) (map[string]flat, error) {
 	vi := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool {
 		return t != nil && t.Type == "cpu" && t.Unit == "nanoseconds"
 	})
 	if vi < 0 {
 		return nil, errors.New("no cpu/nanoseconds sample type (not a cpu profile)")
 	}
-	out := make(map[string]int64)
+	ci := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool {
+		return t != nil && t.Type == "samples" && t.Unit == "count"
+	})
+	out := make(map[string]flat)
 	for _, s := range p.Sample {
 		if vi >= len(s.Value) || (labelled && len(s.Label[LabelEndpoint]) == 0) {
 			continue
 		}
-		out[leafFunction(s)] += s.Value[vi]
+		f := out[leafFunction(s)]
+		f.nanos += s.Value[vi]
+		switch {
+		case ci >= 0 && ci < len(s.Value):
+			f.samples += s.Value[ci]
+		case p.Period > 0:
+			f.samples += s.Value[vi] / p.Period
+		}
+		out[leafFunction(s)] = f
 	}
 	return out, nil
 }

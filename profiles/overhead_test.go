@@ -223,8 +223,111 @@ func TestFunctionCostJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"function":"f","rest_us_per_request":1,"graphql_us_per_request":2,"extra_us_per_request":1,"share_percent":100}`
+	want := `{"function":"f","rest_us_per_request":1,"graphql_us_per_request":2,"extra_us_per_request":1,"share_percent":100,"rest_samples":0,"graphql_samples":0,"within_noise":false}`
 	if string(b) != want {
 		t.Errorf("FunctionCost JSON: got %s, want %s", b, want)
+	}
+}
+
+// samplesOf is a synthSample of n profiling periods (10 ms each) in function fn.
+func samplesOf(fn string, n int64) synthSample {
+	return synthSample{stack: []string{fn, "net/http.(*conn).serve"}, nanos: n * 10_000_000}
+}
+
+func TestOverheadRoundsMergesAndMarksNoise(t *testing.T) {
+	// Two rounds per arm, each profile built on its own (its own function and location IDs).
+	rest := []*profile.Profile{
+		synthCPU(samplesOf("encoding/json.Marshal", 100), samplesOf("runtime.scanobject", 200)),
+		synthCPU(samplesOf("encoding/json.Marshal", 100), samplesOf("runtime.scanobject", 200)),
+	}
+	gql := []*profile.Profile{
+		synthCPU(samplesOf("gqlgen.exec", 200), samplesOf("encoding/json.Marshal", 150), samplesOf("runtime.scanobject", 225),
+			samplesOf("gqlparser.lex", 25), samplesOf("rare", 1)),
+		synthCPU(samplesOf("gqlgen.exec", 200), samplesOf("encoding/json.Marshal", 150), samplesOf("runtime.scanobject", 225)),
+	}
+	// Requests: REST 800 + 1200, GraphQL 1000 + 1000. A sample is 10 ms = 10,000 µs, so a function's
+	// µs per request over 2,000 requests is 5 × its samples.
+	b, err := OverheadRounds(rest, gql, 2000, 2000, 10, false)
+	if err != nil {
+		t.Fatalf("OverheadRounds: %v", err)
+	}
+	if b.RESTProfiles != 2 || b.GraphQLProfiles != 2 || b.RESTRequests != 2000 || b.GraphQLRequests != 2000 {
+		t.Errorf("breakdown basis: got %+v, want 2 profiles and 2000 requests per arm", b)
+	}
+	if b.RESTSamples != 600 || b.GraphQLSamples != 1176 || !nearlyEqual(b.SampleRateHz, 100) {
+		t.Errorf("breakdown totals: got rest %d, graphql %d samples at %v Hz, want 600, 1176 at 100 Hz", b.RESTSamples, b.GraphQLSamples, b.SampleRateHz)
+	}
+	// Extras: exec 2000 (400 vs 0 samples: evidence), Marshal 500 (300 vs 200: 100 > 2·sqrt(500) ≈ 44.7),
+	// lex 125 (25 vs 0: 25 > 2·sqrt(25) = 10), scanobject 250 (450 vs 400: 50 < 2·sqrt(850) ≈ 58.3, noise),
+	// rare 5 (1 sample: fewer than 20, noise). Total 2880. Noise sorts after evidence despite a larger extra.
+	const total = 2880.0
+	want := []FunctionCost{
+		{Function: "gqlgen.exec", GraphQLMicrosPerReq: 2000, ExtraMicrosPerReq: 2000, SharePercent: 2000 / total * 100, GraphQLSamples: 400},
+		{Function: "encoding/json.Marshal", RESTMicrosPerReq: 1000, GraphQLMicrosPerReq: 1500, ExtraMicrosPerReq: 500, SharePercent: 500 / total * 100, RESTSamples: 200, GraphQLSamples: 300},
+		{Function: "gqlparser.lex", GraphQLMicrosPerReq: 125, ExtraMicrosPerReq: 125, SharePercent: 125 / total * 100, GraphQLSamples: 25},
+		{Function: "runtime.scanobject", RESTMicrosPerReq: 2000, GraphQLMicrosPerReq: 2250, ExtraMicrosPerReq: 250, SharePercent: 250 / total * 100, RESTSamples: 400, GraphQLSamples: 450, WithinNoise: true},
+		{Function: "rare", GraphQLMicrosPerReq: 5, ExtraMicrosPerReq: 5, SharePercent: 5 / total * 100, GraphQLSamples: 1, WithinNoise: true},
+	}
+	checkCosts(t, b.Functions, want)
+	for i, w := range want {
+		if i < len(b.Functions) {
+			g := b.Functions[i]
+			if g.RESTSamples != w.RESTSamples || g.GraphQLSamples != w.GraphQLSamples || g.WithinNoise != w.WithinNoise {
+				t.Errorf("row %s: got samples %d/%d within noise %v, want %d/%d %v", g.Function, g.RESTSamples, g.GraphQLSamples, g.WithinNoise,
+					w.RESTSamples, w.GraphQLSamples, w.WithinNoise)
+			}
+		}
+	}
+	// n full of rows with evidence: the rows within noise are left out.
+	b, err = OverheadRounds(rest, gql, 2000, 2000, 3, false)
+	if err != nil {
+		t.Fatalf("OverheadRounds n=3: %v", err)
+	}
+	checkCosts(t, b.Functions, want[:3])
+
+	// The inputs are not changed by the merge: round 1 alone still reads as before.
+	one, err := Overhead(rest[0], gql[0], 800, 1000, 10, false)
+	if err != nil {
+		t.Fatalf("Overhead round 1: %v", err)
+	}
+	if len(one) == 0 || one[len(one)-1].Function != "rare" || one[len(one)-1].GraphQLSamples != 1 || !one[len(one)-1].WithinNoise {
+		t.Errorf("round 1 alone: got %+v, want rare last with 1 sample, within noise", one)
+	}
+}
+
+func TestOverheadRoundsErrors(t *testing.T) {
+	cpu := synthCPU(synthSample{stack: []string{"f"}, nanos: 1000})
+	other := synthCPU(synthSample{stack: []string{"f"}, nanos: 1000})
+	other.SampleType = other.SampleType[1:] // cpu/nanoseconds only: cannot merge with cpu
+	for name, c := range map[string]struct{ rest, gql []*profile.Profile }{
+		"no rest profiles":      {nil, []*profile.Profile{cpu}},
+		"nil graphql profile":   {[]*profile.Profile{cpu}, []*profile.Profile{cpu, nil}},
+		"incompatible profiles": {[]*profile.Profile{cpu, other}, []*profile.Profile{cpu}},
+	} {
+		if b, err := OverheadRounds(c.rest, c.gql, 1, 1, 1, false); err == nil {
+			t.Errorf("%s: got %+v and nil error, want an error", name, b)
+		}
+	}
+}
+
+func TestWithinNoise(t *testing.T) {
+	for _, c := range []struct {
+		rest, gql, restReq, gqlReq int64
+		want                       bool
+	}{
+		{0, 1, 100, 100, true},          // one sample
+		{0, 19, 100, 100, true},         // larger arm below 20
+		{0, 20, 100, 100, false},        // 20 > 2·sqrt(20) ≈ 8.9
+		{100, 120, 100, 100, true},      // 20 < 2·sqrt(220) ≈ 29.7
+		{100, 200, 100, 100, false},     // 100 > 2·sqrt(300) ≈ 34.6
+		{300, 100, 100, 100, false},     // the sign does not matter
+		{100, 200, 1000, 2000, true},    // the same per request
+		{100, 300, 1000, 2000, false},   // 0.05 > 2·sqrt(300/2000² + 100/1000²) ≈ 0.026 per request
+		{1000, 1000, 0, 100, true},      // no requests
+		{5000, 9000, 100_000, 1, false}, // huge per-request difference
+	} {
+		if got := WithinNoise(c.rest, c.gql, c.restReq, c.gqlReq); got != c.want {
+			t.Errorf("WithinNoise(%d, %d, %d, %d) = %v, want %v", c.rest, c.gql, c.restReq, c.gqlReq, got, c.want)
+		}
 	}
 }

@@ -71,6 +71,7 @@ type htmlPage struct {
 	Gate                              string
 	Checks                            []htmlCheck
 	Overhead                          []htmlOverhead
+	OverheadBasis, OverheadRule       string
 	Phases                            []htmlPhase
 	HasProblems                       bool
 	TimeCharts                        []svgChart
@@ -88,7 +89,7 @@ type htmlCheck struct {
 }
 
 type htmlOverhead struct {
-	Function, REST, GraphQL, Extra, Share string
+	Function, REST, GraphQL, Extra, Share, Samples, Class string
 }
 
 type htmlPhase struct {
@@ -227,9 +228,18 @@ func (r *Report) htmlPage(s *Samples) htmlPage {
 		p.Checks = append(p.Checks, hc)
 	}
 	for _, o := range r.Overhead {
-		p.Overhead = append(p.Overhead, htmlOverhead{Function: o.Function,
+		ho := htmlOverhead{Function: o.Function,
 			REST: fmt.Sprintf("%.2f µs", o.RESTMicrosPerReq), GraphQL: fmt.Sprintf("%.2f µs", o.GraphQLMicrosPerReq),
-			Extra: fmt.Sprintf("%+.2f µs", o.ExtraMicrosPerReq), Share: fmt.Sprintf("%.1f %%", o.SharePercent)})
+			Samples: thousands(o.RESTSamples) + " / " + thousands(o.GraphQLSamples)}
+		ho.Extra, ho.Share = overheadExtra(o)
+		if o.WithinNoise {
+			ho.Class = "info"
+		}
+		p.Overhead = append(p.Overhead, ho)
+	}
+	if len(r.Overhead) > 0 {
+		p.OverheadBasis = r.overheadBasis()
+		p.OverheadRule = overheadNoiseRule
 	}
 	for _, ph := range r.Phases {
 		p.Phases = append(p.Phases, htmlPhaseRow(ph))
@@ -876,10 +886,10 @@ svg .b0 { fill: #9ecae1; } svg .b1 { fill: #4292c6; } svg .b2 { fill: #08519c; }
 {{end}}</table></div>{{end}}
 
 {{if .Overhead}}<h2>Where GraphQL spends the extra CPU</h2>
-<p>CPU per request by function in each arm's CPU profile; extra is GraphQL − REST.</p>
+<p>Self CPU per request by function in each arm's CPU profiles, {{.OverheadBasis}}; extra is GraphQL − REST. {{.OverheadRule}}</p>
 <div class="scroll"><table id="overhead">
-<tr><th>Function</th><th>REST</th><th>GraphQL</th><th>Extra</th><th>Share of extra</th></tr>
-{{range .Overhead}}<tr><td><code>{{.Function}}</code></td><td class="num">{{.REST}}</td><td class="num">{{.GraphQL}}</td><td class="num">{{.Extra}}</td><td class="num">{{.Share}}</td></tr>
+<tr><th>Function</th><th>REST</th><th>GraphQL</th><th>Extra</th><th>Share of extra</th><th>Samples (REST / GraphQL)</th></tr>
+{{range .Overhead}}<tr><td><code>{{.Function}}</code></td><td class="num">{{.REST}}</td><td class="num">{{.GraphQL}}</td><td class="num {{.Class}}">{{.Extra}}</td><td class="num {{.Class}}">{{.Share}}</td><td class="num">{{.Samples}}</td></tr>
 {{end}}</table></div>{{end}}
 
 <h2>Target over time</h2>

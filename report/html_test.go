@@ -39,10 +39,7 @@ func htmlFixture() (*Report, *Samples) {
 	mem.Resources = nil
 	mem.ResourcesError = "fewer than 2 samples <in window>"
 	r.Phases = append(r.Phases, mem)
-	r.Overhead = []OverheadRow{
-		{Function: "github.com/99designs/gqlgen/graphql/executor.(*Executor).DispatchOperation", RESTMicrosPerReq: 0, GraphQLMicrosPerReq: 20, ExtraMicrosPerReq: 20, SharePercent: 44.4},
-		{Function: "encoding/json.Marshal", RESTMicrosPerReq: 5, GraphQLMicrosPerReq: 12, ExtraMicrosPerReq: 7, SharePercent: 15.6},
-	}
+	r.Overhead, r.OverheadBasis = overheadFixture()
 	r.Pinning = &Pinning{TargetCPUs: []int{0}, DriverCPUs: []int{1}}
 	return r, fixtureSamples(t0, 101, 500*time.Millisecond)
 }
@@ -147,7 +144,8 @@ func TestHTMLStructure(t *testing.T) {
 		`id="verdict"`, `class="verdict fail"`, "Verdict: FAIL",
 		`<table id="kpis">`, "+13.00 points", "≤ +5 points",
 		`<table id="checks">`, "3 of 80000 requests failed",
-		`<table id="overhead">`, "encoding/json.Marshal",
+		`<table id="overhead">`, "encoding/json.Marshal", "160 / 367", "~ (1 sample, within noise)",
+		"merged over 4 rounds (1,234 REST and 2,345 GraphQL samples at 100 Hz",
 		`<table id="phases">`, `<table id="rounds">`,
 		"mem&lt;&amp;&gt;&#34;ory", "Live heap &lt;trend&gt; &amp; drift", "fewer than 2 samples &lt;in window&gt;",
 	} {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -439,11 +440,71 @@ func (r *Report) checkSections(b *strings.Builder) {
 	group("Return to rest", "rest", "After each phase, a settle period and forced GCs, the target must have released what the phase took.")
 	if len(r.Overhead) > 0 {
 		b.WriteString("## Where the overhead goes\n\n")
-		b.WriteString("Self (flat) CPU per request by function, from CPU profiles of the target over each compared phase's steady window (first round), each divided by the requests completed while it ran.\n\n")
-		b.WriteString("| Function | REST | GraphQL | Extra | Share of extra |\n|---|---:|---:|---:|---:|\n")
+		fmt.Fprintf(b, "Self (flat) CPU per request by function, from CPU profiles of the target over each compared phase's steady window, %s; each arm's CPU divided by the requests completed while its profiles ran. %s\n\n",
+			r.overheadBasis(), overheadNoiseRule)
+		b.WriteString("| Function | REST | GraphQL | Extra | Share of extra | Samples (REST / GraphQL) |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, o := range r.Overhead {
-			fmt.Fprintf(b, "| `%s` | %.2f µs | %.2f µs | %+.2f µs | %.1f %% |\n", o.Function, o.RESTMicrosPerReq, o.GraphQLMicrosPerReq, o.ExtraMicrosPerReq, o.SharePercent)
+			extra, share := overheadExtra(o)
+			fmt.Fprintf(b, "| `%s` | %.2f µs | %.2f µs | %s | %s | %s / %s |\n", o.Function, o.RESTMicrosPerReq, o.GraphQLMicrosPerReq,
+				extra, share, thousands(o.RESTSamples), thousands(o.GraphQLSamples))
 		}
 		b.WriteString("\n")
 	}
+}
+
+// overheadNoiseRule explains the within-noise marking of the overhead
+// table (profiles.WithinNoise).
+const overheadNoiseRule = "A profile takes one sample per period, so a function's samples are a count with Poisson noise: a row is within noise (~) when the larger arm has fewer than 20 samples of the function, or when its per-request difference is within 2 standard deviations (at equal requests: |GraphQL − REST samples| < 2·√(GraphQL + REST samples)). Rows within noise come after the rows with evidence and are left out when those fill the table."
+
+// overheadBasis states the rounds, samples and requests behind the
+// overhead table, e.g. "merged over 4 rounds (1,234 REST and 2,345 GraphQL
+// samples at 100 Hz, over 40,000 and 38,000 requests)".
+func (r *Report) overheadBasis() string {
+	ob := r.OverheadBasis
+	if ob == nil {
+		return "from the first round (a report of an older soakd: no sample counts)"
+	}
+	rounds := fmt.Sprintf("merged over %d rounds", ob.Rounds)
+	if ob.Rounds == 1 {
+		rounds = "from 1 round"
+	}
+	rate := ""
+	if ob.SampleRateHz > 0 {
+		rate = fmt.Sprintf(" at %.4g Hz", ob.SampleRateHz)
+	}
+	return fmt.Sprintf("%s (%s REST and %s GraphQL samples%s, over %s and %s requests)", rounds,
+		thousands(ob.RESTSamples), thousands(ob.GraphQLSamples), rate, thousands(ob.RESTRequests), thousands(ob.GraphQLRequests))
+}
+
+// overheadExtra formats a row's extra and share: the figures when the row
+// has evidence, "~ (n samples, within noise)" and "~" when it is within
+// noise, n being the samples of both arms.
+func overheadExtra(o OverheadRow) (extra, share string) {
+	if !o.WithinNoise {
+		return fmt.Sprintf("%+.2f µs", o.ExtraMicrosPerReq), fmt.Sprintf("%.1f %%", o.SharePercent)
+	}
+	n := o.RESTSamples + o.GraphQLSamples
+	unit := "samples"
+	if n == 1 {
+		unit = "sample"
+	}
+	return fmt.Sprintf("~ (%s %s, within noise)", thousands(n), unit), "~"
+}
+
+// thousands formats n with commas between groups of three digits.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

@@ -78,8 +78,13 @@ type Report struct {
 	// profile's rules, exact subscription delivery, error-free compared arms.
 	Checks []Check `json:"checks"`
 	// Overhead lists the functions where GraphQL spends the most extra CPU
-	// per request compared with REST (from the two arms' CPU profiles).
+	// per request compared with REST (from the two arms' CPU profiles,
+	// merged over the rounds): rows with evidence first, then rows within
+	// noise.
 	Overhead []OverheadRow `json:"overhead,omitempty"`
+	// OverheadBasis is what the Overhead table rests on: rounds, requests
+	// and samples; nil when there is no table (or in older reports).
+	OverheadBasis *OverheadBasis `json:"overhead_basis,omitempty"`
 	// Pinning records the CPUs the target and the drivers were pinned to;
 	// nil when not pinned.
 	Pinning *Pinning `json:"pinning,omitempty"`
@@ -119,7 +124,8 @@ type Check struct {
 	Definition string `json:"definition"`
 }
 
-// OverheadRow is one function's CPU per request in each arm.
+// OverheadRow is one function's self CPU per request in each arm (µs),
+// with the profile samples it rests on.
 type OverheadRow struct {
 	Function            string  `json:"function"`
 	RESTMicrosPerReq    float64 `json:"rest_us_per_request"`
@@ -127,6 +133,34 @@ type OverheadRow struct {
 	ExtraMicrosPerReq   float64 `json:"extra_us_per_request"`
 	// SharePercent is this function's part of all extra CPU per request.
 	SharePercent float64 `json:"share_percent"`
+	// RESTSamples and GraphQLSamples are the CPU profile samples (count,
+	// one per profiling period) of the function's self time in each arm's
+	// merged profile.
+	RESTSamples    int64 `json:"rest_samples"`
+	GraphQLSamples int64 `json:"graphql_samples"`
+	// WithinNoise marks a row whose samples cannot tell the arms apart:
+	// the larger arm has fewer than 20 samples, or the per-request
+	// difference is within 2 Poisson standard deviations
+	// (|g/Ng − r/Nr| < 2·sqrt(g/Ng² + r/Nr²), samples r, g over requests
+	// Nr, Ng; |g − r| < 2·sqrt(g + r) at equal requests). See
+	// profiles.WithinNoise.
+	WithinNoise bool `json:"within_noise"`
+}
+
+// OverheadBasis is the evidence behind the whole overhead table.
+type OverheadBasis struct {
+	// Rounds is how many rounds' profiles each arm merged.
+	Rounds int `json:"rounds"`
+	// RESTRequests and GraphQLRequests are the requests completed while
+	// the merged profiles ran, summed over the rounds (count).
+	RESTRequests    int64 `json:"rest_requests"`
+	GraphQLRequests int64 `json:"graphql_requests"`
+	// RESTSamples and GraphQLSamples are the merged profiles' samples
+	// (count).
+	RESTSamples    int64 `json:"rest_samples"`
+	GraphQLSamples int64 `json:"graphql_samples"`
+	// SampleRateHz is the profiles' sampling rate (Hz); 0 when unknown.
+	SampleRateHz float64 `json:"sample_rate_hz"`
 }
 
 // Pinning records CPU affinity.

@@ -97,6 +97,47 @@ func TestMarkdownGolden(t *testing.T) {
 	golden(t, "report.md", fixture().Markdown())
 }
 
+// overheadFixture is an overhead table merged over 4 rounds: two rows
+// with evidence and two within noise, one of them a single sample.
+func overheadFixture() ([]OverheadRow, *OverheadBasis) {
+	return []OverheadRow{
+			{Function: "github.com/99designs/gqlgen/graphql/executor.(*Executor).DispatchOperation", GraphQLMicrosPerReq: 20, ExtraMicrosPerReq: 20, SharePercent: 44.4, GraphQLSamples: 612},
+			{Function: "encoding/json.Marshal", RESTMicrosPerReq: 5, GraphQLMicrosPerReq: 12, ExtraMicrosPerReq: 7, SharePercent: 15.6, RESTSamples: 160, GraphQLSamples: 367},
+			{Function: "runtime.scanobject", RESTMicrosPerReq: 9, GraphQLMicrosPerReq: 10, ExtraMicrosPerReq: 1, SharePercent: 2.2, RESTSamples: 290, GraphQLSamples: 306, WithinNoise: true},
+			{Function: "strings.Clone", GraphQLMicrosPerReq: 3.32, ExtraMicrosPerReq: 3.32, SharePercent: 7.4, GraphQLSamples: 1, WithinNoise: true},
+		}, &OverheadBasis{Rounds: 4, RESTRequests: 320000, GraphQLRequests: 305000,
+			RESTSamples: 1234, GraphQLSamples: 2345, SampleRateHz: 100}
+}
+
+func TestOverheadMarkdownGolden(t *testing.T) {
+	r := fixture()
+	r.Overhead, r.OverheadBasis = overheadFixture()
+	md := r.Markdown()
+	i := strings.Index(md, "## Where the overhead goes")
+	if i < 0 {
+		t.Fatal("report.md lacks the overhead section")
+	}
+	section := md[i:]
+	if j := strings.Index(section[1:], "\n## "); j >= 0 {
+		section = section[:j+2]
+	}
+	golden(t, "overhead.md", section)
+	for _, want := range []string{"merged over 4 rounds (1,234 REST and 2,345 GraphQL samples at 100 Hz, over 320,000 and 305,000 requests)",
+		"| 0 / 612 |", "~ (1 sample, within noise)", "~ (596 samples, within noise)"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("overhead section lacks %q:\n%s", want, section)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 1234567: "1,234,567", -45000: "-45,000"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 func TestTableGolden(t *testing.T) {
 	var b strings.Builder
 	if err := fixture().Table(&b); err != nil {
