@@ -276,6 +276,11 @@ func runConfig(t *testing.T, bin, cfg string, args ...string) (map[string]any, s
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.yaml")
+	if !strings.Contains(cfg, "\ndata_dir:") {
+		// A self-check records the noise floor in data_dir: keep it out of
+		// the working directory.
+		cfg += "\ndata_dir: " + filepath.Join(dir, "data") + "\n"
+	}
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +398,7 @@ func TestSelfCheckRounds(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildSoakd(t)
-	rep, _, code := runConfig(t, bin, withRounds(tinyConfig, 2), "--arms", "rest,rest")
+	rep, out, code := runConfig(t, bin, withRounds(tinyConfig, 2), "--arms", "rest,rest")
 	if rep["arms"] != "rest,rest" || rep["gate"] != "interval" {
 		t.Errorf("arms %v gate %v, want rest,rest and interval", rep["arms"], rep["gate"])
 	}
@@ -421,6 +426,32 @@ func TestSelfCheckRounds(t *testing.T) {
 	case rep["verdict"] == "pass" && code == 0, rep["verdict"] == "fail" && code == 1, rep["verdict"] == "inconclusive" && code == 4:
 	default:
 		t.Errorf("verdict %v with exit %d", rep["verdict"], code)
+	}
+	// Two complete rounds: the noise floor is on record in data_dir, and the
+	// report says where.
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(out), "data", "noise-floor.json"))
+	if err != nil {
+		t.Fatalf("no noise floor recorded: %v", err)
+	}
+	var nf struct {
+		SchemaVersion int `json:"schema_version"`
+		Floors        []struct {
+			Run, Arms, Profile string
+			KPIs               map[string]struct {
+				SD     float64 `json:"sd"`
+				Rounds int     `json:"rounds"`
+			} `json:"kpis"`
+		} `json:"floors"`
+	}
+	if err := json.Unmarshal(raw, &nf); err != nil {
+		t.Fatal(err)
+	}
+	if nf.SchemaVersion != 1 || len(nf.Floors) != 1 || nf.Floors[0].Run != rep["run"] || nf.Floors[0].Arms != "rest,rest" || nf.Floors[0].Profile != "tiny" ||
+		nf.Floors[0].KPIs["cpu_machine_percent"].Rounds != 2 {
+		t.Errorf("noise-floor.json:\n%s", raw)
+	}
+	if notes := fmt.Sprint(rep["notes"]); !strings.Contains(notes, "Noise floor recorded in") {
+		t.Errorf("notes do not say the noise floor was recorded: %s", notes)
 	}
 	t.Logf("self-check verdict %v; kpis %v", rep["verdict"], rows(rep, "kpis"))
 }

@@ -70,6 +70,8 @@ type run struct {
 	rep    *report.Report
 	target *Target
 	start  time.Time
+	// noiseRecorded is true once a self-check stored its noise floor.
+	noiseRecorded bool
 }
 
 // RunSuite starts the target, runs the profile's phases one after the other
@@ -301,6 +303,11 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 		return r.abort(err)
 	}
 	rep.KPIs, rep.Rounds, rep.Gate = kpis, rounds, r.prof.Gate
+	// A self-check's deltas are the noise itself; every other run is read
+	// against the noise this machine recorded.
+	if !r.opts.Arms.SelfCheck() {
+		applyNoiseFloor(rep, r.cfg.DataDir, len(restBy), s.LookConfidence(), time.Now().UTC())
+	}
 	if s.Looks() > 1 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("Adaptive rounds: %d to %d, stopped after %d; each look was judged at %.2f %% confidence (Bonferroni over %d looks) so the false-alarm rate stays at most %.1f %%.",
 			s.MinRounds, s.MaxRounds, len(restBy), s.LookConfidence()*100, s.Looks(), (1-s.Confidence)/2*100))
@@ -336,6 +343,9 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	r.target.Metrics.RunVerdict(rep.Verdict)
 	rep.Status = report.StatusComplete
 	rep.FinishedAt = time.Now().UTC()
+	if selfCheck {
+		r.recordNoise()
+	}
 	if err := r.write(); err != nil {
 		return r.abort(err)
 	}
@@ -364,6 +374,26 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	return rep, WithCode(ExitFail, errors.New("the verdict is fail: "+strings.Join(rep.Reasons(), "; ")))
 }
 
+// recordNoise stores a complete self-check's round-to-round spread as the
+// machine's noise floor in data_dir (recordNoiseFloor) and says so in a
+// note, or says in the log why nothing was stored (one round). It never
+// fails the run.
+func (r *run) recordNoise() {
+	path, replaced, err := recordNoiseFloor(r.cfg.DataDir, r.rep)
+	if replaced != nil {
+		r.log.Warn("the noise floor on record could not be read and is replaced", zap.String("file", path), zap.Error(replaced))
+	}
+	if err != nil {
+		r.log.Warn("self-check: no noise floor recorded", zap.String("file", path), zap.Error(err))
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("No noise floor recorded: %v.", err))
+		return
+	}
+	r.noiseRecorded = true
+	r.log.Info("self-check: noise floor recorded", zap.String("file", path), zap.String("profile", r.rep.Profile), zap.String("arms", r.rep.Arms), zap.Int("rounds", len(r.rep.Rounds)))
+	r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("Noise floor recorded in %s (profile %s, arms %s, %d rounds): later runs of this profile show, for their rounds, the smallest effect this machine can detect (noise_min_detectable).",
+		path, r.rep.Profile, r.rep.Arms, len(r.rep.Rounds)))
+}
+
 // write stores the report files and the samples so far.
 func (r *run) write() error {
 	var s *report.Samples
@@ -385,6 +415,9 @@ func (r *run) abort(err error) (*report.Report, error) {
 		err = errors.Join(err, werr)
 	}
 	r.log.Error("run aborted", zap.Error(err), zap.String("dir", r.dir))
+	if r.opts.Arms.SelfCheck() && !r.noiseRecorded {
+		r.log.Info("self-check aborted: no noise floor recorded", zap.String("file", filepath.Join(r.cfg.DataDir, NoiseFloorFile)))
+	}
 	return rep, WithCode(ExitAborted, err)
 }
 

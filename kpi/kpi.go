@@ -86,6 +86,16 @@ type Result struct {
 	// MinDetectable is the smallest true Delta (in DeltaUnit) these rounds
 	// would detect with 80 % power: what a pass can promise.
 	MinDetectable *float64 `json:"min_detectable,omitempty"`
+	// NoiseSD is this machine's recorded round-to-round standard deviation
+	// of the per-round delta (in DeltaUnit), from the last self-check of the
+	// profile in data_dir; nil when none was recorded or the row is not
+	// gated.
+	NoiseSD *float64 `json:"noise_sd,omitempty"`
+	// NoiseMinDetectable is the smallest true Delta (in DeltaUnit) this
+	// run's rounds would detect with 80 % power if the round-to-round spread
+	// were NoiseSD: what the machine allows for these rounds, beside what
+	// the run's own rounds measured (MinDetectable).
+	NoiseMinDetectable *float64 `json:"noise_min_detectable,omitempty"`
 	// Reason explains an outcome other than pass or fail: what was not
 	// measured, or how many rounds would probably settle it.
 	Reason string `json:"reason,omitempty"`

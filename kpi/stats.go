@@ -184,8 +184,7 @@ func MinDetectable(iv Interval) float64 {
 	if iv.N < 2 || iv.SE == 0 || iv.DF <= 0 {
 		return 0
 	}
-	power := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: iv.DF}.Quantile(0.8)
-	return (tCritical(iv.DF, iv.Confidence) + power) * iv.SE
+	return minDetectable(iv.SE, iv.DF, iv.Confidence)
 }
 
 // SettleAdvice words RoundsToSettle for a reader.

@@ -160,7 +160,7 @@ func (r *Report) Markdown() string {
 		if len(r.Rounds) > 0 {
 			fmt.Fprintf(&b, "\n%d interleaved rounds (%s, %s, then %s, %s, …); values are means across rounds and the gate rule is **%s** (%s).\n\n",
 				len(r.Rounds), first, second, second, first, r.Gate, gateWords(r.Gate))
-			b.WriteString("| Metric | Mean variance | Confidence interval | Spread across rounds | Smallest effect detectable (80 % power) | Outcome |\n|---|---:|---:|---:|---:|---|\n")
+			b.WriteString("| Metric | Mean variance | Confidence interval | Spread across rounds | Smallest effect detectable (80 % power) | Recorded noise floor: smallest effect detectable | Outcome |\n|---|---:|---:|---:|---:|---:|---|\n")
 			for _, k := range r.KPIs {
 				spread := "n/a"
 				if k.DeltaMin != nil && k.DeltaMax != nil {
@@ -170,7 +170,7 @@ func (r *Report) Markdown() string {
 				if k.MinDetectable != nil {
 					mde = fmt.Sprintf("%.2f %s", *k.MinDetectable, k.DeltaUnit)
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, variance(k), intervalText(k), spread, mde, outcome(k))
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", k.Title, variance(k), intervalText(k), spread, mde, noiseText(k), outcome(k))
 			}
 			fmt.Fprintf(&b, "\n| Round | %s phase | %s phase | Verdict |\n|---:|---|---|---|\n", first, second)
 			for _, rd := range r.Rounds {
@@ -507,4 +507,16 @@ func thousands(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// noiseText is the recorded noise floor's smallest detectable effect for the
+// run's rounds, with the recorded round-to-round spread it comes from.
+func noiseText(k kpi.Result) string {
+	switch {
+	case k.NoiseSD == nil:
+		return "—"
+	case k.NoiseMinDetectable == nil:
+		return fmt.Sprintf("n/a (sd %.2f %s; fewer than 2 rounds)", *k.NoiseSD, k.DeltaUnit)
+	}
+	return fmt.Sprintf("%.2f %s (sd %.2f)", *k.NoiseMinDetectable, k.DeltaUnit, *k.NoiseSD)
 }

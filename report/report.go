@@ -92,8 +92,28 @@ type Report struct {
 	Profiles []string `json:"profiles,omitempty"`
 	// Phases in the order they ran.
 	Phases []Phase `json:"phases"`
+	// NoiseFloor names the self-check whose recorded round-to-round spread
+	// gave the KPI rows their noise_sd and noise_min_detectable; nil when
+	// none was applied (a self-check, no record for the profile, or an
+	// unreadable noise-floor.json: the notes say which).
+	NoiseFloor *NoiseSource `json:"noise_floor,omitempty"`
 	// Notes are statements a reader needs to interpret the numbers.
 	Notes []string `json:"notes"`
+}
+
+// NoiseSource identifies the self-check a run's recorded noise floor came
+// from (an entry of data_dir/noise-floor.json).
+type NoiseSource struct {
+	// Run is the self-check's run id.
+	Run string `json:"run"`
+	// Arms is the self-check's arms, "rest,rest" or "graphql,graphql".
+	Arms string `json:"arms"`
+	// Rounds is the most rounds behind any KPI's recorded spread.
+	Rounds int `json:"rounds"`
+	// RecordedAt is when the self-check finished (UTC).
+	RecordedAt time.Time `json:"recorded_at"`
+	// AgeSeconds is RecordedAt's age when this run applied it, in seconds.
+	AgeSeconds float64 `json:"age_seconds"`
 }
 
 // Round is one interleaved pair of a REST and a GraphQL phase.

@@ -208,3 +208,27 @@ func TestSamplesRoundTripInfiniteBounds(t *testing.T) {
 		t.Errorf("an unknown string bound must be an error")
 	}
 }
+
+// TestMarkdownNoiseFloor: the rounds table prints the run's own smallest
+// detectable effect and the recorded noise floor's.
+func TestMarkdownNoiseFloor(t *testing.T) {
+	r := fixture()
+	for i := range r.KPIs {
+		r.KPIs[i].Rounds = 2
+	}
+	r.Rounds = []Round{{Round: 1, REST: "rest-control#1", GraphQL: "graphql-load#1", KPIs: r.KPIs}, {Round: 2, REST: "rest-control#2", GraphQL: "graphql-load#2", KPIs: r.KPIs}}
+	md, sd := 1.5, 0.4
+	r.KPIs[0].MinDetectable, r.KPIs[0].NoiseMinDetectable, r.KPIs[0].NoiseSD = &md, &md, &sd
+	r.KPIs[1].NoiseSD = &sd
+	out := r.Markdown()
+	for _, w := range []string{
+		"| Smallest effect detectable (80 % power) | Recorded noise floor: smallest effect detectable |",
+		"| 1.50 points | 1.50 points (sd 0.40) |",
+		"n/a (sd 0.40 points; fewer than 2 rounds)",
+		"| — |",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("report.md lacks %q", w)
+		}
+	}
+}
