@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/soakd/soakd/kpi"
 	"github.com/soakd/soakd/profiles"
 )
 
@@ -81,7 +82,7 @@ type htmlPage struct {
 }
 
 type htmlKPI struct {
-	Title, Name, REST, GraphQL, Variance, Spread, Limit, Outcome, Class, Definition string
+	Title, Name, REST, GraphQL, Variance, Spread, Interval, Limit, Outcome, Class, Definition, Reason string
 }
 
 type htmlCheck struct {
@@ -183,6 +184,8 @@ func (r *Report) htmlPage(s *Samples) htmlPage {
 		p.VerdictClass = "aborted"
 	case VerdictRunning:
 		p.VerdictClass = "running"
+	case kpi.Inconclusive:
+		p.VerdictClass = "inconclusive"
 	default:
 		p.VerdictClass = "other"
 	}
@@ -197,17 +200,19 @@ func (r *Report) htmlPage(s *Samples) htmlPage {
 	}
 	for _, k := range r.KPIs {
 		hk := htmlKPI{Title: k.Title, Name: k.Name, REST: value(k.REST, k.Unit), GraphQL: value(k.GraphQL, k.Unit),
-			Variance: variance(k), Limit: limit(k), Outcome: outcome(k), Definition: k.Definition}
-		hk.Class = map[string]string{"info": "info", "pass": "pass", "FAIL": "fail"}[hk.Outcome]
+			Variance: variance(k), Interval: intervalText(k), Limit: limit(k), Outcome: outcome(k), Definition: k.Definition}
+		if k.Gated {
+			hk.Reason = k.Reason // why a gated row is inconclusive or not measured
+		}
+		hk.Class = map[string]string{"info": "info", "pass": "pass", "FAIL": "fail", "INCONCLUSIVE": "open", "NOT MEASURED": "open"}[hk.Outcome]
 		if k.DeltaMin != nil && k.DeltaMax != nil {
 			hk.Spread = fmt.Sprintf("%+.2f … %+.2f %s", *k.DeltaMin, *k.DeltaMax, k.DeltaUnit)
 			p.HasSpread = true
 		}
-		if k.Gated && !k.Pass {
-			p.Failed = append(p.Failed, "KPI "+k.Title+" "+variance(k)+" (limit "+limit(k)+")")
-		}
 		p.KPIs = append(p.KPIs, hk)
 	}
+	// The banner names every rule that did not pass, as the terminal does.
+	p.Failed = r.Reasons()
 	if len(r.Rounds) > 1 {
 		p.Rounds = r.Rounds
 	}
@@ -217,13 +222,12 @@ func (r *Report) htmlPage(s *Samples) htmlPage {
 	for _, c := range r.Checks {
 		hc := htmlCheck{Group: c.Group, Phase: c.Phase, Title: c.Title, Value: checkValue(c.Value, c.Unit),
 			Limit: checkValue(c.Limit, c.Unit), Outcome: "pass", Class: "pass", Detail: c.Detail, Definition: c.Definition}
-		if !c.Pass {
+		switch {
+		case c.Pass:
+		case c.Outcome == kpi.OutcomeInconclusive, c.Outcome == kpi.OutcomeNotMeasured:
+			hc.Outcome, hc.Class = strings.ToUpper(strings.ReplaceAll(string(c.Outcome), "_", " ")), "open"
+		default:
 			hc.Outcome, hc.Class = "FAIL", "fail"
-			name := c.Title
-			if c.Phase != "" {
-				name += " (" + c.Phase + ")"
-			}
-			p.Failed = append(p.Failed, "check "+name)
 		}
 		p.Checks = append(p.Checks, hc)
 	}
@@ -825,14 +829,14 @@ h1 { font-size: 1.6em; margin: 0.2em 0; }
 h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
 .meta { color: #57606a; }
 .verdict { padding: 12px 18px; border-radius: 6px; font-size: 1.3em; font-weight: 700; color: #fff; margin: 12px 0; }
-.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.aborted { background: #bc4c00; } .verdict.running { background: #0969da; } .verdict.other { background: #57606a; }
-.verdict .err { font-weight: 400; font-size: 0.8em; display: block; }
+.verdict.pass { background: #1a7f37; } .verdict.fail { background: #cf222e; } .verdict.aborted { background: #bc4c00; } .verdict.running { background: #0969da; } .verdict.inconclusive { background: #9a6700; } .verdict.other { background: #57606a; }
+.verdict .err { font-weight: 400; font-size: 0.8em; display: block; margin: 0.3em 0 0 0; padding-left: 1.2em; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 0.9em; }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; }
 td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
-td.pass { color: #1a7f37; font-weight: 600; } td.fail { color: #cf222e; font-weight: 700; } td.info { color: #57606a; }
+td.pass { color: #1a7f37; font-weight: 600; } td.fail { color: #cf222e; font-weight: 700; } td.info { color: #57606a; } td.open { color: #9a6700; font-weight: 700; }
 dl.defs dt { font-weight: 600; } dl.defs dd { margin: 0 0 6px 16px; color: #57606a; }
 figure.chart { margin: 16px 0 24px; }
 figure.chart svg { width: 100%; max-width: 960px; height: auto; display: block; border: 1px solid #d0d7de; background: #fff; }
@@ -863,16 +867,16 @@ svg .b0 { fill: #9ecae1; } svg .b1 { fill: #4292c6; } svg .b2 { fill: #08519c; }
 <body>
 <h1>soakd report {{.Run}}</h1>
 <p class="meta">Profile <strong>{{.Profile}}</strong>{{if .Description}}: {{.Description}}{{end}}. Status: {{.Status}}.{{if .Started}} Started {{.Started}}{{end}}{{if .Finished}}, finished {{.Finished}}{{end}}.</p>
-<div class="verdict {{.VerdictClass}}" id="verdict">Verdict: {{.Verdict}}{{if .Error}}<span class="err">{{.Error}}</span>{{end}}{{if .Failed}}<span class="err">Failed: {{range $i, $f := .Failed}}{{if $i}}; {{end}}{{$f}}{{end}}.</span>{{end}}</div>
+<div class="verdict {{.VerdictClass}}" id="verdict">Verdict: {{.Verdict}}{{if .Error}}<span class="err">{{.Error}}</span>{{end}}{{if .Failed}}<ul class="err">{{range .Failed}}<li>{{.}}</li>{{end}}</ul>{{end}}</div>
 
 <h2>{{.Heading}}</h2>
 {{if .KPIs}}
 <p>{{.ArmA}} phase{{if gt (len .PhasesA) 1}}s{{end}} {{range $i, $n := .PhasesA}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}{{.ArmSep}}{{.ArmB}} phase{{if gt (len .PhasesB) 1}}s{{end}} {{range $i, $n := .PhasesB}}{{if $i}}, {{end}}<code>{{$n}}</code>{{end}}{{.ArmSep}}each over its steady window. Variance is {{.ArmB}} − {{.ArmA}}, in points for percentages and in percent of {{.ArmA}} otherwise.</p>
 <div class="scroll"><table id="kpis">
-<tr><th>Metric</th><th>{{.ArmA}}</th><th>{{.ArmB}}</th><th>Variance</th>{{if .HasSpread}}<th>Spread across rounds</th>{{end}}<th>KPI</th><th>Result</th></tr>
-{{range .KPIs}}<tr><td title="{{.Definition}}">{{.Title}}</td><td class="num">{{.REST}}</td><td class="num">{{.GraphQL}}</td><td class="num">{{.Variance}}</td>{{if $.HasSpread}}<td class="num">{{.Spread}}</td>{{end}}<td class="num">{{.Limit}}</td><td class="{{.Class}}">{{.Outcome}}</td></tr>
+<tr><th>Metric</th><th>{{.ArmA}}</th><th>{{.ArmB}}</th><th>Variance (mean)</th>{{if .HasSpread}}<th>Confidence interval</th><th>Spread across rounds</th>{{end}}<th>KPI</th><th>Result</th></tr>
+{{range .KPIs}}<tr><td title="{{.Definition}}">{{.Title}}</td><td class="num">{{.REST}}</td><td class="num">{{.GraphQL}}</td><td class="num">{{.Variance}}</td>{{if $.HasSpread}}<td class="num">{{.Interval}}</td><td class="num">{{.Spread}}</td>{{end}}<td class="num">{{.Limit}}</td><td class="{{.Class}}"{{if .Reason}} title="{{.Reason}}"{{end}}>{{.Outcome}}</td></tr>
 {{end}}</table></div>
-{{if .Rounds}}<p>{{len .Rounds}} interleaved rounds; values are medians across rounds and the gate rule is <strong>{{.Gate}}</strong>.</p>
+{{if .Rounds}}<p>{{len .Rounds}} interleaved rounds (A B, B A, …); values are means across rounds and the gate rule is <strong>{{.Gate}}</strong>: pass when the whole confidence interval is inside the limit, fail when it is wholly beyond, inconclusive otherwise. A round's own verdict compares its point values only.</p>
 <table id="rounds"><tr><th>Round</th><th>{{.ArmA}} phase</th><th>{{.ArmB}} phase</th><th>Verdict</th></tr>
 {{range .Rounds}}<tr><td class="num">{{.Round}}</td><td>{{.REST}}</td><td>{{.GraphQL}}</td><td>{{.Verdict}}</td></tr>
 {{end}}</table>{{end}}
