@@ -432,11 +432,13 @@ func LoadConfig(defaults []byte, user []byte, source string) (*Config, error) {
 
 // Overlay decodes doc (YAML, as strict as a config file) on top of a copy
 // of c and validates the result: a run's overrides. c is left unchanged.
+//
+// The copy is a deep one (Clone): yaml.v3 decodes a key whose field is a
+// non-nil pointer through that pointer, so a shallow copy would let a run's
+// overrides rewrite c, and with it every later run.
 func (c *Config) Overlay(doc []byte, source string) (*Config, error) {
-	cp := *c
-	cp.Profiles = maps.Clone(c.Profiles)
-	cp.Profiling.Pyroscope.Tags = maps.Clone(c.Profiling.Pyroscope.Tags)
-	lines, err := decodeStrict(doc, &cp, source)
+	cp := c.Clone()
+	lines, err := decodeStrict(doc, cp, source)
 	if err != nil {
 		return nil, err
 	}
@@ -449,7 +451,60 @@ func (c *Config) Overlay(doc []byte, source string) (*Config, error) {
 		}
 		return nil, &ConfigError{Source: source, Problems: problems}
 	}
-	return &cp, nil
+	return cp, nil
+}
+
+// Clone returns a deep copy of c: every pointer, map and slice reachable
+// from c is copied, so nothing done to the copy (decoding overrides onto
+// it, a run adjusting its settings) shows in c, nor the other way round.
+// A field of a new reference kind (pointer, map, slice) must be copied here
+// too; TestCloneSharesNothing fails until it is. Clone of nil is nil.
+func (c *Config) Clone() *Config {
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	cp.KPIs = c.KPIs.clone()
+	cp.Profiling = c.Profiling.clone()
+	if c.Profiles != nil {
+		cp.Profiles = make(map[string]Profile, len(c.Profiles))
+		for name, p := range c.Profiles {
+			cp.Profiles[name] = p.clone()
+		}
+	}
+	return &cp
+}
+
+// clone returns k with its optional limits pointing at copies.
+func (k KPIConfig) clone() KPIConfig {
+	k.CPUPerRequestIncreasePercent = clonePtr(k.CPUPerRequestIncreasePercent)
+	k.AllocPerRequestIncreasePercent = clonePtr(k.AllocPerRequestIncreasePercent)
+	k.GCPauseP99IncreasePercent = clonePtr(k.GCPauseP99IncreasePercent)
+	return k
+}
+
+// clone returns p with its own copy of the Pyroscope tags.
+func (p ProfilingConfig) clone() ProfilingConfig {
+	p.Pyroscope.Tags = maps.Clone(p.Pyroscope.Tags)
+	return p
+}
+
+// clone returns p with its own copies of the phases and their user groups.
+func (p Profile) clone() Profile {
+	p.Phases = slices.Clone(p.Phases)
+	for i := range p.Phases {
+		p.Phases[i].Users = slices.Clone(p.Phases[i].Users)
+	}
+	return p
+}
+
+// clonePtr returns a pointer to a copy of *p, or nil for nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // applyDefaults fills the profile keys whose zero value means "the usual":

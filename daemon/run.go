@@ -83,8 +83,8 @@ type run struct {
 // keeps what it measured. The error carries the exit code: nil (pass),
 // ExitFail, ExitUsage or ExitAborted.
 func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report, error) {
-	own := *cfg // the run may adjust its copy (e.g. profiling), never the caller's
-	r := &run{cfg: &own, opts: opts, log: opts.Log}
+	// The run may adjust its copy (e.g. profiling), never the caller's.
+	r := &run{cfg: cfg.Clone(), opts: opts, log: opts.Log}
 	if r.log == nil {
 		r.log = zap.NewNop()
 	}

@@ -49,6 +49,10 @@ type daemon struct {
 	running string             // id of the run in progress, "" when idle
 	cancel  context.CancelFunc // stops the run in progress
 	seq     int                // disambiguates run ids within one second
+
+	// suite executes one run; nil means RunSuite. Tests set it to see the
+	// configuration each run gets without starting a target or a driver.
+	suite func(context.Context, *Config, RunOptions) (*report.Report, error)
 }
 
 var _ api.Runner = (*daemon)(nil)
@@ -180,13 +184,9 @@ func (d *daemon) newID() string {
 
 // Start begins a run in the background.
 func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary, error) {
-	cfg := d.cfg
-	if req.Overrides != "" {
-		c, err := cfg.Overlay([]byte(req.Overrides), "overrides")
-		if err != nil {
-			return api.RunSummary{}, fmt.Errorf("%w: %w", api.ErrInvalidRequest, err)
-		}
-		cfg = c
+	cfg, err := d.runConfig(req.Overrides)
+	if err != nil {
+		return api.RunSummary{}, fmt.Errorf("%w: %w", api.ErrInvalidRequest, err)
 	}
 	profile := req.Profile
 	if profile == "" {
@@ -207,9 +207,13 @@ func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary,
 	}
 	ro := d.runOptions()
 	ro.Profile, ro.OutDir, ro.RunID = profile, dir, id
+	suite := d.suite
+	if suite == nil {
+		suite = RunSuite
+	}
 	d.runs.Go(func() {
 		defer release()
-		_, err := RunSuite(runCtx, cfg, ro)
+		_, err := suite(runCtx, cfg, ro)
 		if uerr := d.store.Update(id); uerr != nil {
 			d.log.Warn("history", zap.Error(uerr))
 		}
@@ -223,6 +227,17 @@ func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary,
 		return api.RunSummary{}, err
 	}
 	return api.RunSummary(s), nil
+}
+
+// runConfig returns the configuration of one run: a deep copy of the
+// daemon's own with overrides (YAML, "" for none) decoded on top and
+// validated. The daemon's configuration is never changed, so every run
+// starts from the same one whatever earlier runs were given.
+func (d *daemon) runConfig(overrides string) (*Config, error) {
+	if overrides == "" {
+		return d.cfg.Clone(), nil
+	}
+	return d.cfg.Overlay([]byte(overrides), "overrides")
 }
 
 // Stop asks the run in progress to stop.

@@ -1,6 +1,13 @@
 package daemon
 
 import (
+	"context"
+	"maps"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
 	"testing"
 
 	"go.uber.org/zap"
@@ -59,4 +66,80 @@ func TestStartReplyNamesProfileAndRunning(t *testing.T) {
 		}
 		d.runs.Wait()
 	}
+}
+
+// TestOverridesLeaveDaemonConfigAlone reproduces issue 10 item 1: a start
+// request's overrides must change that run only. The daemon's config sets
+// kpis.cpu_per_request_increase_percent (a pointer field) to 50; a run
+// started through the control API with 999 must see 999, and the daemon's
+// own config and the next run without overrides must still see 50. Each run
+// is recorded by a stand-in suite instead of RunSuite, which also scribbles
+// over the config it got: what one run does to its config must not reach the
+// daemon's either.
+func TestOverridesLeaveDaemonConfigAlone(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), []byte("kpis:\n  cpu_per_request_increase_percent: 50\nprofiling:\n  pyroscope:\n    tags: {team: soak}\n"), "daemon.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	store, err := history.Open(cfg.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		cpuPerRequest float64
+		tags          map[string]string
+	}
+	var runs []seen
+	d := &daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context(),
+		suite: func(_ context.Context, c *Config, _ RunOptions) (*report.Report, error) {
+			s := seen{cpuPerRequest: math.NaN(), tags: maps.Clone(c.Profiling.Pyroscope.Tags)}
+			if p := c.KPIs.CPUPerRequestIncreasePercent; p != nil {
+				s.cpuPerRequest = *p
+				*p = -1
+			}
+			c.Profiling.Pyroscope.Tags["scribbled"] = "by a run"
+			runs = append(runs, s)
+			return nil, nil
+		}}
+	h := api.NewHandler(d, "", zap.NewNop())
+	start := func(body string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/runs", strings.NewReader(body)))
+		if rec.Code != http.StatusAccepted {
+			t.Fatalf("POST /v1/runs %s: HTTP %d %s", body, rec.Code, rec.Body)
+		}
+		d.runs.Wait()
+	}
+	start(`{"overrides":"kpis: {cpu_per_request_increase_percent: 999}\nprofiling: {pyroscope: {tags: {env: override}}}"}`)
+	start(`{}`)
+
+	if got := d.cfg.KPIs.CPUPerRequestIncreasePercent; got == nil || *got != 50 {
+		t.Errorf("after an override run the daemon's kpis.cpu_per_request_increase_percent is %v, want 50", deref(got))
+	}
+	if want := map[string]string{"team": "soak"}; !reflect.DeepEqual(d.cfg.Profiling.Pyroscope.Tags, want) {
+		t.Errorf("after an override run the daemon's pyroscope tags are %v, want %v", d.cfg.Profiling.Pyroscope.Tags, want)
+	}
+	if len(runs) != 2 {
+		t.Fatalf("%d runs recorded, want 2", len(runs))
+	}
+	want := []seen{
+		{cpuPerRequest: 999, tags: map[string]string{"team": "soak", "env": "override"}},
+		{cpuPerRequest: 50, tags: map[string]string{"team": "soak"}},
+	}
+	for i := range want {
+		if runs[i].cpuPerRequest != want[i].cpuPerRequest || !reflect.DeepEqual(runs[i].tags, want[i].tags) {
+			t.Errorf("run %d saw cpu_per_request_increase_percent %g and tags %v, want %g and %v",
+				i+1, runs[i].cpuPerRequest, runs[i].tags, want[i].cpuPerRequest, want[i].tags)
+		}
+	}
+}
+
+// deref renders an optional limit for messages.
+func deref(p *float64) any {
+	if p == nil {
+		return "unset"
+	}
+	return *p
 }
