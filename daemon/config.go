@@ -71,14 +71,21 @@ type ServerConfig struct {
 
 // GraphQLConfig configures the gqlgen handler.
 type GraphQLConfig struct {
+	// Introspection enables __schema and __type queries. Off in the
+	// embedded config.yaml: neither the driver nor the checks use it, and
+	// a soak target needs no schema discovery.
 	Introspection  bool          `yaml:"introspection"`
 	QueryCacheSize int           `yaml:"query_cache_size"` // parsed-query LRU entries
 	APQCacheSize   int           `yaml:"apq_cache_size"`   // automatic persisted query LRU entries
 	KeepAlive      time.Duration `yaml:"websocket_keepalive"`
 	// MaxDepth and MaxComplexity refuse over-deep or over-complex queries
-	// (selection depth with fragments expanded; gqlgen's complexity count).
+	// (selection depth in field levels with fragments expanded; gqlgen's
+	// complexity count, in fields, with introspection fields counted).
 	MaxDepth      int `yaml:"max_depth"`
 	MaxComplexity int `yaml:"max_complexity"`
+	// MaxAliases refuses operations with more aliased fields than this
+	// (fragments expanded, counted at each spread).
+	MaxAliases int `yaml:"max_aliases"`
 	// WebsocketInitTimeout closes a websocket that sends no
 	// connection_init in time; WebsocketWriteTimeout one that stops reading.
 	WebsocketInitTimeout  time.Duration `yaml:"websocket_init_timeout"`
@@ -625,6 +632,9 @@ func (c *Config) Validate() []FieldError {
 	}
 	if c.GraphQL.MaxComplexity < 1 {
 		bad("graphql.max_complexity", "must be at least 1 (got %d)", c.GraphQL.MaxComplexity)
+	}
+	if c.GraphQL.MaxAliases < 1 {
+		bad("graphql.max_aliases", "must be at least 1 (got %d): it is the most aliased fields one operation may select", c.GraphQL.MaxAliases)
 	}
 	positive("graphql.websocket_init_timeout", c.GraphQL.WebsocketInitTimeout)
 	positive("graphql.websocket_write_timeout", c.GraphQL.WebsocketWriteTimeout)

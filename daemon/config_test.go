@@ -151,6 +151,19 @@ profiles:
 	has(t, ps, "profiles.bad.phases[1].users", 24, "at least one user group is required")
 }
 
+func TestGraphQLLimits(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), nil, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cfg.GraphQL; g.Introspection || g.MaxAliases != 100 || g.MaxComplexity != 1000 || g.MaxDepth != 15 {
+		t.Errorf("embedded graphql limits: got %+v, want introspection off, max_aliases 100, max_complexity 1000, max_depth 15", g)
+	}
+	ps := problems(t, "graphql:\n  max_aliases: 0\n  max_complexity: -1\n")
+	has(t, ps, "graphql.max_aliases", 2, "must be at least 1 (got 0)")
+	has(t, ps, "graphql.max_complexity", 3, "must be at least 1 (got -1)")
+}
+
 func TestUserFileOverlaysDefaults(t *testing.T) {
 	cfg, err := LoadConfig(defaults(t), []byte("server:\n  listen: 127.0.0.1:9999\ndefault_profile: seed\n"), "user.yaml")
 	if err != nil {

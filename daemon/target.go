@@ -80,6 +80,7 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 		MaxBodyBytes:          cfg.Server.MaxBodyBytes,
 		MaxDepth:              cfg.GraphQL.MaxDepth,
 		MaxComplexity:         cfg.GraphQL.MaxComplexity,
+		MaxAliases:            cfg.GraphQL.MaxAliases,
 		WebsocketInitTimeout:  cfg.GraphQL.WebsocketInitTimeout,
 		WebsocketWriteTimeout: cfg.GraphQL.WebsocketWriteTimeout,
 		Logger:                log.Named("graphql"),

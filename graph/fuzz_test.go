@@ -22,6 +22,8 @@ func FuzzGraphQLRequest(f *testing.F) {
 		`{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"abc"}}}`,
 		`{"query":"{ add(x: 99999999999999999999, y: 1) }"}`,
 		`{"query":"{ __schema { types { name } } }"}`,
+		`{"query":"{ a: __schema { types { name fields { name args { name } } } } b: __schema { types { name } } }"}`,
+		`{"query":"{ ...Q ...Q } fragment Q on Query { a: add b: __typename c: __type(name: \"Donut\") { name } }"}`,
 		`query Add { add(x: 50, y: 50) }`,
 		`{"query": `,
 		``,

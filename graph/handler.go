@@ -81,10 +81,18 @@ type Options struct {
 	// exceeds the limit of M". Zero means DefaultMaxDepth; a negative value
 	// disables the limit.
 	MaxDepth int
-	// MaxComplexity is the largest gqlgen complexity accepted: one point
-	// per field plus its selections' points, aliases and fragments
-	// included, nothing under __schema, the figure of gqlgen's
-	// extension.FixedComplexityLimit. A costlier operation is refused
+	// MaxAliases is the largest number of aliased fields (a: add counts,
+	// add does not) accepted in one operation, fragments expanded and
+	// introspection fields counted. An operation with more is refused
+	// before it executes with the GraphQL error "operation has N aliased
+	// fields, which exceeds the limit of M" (code ALIAS_LIMIT_EXCEEDED).
+	// Zero means DefaultMaxAliases; a negative value disables the limit.
+	MaxAliases int
+	// MaxComplexity is the largest complexity accepted: one point per
+	// field plus its selections' points, aliases and fragments included,
+	// the figure of gqlgen's extension.FixedComplexityLimit except that
+	// introspection fields (__schema and all under it) count like any
+	// other, where gqlgen counts them 0. A costlier operation is refused
 	// before it executes with the GraphQL error "operation has complexity N,
 	// which exceeds the limit of M". Zero means DefaultMaxComplexity; a
 	// negative value disables the limit.
@@ -146,6 +154,9 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	if opts.MaxDepth == 0 {
 		opts.MaxDepth = DefaultMaxDepth
 	}
+	if opts.MaxAliases == 0 {
+		opts.MaxAliases = DefaultMaxAliases
+	}
 	if opts.MaxComplexity == 0 {
 		opts.MaxComplexity = DefaultMaxComplexity
 	}
@@ -202,8 +213,8 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	}
 	// The limits run after parsing and validation, before execution (see
 	// queryLimits for why not extension.FixedComplexityLimit).
-	if opts.MaxDepth > 0 || opts.MaxComplexity > 0 {
-		srv.Use(&queryLimits{maxDepth: opts.MaxDepth, maxComplexity: opts.MaxComplexity})
+	if opts.MaxDepth > 0 || opts.MaxAliases > 0 || opts.MaxComplexity > 0 {
+		srv.Use(&queryLimits{maxDepth: opts.MaxDepth, maxAliases: opts.MaxAliases, maxComplexity: opts.MaxComplexity})
 	}
 	srv.AroundOperations(websocketOnlySubscriptions)
 	if on := opts.OnOperation; on != nil {

@@ -18,36 +18,52 @@ const (
 	// TypeRef fragment nests ofType seven times), so 15 refuses only queries
 	// built to be deep.
 	DefaultMaxDepth = 15
-	// DefaultMaxComplexity is the largest gqlgen complexity (one point per
-	// field, summed over the whole operation, aliases and fragments
-	// included; gqlgen counts nothing under __schema) accepted when
-	// Options.MaxComplexity is zero. The experiment's queries cost at most 4.
+	// DefaultMaxComplexity is the largest complexity (gqlgen's figure, one
+	// point per field summed over the whole operation, aliases and
+	// fragments included, except that introspection fields count too)
+	// accepted when Options.MaxComplexity is zero. The experiment's
+	// queries cost at most 4 and the standard GraphiQL introspection query
+	// costs 181 (TestIntrospectionComplexity).
 	DefaultMaxComplexity = 1000
+	// DefaultMaxAliases is the largest number of aliased fields in one
+	// operation (fragments expanded: a fragment's aliases count at every
+	// spread) accepted when Options.MaxAliases is zero. The experiment's
+	// queries and the standard introspection query have none; aliases are
+	// how one small request asks for the same expensive field thousands of
+	// times (issue 10: 15,000 aliased __schema fields, a 33 MB response).
+	DefaultMaxAliases = 100
 )
 
 // Extension codes of the limit errors. COMPLEXITY_LIMIT_EXCEEDED is gqlgen's
-// own (extension.ComplexityLimit). Neither is registered as a protocol error
-// (registration is a process-wide map), so over HTTP both answer 200 with the
+// own (extension.ComplexityLimit). None is registered as a protocol error
+// (registration is a process-wide map), so over HTTP all answer 200 with the
 // error and no data, as gqlgen's complexity limit does.
 const (
 	errDepthLimit      = "DEPTH_LIMIT_EXCEEDED"
+	errAliasLimit      = "ALIAS_LIMIT_EXCEEDED"
 	errComplexityLimit = "COMPLEXITY_LIMIT_EXCEEDED"
 )
 
 // queryLimits is a gqlgen extension refusing operations nested deeper than
-// maxDepth field levels or costlier than maxComplexity (a non-positive limit
-// is not checked). It runs after parsing and validation, before anything
-// executes, like gqlgen's extension.ComplexityLimit.
+// maxDepth field levels, with more than maxAliases aliased fields, or
+// costlier than maxComplexity (a non-positive limit is not checked). It runs
+// after parsing and validation, before anything executes, like gqlgen's
+// extension.ComplexityLimit.
 //
 // It measures complexity itself rather than through extension.ComplexityLimit
-// because gqlgen's complexity.Calculate walks a fragment again at every
-// spread: a 2 KB document of 30 fragments each spreading the next twice costs
-// 2^30 walks, minutes of CPU per request, before any limit applies (measured:
-// 58 ms at 18 fragments, doubling with each). queryLimits computes the same
-// figure (TestComplexityMatchesGqlgen) measuring each fragment once.
+// for two reasons. gqlgen's complexity.Calculate walks a fragment again at
+// every spread: a 2 KB document of 30 fragments each spreading the next
+// twice costs 2^30 walks, minutes of CPU per request, before any limit
+// applies (measured: 58 ms at 18 fragments, doubling with each); queryLimits
+// measures each fragment once. And gqlgen prices a __schema field, with
+// everything under it, at 0: one 979 KB request of 15,000 aliased
+// __schema { types { name fields { name args { name } } } } cost 0 and
+// answered 33 MB after 11 s of CPU (issue 10). queryLimits prices
+// introspection fields like any other; otherwise its figure is gqlgen's
+// (TestComplexityMatchesGqlgen).
 type queryLimits struct {
-	maxDepth, maxComplexity int
-	es                      graphql.ExecutableSchema // set by Validate
+	maxDepth, maxAliases, maxComplexity int
+	es                                  graphql.ExecutableSchema // set by Validate
 }
 
 var _ interface {
@@ -67,7 +83,8 @@ func (l *queryLimits) Validate(es graphql.ExecutableSchema) error {
 
 // MutateOperationContext implements graphql.OperationContextMutator: it
 // measures the operation and refuses it, naming the measured value and the
-// limit, when the depth or the complexity is over its limit.
+// limit, when the depth, the aliases or the complexity is over its limit
+// (checked in that order: only the first is reported).
 func (l *queryLimits) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
 	if oc.Operation == nil {
 		return nil
@@ -78,6 +95,9 @@ func (l *queryLimits) MutateOperationContext(ctx context.Context, oc *graphql.Op
 	case l.maxDepth > 0 && m.depth > l.maxDepth:
 		err = gqlerror.Errorf("query depth %d exceeds the limit of %d", m.depth, l.maxDepth)
 		errcode.Set(err, errDepthLimit)
+	case l.maxAliases > 0 && m.aliases > l.maxAliases:
+		err = gqlerror.Errorf("operation has %d aliased fields, which exceeds the limit of %d", m.aliases, l.maxAliases)
+		errcode.Set(err, errAliasLimit)
 	case l.maxComplexity > 0 && m.complexity > l.maxComplexity:
 		err = gqlerror.Errorf("operation has complexity %d, which exceeds the limit of %d", m.complexity, l.maxComplexity)
 		errcode.Set(err, errComplexityLimit)
@@ -93,9 +113,14 @@ type measure struct {
 	// Introspection fields count like any other; @skip and @include are
 	// ignored, so the depth is an upper bound whatever the variables.
 	depth int
+	// aliases is the number of fields selected under an alias other than
+	// their name, fragments expanded (a fragment's aliases count at each
+	// spread), saturating at math.MaxInt.
+	aliases int
 	// complexity is gqlgen's complexity.Calculate of the selections (with
-	// its default options: scalars cost 1, nothing is ignored), saturating
-	// at math.MaxInt.
+	// its default options: scalars cost 1, nothing is ignored), except that
+	// a field of type __Schema is priced like any other field (1 plus its
+	// selections) where gqlgen prices it 0; saturating at math.MaxInt.
 	complexity int
 }
 
@@ -136,19 +161,23 @@ type fragmentMeasure struct {
 func (w *walker) selectionSet(ctx context.Context, set ast.SelectionSet) measure {
 	var m measure
 	for _, sel := range set {
-		var d, c int
+		var d, a, c int
 		switch s := sel.(type) {
 		case *ast.Field:
 			child := w.selectionSet(ctx, s.SelectionSet)
-			d, c = 1+child.depth, w.fieldComplexity(ctx, s, child.complexity)
+			d, a, c = 1+child.depth, child.aliases, w.fieldComplexity(ctx, s, child.complexity)
+			if s.Alias != "" && s.Alias != s.Name {
+				a = addSat(a, 1)
+			}
 		case *ast.InlineFragment:
 			child := w.selectionSet(ctx, s.SelectionSet)
-			d, c = child.depth, child.complexity
+			d, a, c = child.depth, child.aliases, child.complexity
 		case *ast.FragmentSpread:
 			child := w.fragment(ctx, s)
-			d, c = child.depth, child.complexity
+			d, a, c = child.depth, child.aliases, child.complexity
 		}
 		m.depth = max(m.depth, d)
+		m.aliases = addSat(m.aliases, a)
 		m.complexity = addSat(m.complexity, c)
 	}
 	return m
@@ -175,9 +204,11 @@ func (w *walker) fragment(ctx context.Context, s *ast.FragmentSpread) measure {
 }
 
 // fieldComplexity prices field f whose selections cost child, as gqlgen's
-// complexity walker does: nothing for a field of type __Schema, the
-// schema's complexity function when it has one (the most expensive
-// implementor's for an interface field), else 1 plus the selections.
+// complexity walker does: the schema's complexity function when it has one
+// (the most expensive implementor's for an interface field), else 1 plus
+// the selections. Unlike gqlgen's walker it prices a field of type __Schema
+// too (introspection types have no complexity functions, so 1 plus the
+// selections): gqlgen skips it, which let introspection past the limit.
 func (w *walker) fieldComplexity(ctx context.Context, f *ast.Field, child int) int {
 	if w.schema == nil || f.Definition == nil || f.ObjectDefinition == nil {
 		return addSat(1, child)
@@ -185,9 +216,6 @@ func (w *walker) fieldComplexity(ctx context.Context, f *ast.Field, child int) i
 	typ := w.schema.Types[f.Definition.Type.Name()]
 	if typ == nil {
 		return addSat(1, child)
-	}
-	if typ.Name == "__Schema" {
-		return 0
 	}
 	switch typ.Kind {
 	case ast.Object, ast.Interface, ast.Union:
