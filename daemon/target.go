@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/soakd/soakd/control"
 	"github.com/soakd/soakd/donut"
@@ -185,23 +186,29 @@ func burn(n uint64) uint64 {
 }
 
 // spinsPerMicro calibrates burn: how many spins take one µs of CPU on this
-// machine, measured over at least 20 ms at target start (the fastest of
-// three tries, so a preempted try does not inflate the figure).
+// machine. It measures the calibrating thread's own CPU clock
+// (CLOCK_THREAD_CPUTIME_ID, the thread locked for the purpose) over at least
+// 20 ms of CPU, so a busy machine that preempts the loop does not make the
+// switch burn less than asked; the wall clock is the fallback where the
+// thread clock is unavailable.
 func spinsPerMicro() float64 {
-	best := 0.0
-	const n = 1 << 22
-	for range 3 {
-		start := time.Now()
-		var total uint64
-		for time.Since(start) < 20*time.Millisecond {
-			burn(n)
-			total += n
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	now := func() time.Duration {
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+			return time.Duration(time.Now().UnixNano())
 		}
-		if r := float64(total) / float64(time.Since(start).Microseconds()); r > best {
-			best = r
-		}
+		return time.Duration(ts.Nano())
 	}
-	return best
+	const n = 1 << 20
+	start := now()
+	var total uint64
+	for now()-start < 20*time.Millisecond {
+		burn(n)
+		total += n
+	}
+	return float64(total) / float64((now() - start).Microseconds())
 }
 
 // inject wraps the GraphQL handler with the configured planted regression
