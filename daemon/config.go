@@ -71,10 +71,17 @@ type ServerConfig struct {
 
 // GraphQLConfig configures the gqlgen handler.
 type GraphQLConfig struct {
-	Introspection  bool          `yaml:"introspection"`
-	QueryCacheSize int           `yaml:"query_cache_size"` // parsed-query LRU entries
-	APQCacheSize   int           `yaml:"apq_cache_size"`   // automatic persisted query LRU entries
-	KeepAlive      time.Duration `yaml:"websocket_keepalive"`
+	Introspection  bool `yaml:"introspection"`
+	QueryCacheSize int  `yaml:"query_cache_size"` // parsed-query LRU entries
+	APQCacheSize   int  `yaml:"apq_cache_size"`   // automatic persisted query LRU entries
+	// QueryCacheBytes bounds the parsed-query LRU in bytes too, each query
+	// charged graph.QueryBytesPerSourceByte per byte of its text (an upper
+	// bound of its text and AST); APQCacheBytes bounds the persisted-query
+	// LRU in bytes of hash and query text. Entries over the whole budget
+	// are not cached.
+	QueryCacheBytes int64         `yaml:"query_cache_bytes"`
+	APQCacheBytes   int64         `yaml:"apq_cache_bytes"`
+	KeepAlive       time.Duration `yaml:"websocket_keepalive"`
 	// MaxDepth and MaxComplexity refuse over-deep or over-complex queries
 	// (selection depth with fragments expanded; gqlgen's complexity count).
 	MaxDepth      int `yaml:"max_depth"`
@@ -563,6 +570,12 @@ func (c *Config) Validate() []FieldError {
 	}
 	if c.GraphQL.APQCacheSize < 1 {
 		bad("graphql.apq_cache_size", "must be at least 1 (got %d)", c.GraphQL.APQCacheSize)
+	}
+	if c.GraphQL.QueryCacheBytes < 1 {
+		bad("graphql.query_cache_bytes", "must be at least 1 (got %d)", c.GraphQL.QueryCacheBytes)
+	}
+	if c.GraphQL.APQCacheBytes < 1 {
+		bad("graphql.apq_cache_bytes", "must be at least 1 (got %d)", c.GraphQL.APQCacheBytes)
 	}
 	positive("graphql.websocket_keepalive", c.GraphQL.KeepAlive)
 	if c.GraphQL.MaxDepth < 1 || c.GraphQL.MaxDepth > 1000 {
