@@ -74,10 +74,17 @@ type GraphQLConfig struct {
 	// Introspection enables __schema and __type queries. Off in the
 	// embedded config.yaml: neither the driver nor the checks use it, and
 	// a soak target needs no schema discovery.
-	Introspection  bool          `yaml:"introspection"`
-	QueryCacheSize int           `yaml:"query_cache_size"` // parsed-query LRU entries
-	APQCacheSize   int           `yaml:"apq_cache_size"`   // automatic persisted query LRU entries
-	KeepAlive      time.Duration `yaml:"websocket_keepalive"`
+	Introspection  bool `yaml:"introspection"`
+	QueryCacheSize int  `yaml:"query_cache_size"` // parsed-query LRU entries
+	APQCacheSize   int  `yaml:"apq_cache_size"`   // automatic persisted query LRU entries
+	// QueryCacheBytes bounds the parsed-query LRU in bytes too, each query
+	// charged graph.QueryBytesPerSourceByte per byte of its text (an upper
+	// bound of its text and AST); APQCacheBytes bounds the persisted-query
+	// LRU in bytes of hash and query text. Entries over the whole budget
+	// are not cached.
+	QueryCacheBytes int64         `yaml:"query_cache_bytes"`
+	APQCacheBytes   int64         `yaml:"apq_cache_bytes"`
+	KeepAlive       time.Duration `yaml:"websocket_keepalive"`
 	// MaxDepth and MaxComplexity refuse over-deep or over-complex queries
 	// (selection depth in field levels with fragments expanded; gqlgen's
 	// complexity count, in fields, with introspection fields counted).
@@ -625,6 +632,12 @@ func (c *Config) Validate() []FieldError {
 	}
 	if c.GraphQL.APQCacheSize < 1 {
 		bad("graphql.apq_cache_size", "must be at least 1 (got %d)", c.GraphQL.APQCacheSize)
+	}
+	if c.GraphQL.QueryCacheBytes < 1 {
+		bad("graphql.query_cache_bytes", "must be at least 1 (got %d)", c.GraphQL.QueryCacheBytes)
+	}
+	if c.GraphQL.APQCacheBytes < 1 {
+		bad("graphql.apq_cache_bytes", "must be at least 1 (got %d)", c.GraphQL.APQCacheBytes)
 	}
 	positive("graphql.websocket_keepalive", c.GraphQL.KeepAlive)
 	if c.GraphQL.MaxDepth < 1 || c.GraphQL.MaxDepth > 1000 {

@@ -307,3 +307,29 @@ profiles:
 		t.Errorf("at 100 ms the profile is measurable: %v", err)
 	}
 }
+
+// TestCacheByteKeys: the GraphQL caches' byte budgets default to 16 MiB and
+// 4 MiB, load from user config and must be positive.
+func TestCacheByteKeys(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := cfg.GraphQL; g.QueryCacheBytes != 16<<20 || g.APQCacheBytes != 4<<20 {
+		t.Errorf("defaults: query_cache_bytes %d, apq_cache_bytes %d; want %d and %d", g.QueryCacheBytes, g.APQCacheBytes, 16<<20, 4<<20)
+	}
+	cfg, err = LoadConfig(defaults(t), []byte("graphql:\n  query_cache_bytes: 1\n  apq_cache_bytes: 2048\n"), "user.yaml")
+	if err != nil {
+		t.Fatalf("valid cache budgets must load: %v", err)
+	}
+	if g := cfg.GraphQL; g.QueryCacheBytes != 1 || g.APQCacheBytes != 2048 {
+		t.Errorf("cache budgets not applied: %+v", g)
+	}
+	for _, key := range []string{"query_cache_bytes", "apq_cache_bytes"} {
+		ps := problems(t, "graphql:\n  "+key+": 0\n")
+		has(t, ps, "graphql."+key, 2, "must be at least 1 (got 0)")
+		if len(ps) != 1 {
+			t.Errorf("%s: got %d problems, want 1: %v", key, len(ps), ps)
+		}
+	}
+}

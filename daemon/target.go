@@ -77,6 +77,8 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 		Introspection:         cfg.GraphQL.Introspection,
 		QueryCacheSize:        cfg.GraphQL.QueryCacheSize,
 		APQCacheSize:          cfg.GraphQL.APQCacheSize,
+		QueryCacheBytes:       cfg.GraphQL.QueryCacheBytes,
+		APQCacheBytes:         cfg.GraphQL.APQCacheBytes,
 		KeepAlive:             cfg.GraphQL.KeepAlive,
 		MaxBodyBytes:          cfg.Server.MaxBodyBytes,
 		MaxDepth:              cfg.GraphQL.MaxDepth,

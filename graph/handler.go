@@ -14,7 +14,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/coder/websocket"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -32,6 +31,16 @@ const (
 	// DefaultAPQCacheSize is the persisted-query LRU size, in entries, used
 	// when Options.APQCacheSize is not positive; it is gqlgen's own default.
 	DefaultAPQCacheSize = 100
+	// DefaultQueryCacheBytes is the parsed-query cache budget, in bytes as
+	// charged by QueryBytesPerSourceByte, used when Options.QueryCacheBytes
+	// is not positive: 16 MiB, which holds DefaultQueryCacheSize queries of
+	// up to ~165 bytes of text each (the experiment's are under 100), or
+	// fewer longer ones, and caches no query longer than ~167 KB.
+	DefaultQueryCacheBytes int64 = 16 << 20
+	// DefaultAPQCacheBytes is the persisted-query cache budget, in bytes of
+	// hash and query text, used when Options.APQCacheBytes is not positive:
+	// 4 MiB.
+	DefaultAPQCacheBytes int64 = 4 << 20
 	// DefaultKeepAlive is the websocket keep-alive interval used when
 	// Options.KeepAlive is zero; seed 002's server used 5 s.
 	DefaultKeepAlive = 5 * time.Second
@@ -57,13 +66,27 @@ type Options struct {
 	// Introspection enables __schema and __type queries. Off by default, as a
 	// production server would have it.
 	Introspection bool
-	// QueryCacheSize is the number of parsed query documents kept in an LRU,
-	// so repeated queries skip parsing and validation. Zero or less means
-	// DefaultQueryCacheSize.
+	// QueryCacheSize is the largest number of parsed query documents kept
+	// in an LRU, so repeated queries skip parsing and validation. Zero or
+	// less means DefaultQueryCacheSize.
 	QueryCacheSize int
-	// APQCacheSize is the number of automatic persisted queries (query text by
-	// SHA-256 hash) kept in an LRU. Zero or less means DefaultAPQCacheSize.
+	// QueryCacheBytes is the second bound of that LRU, in bytes: each
+	// document is charged QueryBytesPerSourceByte per byte of its query
+	// text (a measured upper bound of the text and AST it keeps), and the
+	// least recently used are evicted to keep the total within the budget;
+	// a document charged more than the whole budget is not cached. Only
+	// documents that parse, validate and pass the depth and complexity
+	// limits stay cached. Zero or less means DefaultQueryCacheBytes.
+	QueryCacheBytes int64
+	// APQCacheSize is the largest number of automatic persisted queries
+	// (query text by SHA-256 hash) kept in an LRU. Zero or less means
+	// DefaultAPQCacheSize.
 	APQCacheSize int
+	// APQCacheBytes is the second bound of that LRU, in bytes of hash and
+	// query text (plus a small fixed charge per entry); a query larger than
+	// the budget is not kept, nor is one whose document is refused. Zero or
+	// less means DefaultAPQCacheBytes.
+	APQCacheBytes int64
 	// KeepAlive is the interval between keep-alive messages: "ka" on legacy
 	// graphql-ws connections, ping on graphql-transport-ws ones. Zero means
 	// DefaultKeepAlive; a negative value disables keep-alives.
@@ -125,6 +148,10 @@ type Handler struct {
 	log      *zap.Logger
 	panics   atomic.Uint64
 	resolver *resolver
+	// queryCache holds parsed documents by query text, apqCache persisted
+	// query texts by hash.
+	queryCache *byteLRU[*ast.QueryDocument]
+	apqCache   *byteLRU[string]
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -138,6 +165,12 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	}
 	if opts.APQCacheSize <= 0 {
 		opts.APQCacheSize = DefaultAPQCacheSize
+	}
+	if opts.QueryCacheBytes <= 0 {
+		opts.QueryCacheBytes = DefaultQueryCacheBytes
+	}
+	if opts.APQCacheBytes <= 0 {
+		opts.APQCacheBytes = DefaultAPQCacheBytes
 	}
 	switch {
 	case opts.KeepAlive == 0:
@@ -168,9 +201,11 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	}
 
 	h := &Handler{
-		maxBody:  opts.MaxBodyBytes,
-		log:      opts.Logger,
-		resolver: &resolver{svc: svc},
+		maxBody:    opts.MaxBodyBytes,
+		log:        opts.Logger,
+		resolver:   &resolver{svc: svc},
+		queryCache: newByteLRU(opts.QueryCacheSize, opts.QueryCacheBytes, queryEntryBytes),
+		apqCache:   newByteLRU(opts.APQCacheSize, opts.APQCacheBytes, apqEntryBytes),
 	}
 	srv := handler.New(NewExecutableSchema(Config{Resolvers: h.resolver}))
 	srv.AddTransport(transport.Websocket{
@@ -206,8 +241,9 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.AddTransport(transport.GRAPHQL{}) // Content-Type application/graphql, as seed 003 sends
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](opts.QueryCacheSize))
-	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](opts.APQCacheSize)})
+	srv.SetQueryCache(h.queryCache)
+	srv.Use(extension.AutomaticPersistedQuery{Cache: h.apqCache})
+	srv.AroundResponses(h.forgetRefused)
 	if opts.Introspection {
 		srv.Use(extension.Introspection{})
 	}
