@@ -31,7 +31,7 @@ compare() { # compare OLD NEW → verdict and the failing metrics
   local v
   v=$(tail -1 "$out/compare-$1-$2.txt" | awk '{print $NF}')
   local why
-  why=$(grep -E '^  - (FAIL|INCONCLUSIVE|NOT_MEASURED)' "$out/compare-$1-$2.txt" | awk '{print $2":"$3"/"$4}' | tr '\n' ' ')
+  why=$(grep -E '^  - (FAIL|INCONCLUSIVE|NOT_MEASURED)' "$out/compare-$1-$2.txt" | awk '{print $2 $3"/"$4}' | tr '\n' ' ')
   echo "$v ${why}"
 }
 
