@@ -9,7 +9,7 @@ all: build
 
 ## build: compile soakd into bin/soakd
 build:
-	$(GO) build -o $(BIN) .
+	$(GO) build -buildvcs=auto -o $(BIN) .
 
 ## run: run the default (quick) suite once; exits with the verdict's code
 run: build

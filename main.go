@@ -3,7 +3,12 @@
 // group over the same data. See README.md.
 //
 // main is the only place that reads flags, installs signal handling and calls
-// os.Exit; everything else lives in the packages it wires together.
+// os.Exit; everything else lives in the packages it wires together. The
+// command line is built with cobra (github.com/spf13/cobra): it is what k6
+// and kubectl use, it returns errors instead of exiting (so run stays
+// testable and owns the exit code), writes --help to standard output, takes
+// flags before or after positional arguments (pflag) and prints real
+// defaults.
 package main
 
 import (
@@ -12,18 +17,23 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/soakd/soakd/api"
 	"github.com/soakd/soakd/daemon"
@@ -38,103 +48,146 @@ import (
 //go:embed config.yaml
 var defaultConfig []byte
 
-const usage = `soakd: GraphQL vs REST resource soak tests with a pass/fail verdict.
-
-Usage:
-  soakd run   [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]  run a suite once; exit with its verdict
-  soakd serve [--config FILE]                                serve the target, /metrics and the control API until SIGTERM
-  soakd soak  [--config FILE] [--profile NAME] [--cycles N] [--duration D]  run cycles on one target; exit with the soak verdict
-  soakd runs | status [ID] | stop [ID] | baseline ID  [--api URL]  talk to a running soakd serve
-  soakd drive --target URL [--spec FILE | --phase NAME]      the load driver (started by run; usable by hand)
-  soakd report DIR                                           re-render a run's reports; exit with its verdict
-  soakd compare [--config FILE] OLD NEW                      compare two runs metric by metric; exit 0 or 1
-  soakd config [--config FILE]                               print the effective configuration's profiles
-
-Every command takes --log-format console|json and --help.
-Exit codes: 0 all KPIs passed, 1 a KPI failed, 2 bad usage or config, 3 aborted.
-`
-
 func main() {
 	os.Exit(int(run(os.Args[1:], os.Stdout, os.Stderr)))
 }
 
+// run executes one soakd command line and returns its exit code. An error
+// cobra meets before a command starts (an unknown command or flag, a wrong
+// number of arguments) is bad usage, exit 2.
 func run(args []string, stdout, stderr io.Writer) daemon.ExitCode {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return daemon.ExitUsage
-		}
-		return daemon.ExitPass
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-
-	var err error
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "run":
-		err = runCmd(ctx, rest, stdout, stderr)
-	case "serve":
-		err = serveCmd(ctx, rest, stderr)
-	case "runs":
-		err = runsCmd(ctx, rest, stdout, stderr)
-	case "status":
-		err = statusCmd(ctx, rest, stdout, stderr)
-	case "stop":
-		err = stopCmd(ctx, rest, stdout, stderr)
-	case "baseline":
-		err = baselineCmd(ctx, rest, stdout, stderr)
-	case "soak":
-		err = soakCmd(ctx, rest, stdout, stderr)
-	case "drive":
-		err = driveCmd(ctx, rest, stdout, stderr)
-	case "config":
-		err = configCmd(rest, stdout, stderr)
-	case "report":
-		err = reportCmd(rest, stdout, stderr)
-	case "compare":
-		err = compareCmd(rest, stdout, stderr)
-	default:
-		err = daemon.Usagef("unknown command %q; run soakd --help", cmd)
-	}
+	c := &cli{stdout: stdout, stderr: stderr}
+	root := c.root()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
 	code := daemon.CodeOf(err)
-	// A fail or inconclusive verdict has already printed its reasons.
-	if err != nil && !errors.Is(err, flag.ErrHelp) && code != daemon.ExitFail && code != daemon.ExitInconclusive {
-		fmt.Fprintf(stderr, "soakd: %v\n", err)
+	if err != nil && !c.started {
+		code = daemon.ExitUsage
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return daemon.ExitPass
+	// A fail or inconclusive verdict has already printed its reasons.
+	if err != nil && code != daemon.ExitFail && code != daemon.ExitInconclusive {
+		c.printError(err, code)
 	}
 	return code
 }
 
-// common holds the flags every command shares.
-type common struct {
-	config    string
-	logFormat string
+// cli holds the flags every command shares and where output goes.
+type cli struct {
+	stdout, stderr io.Writer
+	logFormat      string
+	// started is set once cobra has parsed a command line and handed it
+	// to a command: an error before that is bad usage.
+	started bool
 }
 
-func newFlags(name, synopsis string, stderr io.Writer, c *common) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.logFormat, "log-format", "console", "log format: console (human) or json")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: soakd %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
+// printError writes err on standard error: a JSON log entry under
+// --log-format json (so that every line of that stream is JSON), a plain
+// "soakd: ..." line otherwise, with a pointer to --help for bad usage.
+func (c *cli) printError(err error, code daemon.ExitCode) {
+	if c.logFormat == "json" {
+		log, _ := newLogger("json", c.stderr)
+		log.Error("soakd: command failed", zap.Error(err), zap.Int("exit_code", int(code)))
+		_ = log.Sync()
+		return
 	}
-	return fs
+	fmt.Fprintf(c.stderr, "soakd: %v\n", err)
+	if code == daemon.ExitUsage && !c.started {
+		fmt.Fprintln(c.stderr, "Run 'soakd --help' for usage.")
+	}
 }
 
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
+const rootLong = `soakd: GraphQL vs REST resource soak tests with a pass/fail verdict.
+
+It hosts a GraphQL server and a REST control group over the same data, drives
+seed 002's workloads at both, samples the target's CPU, GC and heap, and judges
+how much more GraphQL costs than REST against the KPIs in config.yaml.
+
+Exit codes:
+  0  pass: every gated KPI and check passed
+  1  fail: a KPI or check failed
+  2  bad usage or configuration; nothing ran
+  3  aborted: the run could not complete (partial results are written)
+  4  inconclusive: nothing failed, but a gated figure's interval straddles
+     its limit or was not measured
+  5  client commands: the control API could not be reached
+  6  client commands: the control API refused the token (401/403)
+  7  client commands: no run of that id (404)
+  8  start: another run is in progress (409)`
+
+func (c *cli) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "soakd",
+		Short:         "GraphQL vs REST resource soak tests with a pass/fail verdict",
+		Long:          rootLong,
+		Version:       daemon.Version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return daemon.Usagef("unknown command %q", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// soakd alone: the help, on standard error, and exit 2.
+			cmd.SetOut(c.stderr)
+			_ = cmd.Help()
+			return daemon.Usagef("no command given")
+		},
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			c.started = true
+			if c.logFormat != "console" && c.logFormat != "json" {
+				return daemon.Usagef("--log-format must be console or json (got %q)", c.logFormat)
+			}
+			return nil
+		},
+	}
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.SetVersionTemplate("soakd {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return daemon.WithCode(daemon.ExitUsage, err)
+	})
+	root.PersistentFlags().StringVar(&c.logFormat, "log-format", "console", "log format on standard error: console (for humans) or json (every line one JSON object)")
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddGroup(&cobra.Group{ID: "run", Title: "Running suites:"}, &cobra.Group{ID: "client", Title: "Talking to a running soakd serve:"}, &cobra.Group{ID: "tools", Title: "Reports and tools:"})
+	for _, cmd := range []*cobra.Command{c.runCmd(), c.serveCmd(), c.soakCmd()} {
+		cmd.GroupID = "run"
+		root.AddCommand(cmd)
 	}
-	if fs.NArg() > 0 {
-		return daemon.Usagef("unexpected argument %q", fs.Arg(0))
+	for _, cmd := range []*cobra.Command{c.startCmd(), c.runsCmd(), c.statusCmd(), c.stopCmd(), c.baselineCmd()} {
+		cmd.GroupID = "client"
+		root.AddCommand(cmd)
 	}
-	return nil
+	for _, cmd := range []*cobra.Command{c.driveCmd(), c.reportCmd(), c.compareCmd(), c.configCmd()} {
+		cmd.GroupID = "tools"
+		root.AddCommand(cmd)
+	}
+	root.SetHelpCommandGroupID("tools")
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with a message that says what is wanted and
+// exit code 2.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return daemon.Usagef("%s needs %s (got %d arguments); see soakd %s --help", cmd.Name(), what, len(args), cmd.Name())
+		}
+		return nil
+	}
+}
+
+// maxArgs is cobra.MaximumNArgs with exit code 2.
+func maxArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return daemon.Usagef("%s takes at most %s (got %q); see soakd %s --help", cmd.Name(), what, args, cmd.Name())
+		}
+		return nil
+	}
 }
 
 func loadConfig(path string) (*daemon.Config, error) {
@@ -146,6 +199,11 @@ func loadConfig(path string) (*daemon.Config, error) {
 		return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read --config: %w", err))
 	}
 	return daemon.LoadConfig(defaultConfig, user, path)
+}
+
+// configFlag adds --config to cmd.
+func configFlag(cmd *cobra.Command, path *string) {
+	cmd.Flags().StringVar(path, "config", "", "YAML file decoded on top of the embedded config.yaml (it needs only the keys it changes)")
 }
 
 func newLogger(format string, stderr io.Writer) (*zap.Logger, error) {
@@ -173,15 +231,19 @@ type runEnv struct {
 
 func (e runEnv) close() { _ = e.log.Sync() }
 
-// prepare builds the logger, loads the configuration and finds the binary.
-func prepare(c common, stderr io.Writer) (runEnv, error) {
-	log, err := newLogger(c.logFormat, stderr)
+// prepare builds the logger, loads the configuration (logging its
+// warnings) and finds the binary.
+func (c *cli) prepare(config string) (runEnv, error) {
+	log, err := newLogger(c.logFormat, c.stderr)
 	if err != nil {
 		return runEnv{}, err
 	}
-	cfg, err := loadConfig(c.config)
+	cfg, err := loadConfig(config)
 	if err != nil {
 		return runEnv{}, err
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -199,122 +261,211 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	var profile, out, arms string
-	fs := newFlags("run", "run [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]", stderr, &c)
-	fs.StringVar(&arms, "arms", "rest,graphql", "compared arms: rest,graphql; or rest,rest / graphql,graphql to measure the machine's noise floor")
-	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml")
-	fs.StringVar(&profile, "profile", "", "profile to run (default: the config's default_profile)")
-	fs.StringVar(&out, "out", "", "run directory for the reports (default runs/<UTC timestamp>)")
-	if err := parse(fs, args); err != nil {
+func (c *cli) runCmd() *cobra.Command {
+	var config, profile, out, arms string
+	cmd := &cobra.Command{
+		Use:                   "run [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Run a suite once on the built-in target; exit with its verdict",
+		Args:                  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := daemon.ParseArms(arms)
+			if err != nil {
+				return err
+			}
+			env, err := c.prepare(config)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			_, err = daemon.RunSuite(cmd.Context(), env.cfg, daemon.RunOptions{
+				Profile:    profile,
+				OutDir:     out,
+				Executable: env.exe,
+				Arms:       a,
+				Log:        env.log,
+				Stdout:     c.stdout,
+				Stderr:     c.stderr,
+				Terminal:   isTerminal(c.stderr),
+			})
+			return err
+		},
+	}
+	configFlag(cmd, &config)
+	cmd.Flags().StringVar(&arms, "arms", "rest,graphql", "compared arms: rest,graphql; or rest,rest / graphql,graphql to measure the machine's noise floor")
+	cmd.Flags().StringVar(&profile, "profile", "", "profile to run (default: the config's default_profile)")
+	cmd.Flags().StringVar(&out, "out", "", "run directory for the reports (default: runs/<UTC timestamp>)")
+	return cmd
+}
+
+func (c *cli) serveCmd() *cobra.Command {
+	var config string
+	cmd := &cobra.Command{
+		Use:                   "serve [--config FILE]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Serve the target, /metrics and the control API until SIGTERM",
+		Args:                  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, err := c.prepare(config)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			return daemon.Serve(cmd.Context(), env.cfg, daemon.ServeOptions{Executable: env.exe, Log: env.log, Stderr: c.stderr})
+		},
+	}
+	configFlag(cmd, &config)
+	return cmd
+}
+
+func (c *cli) soakCmd() *cobra.Command {
+	var config, profile string
+	var cycles int
+	var duration time.Duration
+	cmd := &cobra.Command{
+		Use:                   "soak [--config FILE] [--profile NAME] [--cycles N] [--duration D]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Run a profile in cycles on one target; exit with the soak's verdict",
+		Args:                  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cycles < 0 || duration < 0 {
+				return daemon.Usagef("--cycles and --duration must not be negative")
+			}
+			env, err := c.prepare(config)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			if !cmd.Flags().Changed("cycles") {
+				cycles = env.cfg.Soak.Cycles
+			}
+			if !cmd.Flags().Changed("duration") {
+				duration = env.cfg.Soak.Duration
+			}
+			rep, err := daemon.Soak(cmd.Context(), env.cfg, daemon.SoakOptions{
+				RunOptions: daemon.RunOptions{Profile: profile, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
+				Cycles:     cycles, Duration: duration,
+			})
+			if rep != nil {
+				rep.Table(c.stdout)
+			}
+			return err
+		},
+	}
+	configFlag(cmd, &config)
+	cmd.Flags().StringVar(&profile, "profile", "", "profile each cycle runs (default: soak.profile, then default_profile)")
+	cmd.Flags().IntVar(&cycles, "cycles", 0, "cycles to run; 0 means no cycle limit (default: soak.cycles)")
+	cmd.Flags().DurationVar(&duration, "duration", 0, "total soak length, e.g. 24h; 0 means no time limit (default: soak.duration)")
+	return cmd
+}
+
+// client is what a control API command needs: the API client and where the
+// API is, for messages.
+type client struct {
+	*api.Client
+}
+
+// clientFlags adds --api and --config to cmd and returns a function that
+// builds the control API client from them: --api (default: the config's
+// api.listen) and the token in SOAKD_CONTROL_TOKEN or api.token.
+func (c *cli) clientFlags(cmd *cobra.Command) func() (client, error) {
+	var config, base string
+	cmd.Flags().StringVar(&config, "config", "", "YAML file decoded on top of the embedded config.yaml (for api.listen and api.token)")
+	cmd.Flags().StringVar(&base, "api", "", "control API base URL (default: http://<api.listen>)")
+	return func() (client, error) {
+		cfg, err := loadConfig(config)
+		if err != nil {
+			return client{}, err
+		}
+		for _, w := range cfg.Warnings {
+			fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
+		}
+		if base == "" {
+			base = "http://" + cfg.API.Listen
+		}
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return client{}, daemon.Usagef("--api must be an http:// or https:// URL such as http://127.0.0.1:7070 (got %q)", base)
+		}
+		token := cfg.API.Token
+		if env := os.Getenv(daemon.TokenEnv); env != "" {
+			token = env
+		}
+		return client{&api.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: clientTimeout}}}, nil
+	}
+}
+
+// clientTimeout bounds each control API call of the client commands: the
+// API answers from memory and disk, so a daemon that takes longer is stuck
+// or unreachable.
+const clientTimeout = 30 * time.Second
+
+// clientError gives a control API error the exit code of its kind
+// (README "Exit codes"): unreachable 5, refused token 6, unknown run 7, a run
+// already in progress 8, a request the daemon refused as invalid 2.
+func (cl client) clientError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if ae, ok := errors.AsType[*api.APIError](err); ok {
+		switch {
+		case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden:
+			return daemon.WithCode(daemon.ExitUnauthorized, fmt.Errorf("%w (set SOAKD_CONTROL_TOKEN or api.token to the daemon's token)", err))
+		case ae.Status == http.StatusNotFound:
+			return daemon.WithCode(daemon.ExitNotFound, err)
+		case ae.RunningID != "":
+			return daemon.WithCode(daemon.ExitBusy, err)
+		case ae.Status == http.StatusBadRequest || ae.Status == http.StatusConflict:
+			return daemon.WithCode(daemon.ExitUsage, err)
+		}
 		return err
 	}
-	a, err := daemon.ParseArms(arms)
-	if err != nil {
-		return err
+	if _, ok := errors.AsType[*url.Error](err); ok {
+		return daemon.WithCode(daemon.ExitUnreachable, fmt.Errorf("%w (is soakd serve running there? set --api or api.listen)", err))
 	}
-	env, err := prepare(c, stderr)
-	if err != nil {
-		return err
-	}
-	defer env.close()
-	log, cfg, exe := env.log, env.cfg, env.exe
-	_, err = daemon.RunSuite(ctx, cfg, daemon.RunOptions{
-		Profile:    profile,
-		OutDir:     out,
-		Executable: exe,
-		Arms:       a,
-		Log:        log,
-		Stdout:     stdout,
-		Stderr:     stderr,
-		Terminal:   isTerminal(stderr),
-	})
 	return err
 }
 
-func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
-	var c common
-	fs := newFlags("serve", "serve [--config FILE]", stderr, &c)
-	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml")
-	if err := parse(fs, args); err != nil {
-		return err
+func (c *cli) runsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "runs [--api URL]",
+		DisableFlagsInUseLine: true,
+		Short:                 "List the runs a soakd serve knows, newest first",
+		Args:                  exactArgs(0, "no arguments"),
 	}
-	env, err := prepare(c, stderr)
-	if err != nil {
-		return err
-	}
-	defer env.close()
-	log, cfg, exe := env.log, env.cfg, env.exe
-	return daemon.Serve(ctx, cfg, daemon.ServeOptions{Executable: exe, Log: log, Stderr: stderr})
-}
-
-// apiClient parses a client command's flags (--api, --config and the common
-// ones) and builds a control API client from --api (default: the config's
-// control.listen) and the token in SOAKD_CONTROL_TOKEN or control.token. It
-// returns the flag set for the positional arguments.
-func apiClient(name, synopsis string, args []string, stderr io.Writer) (*api.Client, *flag.FlagSet, error) {
-	var c common
-	var base string
-	fs := newFlags(name, synopsis, stderr, &c)
-	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml (for control.listen and control.token)")
-	fs.StringVar(&base, "api", "", "control API base URL (default http://<control.listen>)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil, err
+	newClient := c.clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cl, err := newClient()
+		if err != nil {
+			return err
 		}
-		return nil, nil, daemon.WithCode(daemon.ExitUsage, err)
-	}
-	cfg, err := loadConfig(c.config)
-	if err != nil {
-		return nil, nil, err
-	}
-	if base == "" {
-		base = "http://" + cfg.Control.Listen
-	}
-	token := cfg.Control.Token
-	if env := os.Getenv(daemon.TokenEnv); env != "" {
-		token = env
-	}
-	return &api.Client{BaseURL: base, Token: token}, fs, nil
-}
-
-func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl, fs, err := apiClient("runs", "runs [--api URL]", args, stderr)
-	if err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return daemon.Usagef("unexpected argument %q", fs.Arg(0))
-	}
-	runs, err := cl.List(ctx)
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPROFILE\tSTATUS\tVERDICT\tSTARTED\tBASELINE")
-	for _, r := range runs {
-		base := ""
-		if r.Baseline {
-			base = "baseline"
+		runs, err := cl.List(cmd.Context())
+		if err != nil {
+			return cl.clientError(err)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), base)
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPROFILE\tSTATUS\tVERDICT\tSTARTED\tBASELINE")
+		for _, r := range runs {
+			base := ""
+			if r.Baseline {
+				base = "baseline"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), base)
+		}
+		return tw.Flush()
 	}
-	return tw.Flush()
+	return cmd
 }
 
 // pickRun returns the id given, or else the running run (for stop) or the
 // newest run (for status).
-func pickRun(ctx context.Context, cl *api.Client, fs *flag.FlagSet, running bool) (string, error) {
-	if fs.NArg() > 1 {
-		return "", daemon.Usagef("at most one run id")
-	}
-	if fs.NArg() == 1 {
-		return fs.Arg(0), nil
+func (cl client) pickRun(ctx context.Context, args []string, running bool) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
 	}
 	runs, err := cl.List(ctx)
 	if err != nil {
-		return "", err
+		return "", cl.clientError(err)
 	}
 	for _, r := range runs {
 		if !running || r.Status == "running" {
@@ -327,185 +478,410 @@ func pickRun(ctx context.Context, cl *api.Client, fs *flag.FlagSet, running bool
 	return "", daemon.Usagef("no run yet")
 }
 
-func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl, fs, err := apiClient("status", "status [--api URL] [ID]", args, stderr)
-	if err != nil {
+func (c *cli) statusCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "status [ID] [--api URL]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Show a run (default: the newest) with its KPI table and reasons",
+		Args:                  maxArgs(1, "one run id"),
+	}
+	newClient := c.clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := newClient()
+		if err != nil {
+			return err
+		}
+		id, err := cl.pickRun(cmd.Context(), args, false)
+		if err != nil {
+			return err
+		}
+		_, err = cl.show(cmd.Context(), c.stdout, id)
 		return err
 	}
-	id, err := pickRun(ctx, cl, fs, false)
-	if err != nil {
-		return err
-	}
+	return cmd
+}
+
+// show prints run id's summary and, once it has one, its KPI table with
+// every reason; it returns the summary.
+func (cl client) show(ctx context.Context, w io.Writer, id string) (api.RunSummary, error) {
 	r, raw, err := cl.Get(ctx, id)
 	if err != nil {
-		return err
+		return api.RunSummary{}, cl.clientError(err)
 	}
-	fmt.Fprintf(stdout, "run %s (%s): %s, verdict %q, started %s, dir %s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), r.Dir)
+	fmt.Fprintf(w, "run %s (%s): %s, verdict %q, started %s, dir %s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), r.Dir)
 	if raw != nil {
 		var rep report.Report
 		if err := json.Unmarshal(raw, &rep); err == nil && len(rep.KPIs) > 0 {
-			return rep.Table(stdout) // the table ends with every reason
+			return r, rep.Table(w) // the table ends with every reason
 		}
 	}
 	for _, why := range r.Reasons {
-		fmt.Fprintf(stdout, "  - %s\n", why)
+		fmt.Fprintf(w, "  - %s\n", why)
+	}
+	return r, nil
+}
+
+func (c *cli) stopCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "stop [ID] [--api URL]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Stop a run gracefully (default: the one in progress)",
+		Args:                  maxArgs(1, "one run id"),
+	}
+	newClient := c.clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := newClient()
+		if err != nil {
+			return err
+		}
+		id, err := cl.pickRun(cmd.Context(), args, true)
+		if err != nil {
+			return err
+		}
+		if err := cl.Stop(cmd.Context(), id); err != nil {
+			return cl.clientError(err)
+		}
+		fmt.Fprintf(c.stdout, "stopping run %s\n", id)
+		return nil
+	}
+	return cmd
+}
+
+func (c *cli) baselineCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:                   "baseline ID [--api URL]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Mark a run as the baseline retention keeps",
+		Args:                  exactArgs(1, "one run id"),
+	}
+	newClient := c.clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := newClient()
+		if err != nil {
+			return err
+		}
+		if err := cl.SetBaseline(cmd.Context(), args[0]); err != nil {
+			return cl.clientError(err)
+		}
+		fmt.Fprintf(c.stdout, "run %s is the baseline\n", args[0])
+		return nil
+	}
+	return cmd
+}
+
+func (c *cli) startCmd() *cobra.Command {
+	var profile, overridesFile string
+	var sets []string
+	var wait bool
+	var poll time.Duration
+	cmd := &cobra.Command{
+		Use:                   "start [--profile NAME] [--set KEY=VALUE]... [--overrides FILE] [--wait] [--api URL]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Start a run on a soakd serve; with --wait, exit with its verdict",
+		Long: `Start a run on a running soakd serve and print its id.
+
+--set KEY=VALUE overrides one configuration key for this run only, the key a
+dotted path as in config.yaml and the value YAML (so numbers, booleans and
+durations keep their types): --set kpis.cpu_increase_points=7. --overrides
+FILE gives a YAML document of overrides; --set entries apply on top of it.
+The daemon refuses keys a running target cannot honour, naming each.
+
+--wait polls the run until it ends, prints its KPI table and exits with its
+verdict's code, as soakd run does: a CI job can gate on a daemon.`,
+		Args: exactArgs(0, "no arguments"),
+	}
+	newClient := c.clientFlags(cmd)
+	cmd.Flags().StringVar(&profile, "profile", "", "profile to run (default: the daemon's default_profile)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override KEY=VALUE for this run (repeatable), e.g. --set kpis.cpu_increase_points=7")
+	cmd.Flags().StringVar(&overridesFile, "overrides", "", "YAML file of overrides for this run")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to end and exit with its verdict")
+	cmd.Flags().DurationVar(&poll, "poll", 2*time.Second, "with --wait, how often to ask for the run's status")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var doc []byte
+		if overridesFile != "" {
+			b, err := os.ReadFile(overridesFile)
+			if err != nil {
+				return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read --overrides: %w", err))
+			}
+			doc = b
+		}
+		overrides, err := buildOverrides(doc, sets)
+		if err != nil {
+			return err
+		}
+		if poll <= 0 {
+			return daemon.Usagef("--poll must be positive (got %s)", poll)
+		}
+		cl, err := newClient()
+		if err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		sum, err := cl.Start(ctx, api.StartRequest{Profile: profile, Overrides: overrides})
+		if err != nil {
+			return cl.clientError(err)
+		}
+		fmt.Fprintf(c.stdout, "started run %s (profile %s)\n", sum.ID, sum.Profile)
+		if !wait {
+			return nil
+		}
+		return cl.wait(ctx, c.stdout, sum.ID, poll)
+	}
+	return cmd
+}
+
+// wait polls run id every poll until it is no longer running, then prints
+// it and returns its verdict as an exit code.
+func (cl client) wait(ctx context.Context, w io.Writer, id string, poll time.Duration) error {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		r, _, err := cl.Get(ctx, id)
+		if err != nil {
+			return cl.clientError(err)
+		}
+		if r.Status != "running" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return daemon.WithCode(daemon.ExitAborted, fmt.Errorf("stopped waiting for run %s (it goes on; soakd stop %s ends it): %w", id, id, ctx.Err()))
+		case <-t.C:
+		}
+	}
+	r, err := cl.show(ctx, w, id)
+	if err != nil {
+		return err
+	}
+	return verdictError(r.Verdict)
+}
+
+// buildOverrides merges a YAML document of overrides (may be nil) and
+// --set KEY=VALUE entries (applied on top, in order) into one YAML
+// document. A key is a dotted path of mapping keys; a value is parsed as
+// YAML, so 7 is a number, true a boolean and 2s a string the config turns
+// into a duration.
+func buildOverrides(doc []byte, sets []string) (string, error) {
+	root := map[string]any{}
+	if len(bytes.TrimSpace(doc)) > 0 {
+		if err := yaml.Unmarshal(doc, &root); err != nil {
+			return "", daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--overrides is not a YAML mapping: %w", err))
+		}
+	}
+	for _, s := range sets {
+		key, raw, ok := strings.Cut(s, "=")
+		if !ok || key == "" {
+			return "", daemon.Usagef("--set %q: want KEY=VALUE, e.g. kpis.cpu_increase_points=7", s)
+		}
+		path := strings.Split(key, ".")
+		if slices.Contains(path, "") {
+			return "", daemon.Usagef("--set %q: the key has an empty part", s)
+		}
+		var v any
+		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
+			return "", daemon.Usagef("--set %q: the value is not YAML: %v", s, err)
+		}
+		m := root
+		for i, k := range path[:len(path)-1] {
+			next, exists := m[k]
+			if !exists {
+				nm := map[string]any{}
+				m[k] = nm
+				m = nm
+				continue
+			}
+			nm, isMap := next.(map[string]any)
+			if !isMap {
+				return "", daemon.Usagef("--set %q: %s is already set to a value, not a mapping", s, strings.Join(path[:i+1], "."))
+			}
+			m = nm
+		}
+		m[path[len(path)-1]] = v
+	}
+	if len(root) == 0 {
+		return "", nil
+	}
+	out, err := yaml.Marshal(root)
+	if err != nil {
+		return "", fmt.Errorf("cannot encode the overrides: %w", err)
+	}
+	return string(out), nil
+}
+
+func (c *cli) driveCmd() *cobra.Command {
+	var config, target, spec, profile, phase, cpus string
+	cmd := &cobra.Command{
+		Use:                   "drive --target URL (--spec FILE | --phase NAME [--profile NAME] [--config FILE]) [--cpus LIST]",
+		DisableFlagsInUseLine: true,
+		Short:                 "The load driver: run one phase against a target, JSON lines on stdout",
+		Long: `The load driver. soakd run starts it for every phase; it can also be run by
+hand against a soakd serve elsewhere. It reads a phase spec (JSON, from --spec
+FILE or "--spec -" for standard input, or built from the config with --phase)
+and writes JSON lines to standard output: progress about once a second, then
+the result (or an error).`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if target == "" {
+				return daemon.Usagef("drive needs --target URL, e.g. --target http://127.0.0.1:8080")
+			}
+			if err := checkTargetURL(target); err != nil {
+				return err
+			}
+			switch {
+			case phase == "" && spec == "":
+				return daemon.Usagef("drive needs --phase NAME (a phase of the config's profile) or --spec FILE (a phase spec as JSON; - reads standard input)")
+			case phase != "" && spec != "":
+				return daemon.Usagef("drive takes --phase or --spec, not both")
+			}
+			if cpus != "" {
+				set, err := pin.Parse(cpus)
+				if err != nil {
+					return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--cpus: %w", err))
+				}
+				if err := pin.Process(set); err != nil {
+					return fmt.Errorf("cannot pin the driver to CPUs %v: %w", set, err)
+				}
+			}
+			var in io.Reader = os.Stdin
+			switch {
+			case phase != "":
+				cfg, err := loadConfig(config)
+				if err != nil {
+					return err
+				}
+				b, err := daemon.PhaseSpec(cfg, profile, phase)
+				if err != nil {
+					return err
+				}
+				in = bytes.NewReader(b)
+			case spec != "-":
+				f, err := os.Open(spec)
+				if err != nil {
+					return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot open --spec: %w", err))
+				}
+				defer f.Close()
+				in = f
+			}
+			return workloads.Drive(cmd.Context(), in, c.stdout, target)
+		},
+	}
+	cmd.Flags().StringVar(&target, "target", "", "base URL of the target, e.g. http://127.0.0.1:8080 (required)")
+	cmd.Flags().StringVar(&spec, "spec", "", "phase spec as JSON from this file; - reads standard input")
+	cmd.Flags().StringVar(&config, "config", "", "with --phase: YAML file decoded on top of the embedded config.yaml")
+	cmd.Flags().StringVar(&profile, "profile", "", "with --phase: profile holding the phase (default: the config's default_profile)")
+	cmd.Flags().StringVar(&phase, "phase", "", "run this phase of the profile instead of reading --spec")
+	cmd.Flags().StringVar(&cpus, "cpus", "", "pin the driver to these CPUs, e.g. 1 or 2-3")
+	return cmd
+}
+
+// checkTargetURL refuses a --target that is not an absolute http(s) URL,
+// saying what one looks like (Go's parser alone says "first path segment
+// in URL cannot contain colon" for 127.0.0.1:8080).
+func checkTargetURL(target string) error {
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return daemon.Usagef("--target must be a URL with a scheme and host, such as http://127.0.0.1:8080 (got %q)", target)
 	}
 	return nil
 }
 
-func stopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl, fs, err := apiClient("stop", "stop [--api URL] [ID]", args, stderr)
-	if err != nil {
-		return err
+func (c *cli) configCmd() *cobra.Command {
+	var config string
+	cmd := &cobra.Command{
+		Use:                   "config [--config FILE]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Validate the configuration and print the effective YAML",
+		Long: `Validate the configuration and print the effective configuration (the
+embedded config.yaml with --config decoded on top) as YAML on standard output:
+a document soakd accepts as --config. api.token is printed as <redacted>.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			cfg, err := loadConfig(config)
+			if err != nil {
+				return err
+			}
+			for _, w := range cfg.Warnings {
+				fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
+			}
+			out, err := daemon.EffectiveYAML(cfg)
+			if err != nil {
+				return err
+			}
+			source := "the embedded config.yaml"
+			if config != "" {
+				source += " with " + config + " on top"
+			}
+			fmt.Fprintf(c.stdout, "# soakd %s: effective configuration (%s); valid; default profile %q\n", daemon.Version(), source, cfg.DefaultProfile)
+			_, err = c.stdout.Write(out)
+			return err
+		},
 	}
-	id, err := pickRun(ctx, cl, fs, true)
-	if err != nil {
-		return err
-	}
-	if err := cl.Stop(ctx, id); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "stopping run %s\n", id)
-	return nil
+	configFlag(cmd, &config)
+	return cmd
 }
 
-func driveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	var target, spec, profile, phase string
-	fs := newFlags("drive", "drive --target URL (--spec FILE | --phase NAME [--profile NAME] [--config FILE])", stderr, &c)
-	fs.StringVar(&target, "target", "", "base URL of the target, e.g. http://127.0.0.1:8080 (required)")
-	fs.StringVar(&spec, "spec", "-", "phase spec as JSON; - reads standard input")
-	fs.StringVar(&c.config, "config", "", "with --phase: YAML file decoded on top of the embedded config.yaml")
-	fs.StringVar(&profile, "profile", "", "with --phase: profile holding the phase (default: the config's default_profile)")
-	fs.StringVar(&phase, "phase", "", "run this phase of the profile instead of reading --spec")
-	var cpus string
-	fs.StringVar(&cpus, "cpus", "", "pin the driver to these CPUs, e.g. 1 or 2-3")
-	if err := parse(fs, args); err != nil {
-		return err
+func (c *cli) reportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                   "report DIR",
+		DisableFlagsInUseLine: true,
+		Short:                 "Re-render a run's reports from report.json; exit with its verdict",
+		Args:                  exactArgs(1, "one run directory"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			dir := args[0]
+			rep, err := report.Read(filepath.Join(dir, report.JSONFile))
+			if err != nil {
+				return daemon.WithCode(daemon.ExitUsage, err)
+			}
+			var samples *report.Samples
+			if s, err := report.ReadSamples(filepath.Join(dir, report.SamplesFile)); err == nil {
+				samples = s
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return daemon.WithCode(daemon.ExitUsage, err)
+			}
+			if err := rep.Write(dir, samples); err != nil {
+				return err
+			}
+			if err := rep.Table(c.stdout); err != nil {
+				return err
+			}
+			return verdictError(rep.Verdict)
+		},
 	}
-	if target == "" {
-		return daemon.Usagef("drive needs --target URL")
-	}
-	if cpus != "" {
-		set, err := pin.Parse(cpus)
-		if err != nil {
-			return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--cpus: %w", err))
-		}
-		if err := pin.Process(set); err != nil {
-			return fmt.Errorf("cannot pin the driver to CPUs %v: %w", set, err)
-		}
-	}
-	if _, err := newLogger(c.logFormat, stderr); err != nil {
-		return err
-	}
-	var in io.Reader = os.Stdin
-	switch {
-	case phase != "":
-		cfg, err := loadConfig(c.config)
-		if err != nil {
-			return err
-		}
-		b, err := daemon.PhaseSpec(cfg, profile, phase)
-		if err != nil {
-			return err
-		}
-		in = bytes.NewReader(b)
-	case spec != "-":
-		f, err := os.Open(spec)
-		if err != nil {
-			return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot open --spec: %w", err))
-		}
-		defer f.Close()
-		in = f
-	}
-	return workloads.Drive(ctx, in, stdout, target)
 }
 
-func configCmd(args []string, stdout, stderr io.Writer) error {
-	var c common
-	fs := newFlags("config", "config [--config FILE]", stderr, &c)
-	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml")
-	if err := parse(fs, args); err != nil {
-		return err
+func (c *cli) compareCmd() *cobra.Command {
+	var config string
+	cmd := &cobra.Command{
+		Use:                   "compare [--config FILE] OLD NEW",
+		DisableFlagsInUseLine: true,
+		Short:                 "Compare two runs metric by metric; exit 0, 1 or 4",
+		Args:                  exactArgs(2, "two run directories (or report.json files): OLD NEW"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			cfg, err := loadConfig(config)
+			if err != nil {
+				return err
+			}
+			var reps [2]*report.Report
+			for i, arg := range args {
+				path := arg
+				if st, err := os.Stat(arg); err == nil && st.IsDir() {
+					path = filepath.Join(arg, report.JSONFile)
+				}
+				if reps[i], err = report.Read(path); err != nil {
+					return daemon.WithCode(daemon.ExitUsage, err)
+				}
+			}
+			lim := cfg.Compare.Limits()
+			lim.Confidence = cfg.KPIs.Confidence
+			cmp := report.CompareRuns(reps[0], reps[1], lim)
+			if err := cmp.Table(c.stdout); err != nil {
+				return err
+			}
+			return verdictError(cmp.Verdict)
+		},
 	}
-	cfg, err := loadConfig(c.config)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "configuration is valid; default profile %q\n", cfg.DefaultProfile)
-	for _, name := range cfg.ProfileNames() {
-		p := cfg.Profiles[name]
-		fmt.Fprintf(stdout, "  %-10s %d phases  %s\n", name, len(p.Phases), p.Description)
-	}
-	return nil
-}
-
-func reportCmd(args []string, stdout, stderr io.Writer) error {
-	var c common
-	fs := newFlags("report", "report DIR", stderr, &c)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return daemon.WithCode(daemon.ExitUsage, err)
-	}
-	if fs.NArg() != 1 {
-		return daemon.Usagef("report needs one run directory")
-	}
-	dir := fs.Arg(0)
-	rep, err := report.Read(filepath.Join(dir, report.JSONFile))
-	if err != nil {
-		return daemon.WithCode(daemon.ExitUsage, err)
-	}
-	var samples *report.Samples
-	if s, err := report.ReadSamples(filepath.Join(dir, report.SamplesFile)); err == nil {
-		samples = s
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return daemon.WithCode(daemon.ExitUsage, err)
-	}
-	if err := rep.Write(dir, samples); err != nil {
-		return err
-	}
-	if err := rep.Table(stdout); err != nil {
-		return err
-	}
-	return verdictError(rep.Verdict)
-}
-
-func compareCmd(args []string, stdout, stderr io.Writer) error {
-	var c common
-	fs := newFlags("compare", "compare [--config FILE] OLD NEW", stderr, &c)
-	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml (for the compare: limits)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return daemon.WithCode(daemon.ExitUsage, err)
-	}
-	if fs.NArg() != 2 {
-		return daemon.Usagef("compare needs two run directories (or report.json files): OLD NEW")
-	}
-	cfg, err := loadConfig(c.config)
-	if err != nil {
-		return err
-	}
-	var reps [2]*report.Report
-	for i, arg := range fs.Args() {
-		path := arg
-		if st, err := os.Stat(arg); err == nil && st.IsDir() {
-			path = filepath.Join(arg, report.JSONFile)
-		}
-		if reps[i], err = report.Read(path); err != nil {
-			return daemon.WithCode(daemon.ExitUsage, err)
-		}
-	}
-	lim := cfg.Compare.Limits()
-	lim.Confidence = cfg.KPIs.Confidence
-	cmp := report.CompareRuns(reps[0], reps[1], lim)
-	if err := cmp.Table(stdout); err != nil {
-		return err
-	}
-	return verdictError(cmp.Verdict)
+	cmd.Flags().StringVar(&config, "config", "", "YAML file decoded on top of the embedded config.yaml (for the compare: limits)")
+	return cmd
 }
 
 // verdictError maps a verdict to the exit code: pass 0, fail 1,
@@ -521,54 +897,4 @@ func verdictError(v string) error {
 		return daemon.WithCode(daemon.ExitInconclusive, errors.New("the verdict is inconclusive"))
 	}
 	return daemon.WithCode(daemon.ExitAborted, fmt.Errorf("the run's verdict is %q", v))
-}
-
-func soakCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	var profile string
-	var cycles int
-	var duration time.Duration
-	fs := newFlags("soak", "soak [--config FILE] [--profile NAME] [--cycles N] [--duration D]", stderr, &c)
-	fs.StringVar(&c.config, "config", "", "YAML file decoded on top of the embedded config.yaml")
-	fs.StringVar(&profile, "profile", "", "profile each cycle runs (default: soak.profile, then default_profile)")
-	fs.IntVar(&cycles, "cycles", -1, "cycles to run (default: soak.cycles)")
-	fs.DurationVar(&duration, "duration", -1, "total soak length, e.g. 24h (default: soak.duration)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	env, err := prepare(c, stderr)
-	if err != nil {
-		return err
-	}
-	defer env.close()
-	log, cfg, exe := env.log, env.cfg, env.exe
-	if cycles < 0 {
-		cycles = cfg.Soak.Cycles
-	}
-	if duration < 0 {
-		duration = cfg.Soak.Duration
-	}
-	rep, err := daemon.Soak(ctx, cfg, daemon.SoakOptions{
-		RunOptions: daemon.RunOptions{Profile: profile, Executable: exe, Log: log, Stderr: stderr, Terminal: isTerminal(stderr)},
-		Cycles:     cycles, Duration: duration,
-	})
-	if rep != nil {
-		rep.Table(stdout)
-	}
-	return err
-}
-
-func baselineCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cl, fs, err := apiClient("baseline", "baseline [--api URL] ID", args, stderr)
-	if err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return daemon.Usagef("baseline needs one run id")
-	}
-	if err := cl.SetBaseline(ctx, fs.Arg(0)); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "run %s is the baseline\n", fs.Arg(0))
-	return nil
 }

@@ -114,7 +114,7 @@ func waitStatus(t *testing.T, cl *api.Client, id string, want ...string) api.Run
 func serveConfig(t *testing.T, dir string, extra string) string {
 	t.Helper()
 	cfg := filepath.Join(dir, "serve.yaml")
-	body := tinyConfig + "\ndata_dir: " + filepath.Join(dir, "data") + "\ncontrol:\n  listen: 127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t)) + "\n" + extra
+	body := tinyConfig + "\ndata_dir: " + filepath.Join(dir, "data") + "\napi:\n  listen: 127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t)) + "\n" + extra
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestServeToken(t *testing.T) {
 	}
 
 	open := filepath.Join(dir, "open.yaml")
-	if err := os.WriteFile(open, []byte("data_dir: "+filepath.Join(dir, "d2")+"\ncontrol:\n  listen: 0.0.0.0:"+strconv.Itoa(freeLoopbackPort(t))+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(open, []byte("data_dir: "+filepath.Join(dir, "d2")+"\napi:\n  listen: 0.0.0.0:"+strconv.Itoa(freeLoopbackPort(t))+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

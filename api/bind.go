@@ -9,7 +9,7 @@ import (
 
 // CheckBind refuses a non-loopback listen address without a token: it
 // returns an error saying why ("control API on 0.0.0.0:9000 is reachable
-// from other hosts: set control.token or SOAKD_CONTROL_TOKEN, or bind to
+// from other hosts: set api.token or SOAKD_CONTROL_TOKEN, or bind to
 // 127.0.0.1"). Loopback is 127.0.0.0/8, ::1 (also as ::ffff:127.x.y.z) and
 // the name "localhost"; any other name counts as reachable, since it is not
 // resolved here. An empty host (":9000") listens on all interfaces. addr is
@@ -21,12 +21,12 @@ func CheckBind(addr, token string) error {
 		return fmt.Errorf("invalid control API listen address %q: %w", addr, err)
 	}
 	if token != "" && strings.TrimSpace(token) == "" {
-		return fmt.Errorf("the control API token is blank: set a real control.token or SOAKD_CONTROL_TOKEN, or leave it empty")
+		return fmt.Errorf("the control API token is blank: set a real api.token or SOAKD_CONTROL_TOKEN, or leave it empty")
 	}
 	if token != "" || isLoopback(host) {
 		return nil
 	}
-	return fmt.Errorf("control API on %s is reachable from other hosts: set control.token or SOAKD_CONTROL_TOKEN, or bind to 127.0.0.1", addr)
+	return fmt.Errorf("control API on %s is reachable from other hosts: set api.token or SOAKD_CONTROL_TOKEN, or bind to 127.0.0.1", addr)
 }
 
 // isLoopback reports whether a listen host only accepts connections from

@@ -35,7 +35,7 @@ func TestCheckBind(t *testing.T) {
 
 func TestCheckBindMessage(t *testing.T) {
 	err := CheckBind("0.0.0.0:9000", "")
-	want := "control API on 0.0.0.0:9000 is reachable from other hosts: set control.token or SOAKD_CONTROL_TOKEN, or bind to 127.0.0.1"
+	want := "control API on 0.0.0.0:9000 is reachable from other hosts: set api.token or SOAKD_CONTROL_TOKEN, or bind to 127.0.0.1"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}

@@ -42,9 +42,13 @@ type Config struct {
 	DataDir        string             `yaml:"data_dir"`
 	Retention      RetentionConfig    `yaml:"retention"`
 	Soak           SoakConfig         `yaml:"soak"`
-	Control        ControlConfig      `yaml:"control"`
+	API            APIConfig          `yaml:"api"`
 	DefaultProfile string             `yaml:"default_profile"`
 	Profiles       map[string]Profile `yaml:"profiles"`
+
+	// Warnings are what loading the configuration had to say without
+	// refusing it (a deprecated key, say); commands log each one.
+	Warnings []string `yaml:"-"`
 }
 
 // ServerConfig configures the target's HTTP server (the process measured).
@@ -253,8 +257,10 @@ type DriftConfig struct {
 	GCPercentIncreasePoints float64 `yaml:"gc_percent_increase_points"`
 }
 
-// ControlConfig configures the control API of `soakd serve`.
-type ControlConfig struct {
+// APIConfig configures the control API of `soakd serve` (the key was
+// `control:` before; that name is still read, with a warning, because it was
+// easy to confuse with the REST control group).
+type APIConfig struct {
 	// Listen is the API's own address; loopback by default. Any other
 	// address requires a token.
 	Listen string `yaml:"listen"`
@@ -480,6 +486,7 @@ func (c *Config) Clone() *Config {
 	cp := *c
 	cp.KPIs = c.KPIs.clone()
 	cp.Profiling = c.Profiling.clone()
+	cp.Warnings = slices.Clone(c.Warnings)
 	if c.Profiles != nil {
 		cp.Profiles = make(map[string]Profile, len(c.Profiles))
 		for name, p := range c.Profiles {
@@ -568,6 +575,11 @@ func decodeStrict(doc []byte, cfg *Config, source string) (map[string]int, error
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		body = root.Content[0]
 	}
+	if warn, problem := renameDeprecated(body); problem != nil {
+		return nil, &ConfigError{Source: source, Problems: []FieldError{*problem}}
+	} else if warn != "" {
+		cfg.Warnings = append(cfg.Warnings, source+": "+warn)
+	}
 	c := &checker{lines: map[string]int{}}
 	c.check(body, reflect.TypeFor[Config](), "")
 	if len(c.problems) > 0 {
@@ -587,6 +599,33 @@ func decodeStrict(doc []byte, cfg *Config, source string) (map[string]int, error
 		return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: err.Error()}}}
 	}
 	return c.lines, nil
+}
+
+// renameDeprecated rewrites, in a document's top-level mapping, the
+// deprecated key `control:` to its new name `api:` and returns a warning
+// saying so; a document with both gets a problem instead, since it is not
+// clear which the user meant.
+func renameDeprecated(body *yaml.Node) (warning string, problem *FieldError) {
+	if body.Kind != yaml.MappingNode {
+		return "", nil
+	}
+	var old, cur *yaml.Node
+	for i := 0; i+1 < len(body.Content); i += 2 {
+		switch k := body.Content[i]; k.Value {
+		case "control":
+			old = k
+		case "api":
+			cur = k
+		}
+	}
+	switch {
+	case old == nil:
+		return "", nil
+	case cur != nil:
+		return "", &FieldError{Path: "control", Line: old.Line, Msg: "both control: (the old name) and api: are given; move control:'s keys under api: and delete it"}
+	}
+	old.Value = "api"
+	return fmt.Sprintf("line %d: the key control: is deprecated and read as api: (it configures the control API, not the REST control group); rename it", old.Line), nil
 }
 
 // armOperations lists the operations allowed in a phase of each arm.
@@ -791,8 +830,8 @@ func (c *Config) Validate() []FieldError {
 	}
 	nonNegative("soak.drift.goroutines_increase", c.Soak.Drift.GoroutinesIncrease)
 	nonNegative("soak.drift.gc_percent_increase_points", c.Soak.Drift.GCPercentIncreasePoints)
-	if _, _, err := net.SplitHostPort(c.Control.Listen); err != nil {
-		bad("control.listen", "must be host:port, like 127.0.0.1:7070 (got %q)", c.Control.Listen)
+	if _, _, err := net.SplitHostPort(c.API.Listen); err != nil {
+		bad("api.listen", "must be host:port, like 127.0.0.1:7070 (got %q)", c.API.Listen)
 	}
 	if c.Metrics.Linger < 0 || c.Metrics.Linger > time.Hour {
 		bad("metrics.linger", "must be between 0s and 1h (got %s)", c.Metrics.Linger)
@@ -1030,4 +1069,24 @@ func PhaseSpec(c *Config, profile, phase string) ([]byte, error) {
 		names = append(names, spec.Name)
 	}
 	return nil, Usagef("profile %s has no phase %q; its phases: %v", profile, phase, names)
+}
+
+// EffectiveYAML renders c as the YAML document it stands for: every key,
+// defaults included, so that `soakd config` shows what a run will use and its
+// output is accepted back as --config. The API token is redacted.
+func EffectiveYAML(c *Config) ([]byte, error) {
+	cp := c.Clone()
+	if cp.API.Token != "" {
+		cp.API.Token = "<redacted>"
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(cp); err != nil {
+		return nil, fmt.Errorf("cannot render the configuration: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("cannot render the configuration: %w", err)
+	}
+	return b.Bytes(), nil
 }

@@ -32,19 +32,21 @@ const driverGrace = 5 * time.Second
 // cpus, when not empty, pins the driver (`--cpus`). The driver's own usage is
 // returned so the report can tell when the load generator, not the target,
 // was the limit.
-func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, spec workloads.Phase, stderr io.Writer, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
+func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return workloads.Result{}, driverUsage{}, fmt.Errorf("cannot encode the phase spec: %w", err)
 	}
-	args := []string{"drive", "--target", target, "--log-format", "json"}
+	args := []string{"drive", "--target", target, "--spec", "-", "--log-format", "json"}
 	if cpus != "" {
 		args = append(args, "--cpus", cpus)
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stdin = bytes.NewReader(body)
 	tail := &tailBuffer{max: 4096}
-	cmd.Stderr = io.MultiWriter(stderr, tail)
+	relay := &lineLogger{log: log.With(zap.String("phase", spec.Name), zap.String("source", "driver"))}
+	defer relay.Flush()
+	cmd.Stderr = io.MultiWriter(relay, tail)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a terminal's Ctrl-C reaches only the
 		// daemon, which then stops the driver in order.
@@ -104,6 +106,79 @@ func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, s
 		return workloads.Result{}, usage, fmt.Errorf("cannot read the driver's output: %w", readErr)
 	}
 	return workloads.Result{}, usage, errors.New("driver exited without a result" + tail.context())
+}
+
+// lineLogger relays a child process's standard error through the daemon's
+// logger, one entry per line, so that under --log-format json every line on
+// the daemon's standard error is JSON, whatever the child printed (a Go
+// panic's trace, say). A line that is itself a JSON log entry keeps its
+// level and message; its other fields come along as one "fields" object.
+type lineLogger struct {
+	log *zap.Logger
+	mu  sync.Mutex
+	buf []byte
+}
+
+// maxRelayedLine bounds one relayed line in bytes; a longer line is cut, so
+// a child writing without newlines cannot make the daemon buffer without end.
+const maxRelayedLine = 16 << 10
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			if len(l.buf) > maxRelayedLine {
+				l.emit(l.buf[:maxRelayedLine])
+				l.buf = l.buf[:0]
+			}
+			return len(p), nil
+		}
+		l.emit(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+}
+
+// Flush relays a last line that had no newline.
+func (l *lineLogger) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) > 0 {
+		l.emit(l.buf)
+		l.buf = nil
+	}
+}
+
+func (l *lineLogger) emit(line []byte) {
+	line = bytes.TrimRight(line, "\r")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	var entry map[string]any
+	if json.Unmarshal(line, &entry) == nil {
+		if msg, ok := entry["msg"].(string); ok {
+			level, _ := entry["level"].(string)
+			for _, k := range []string{"msg", "level", "ts", "caller"} {
+				delete(entry, k)
+			}
+			fields := []zap.Field{}
+			if len(entry) > 0 {
+				fields = append(fields, zap.Any("fields", entry))
+			}
+			switch level {
+			case "error", "dpanic", "panic", "fatal":
+				l.log.Error(msg, fields...)
+			case "warn":
+				l.log.Warn(msg, fields...)
+			default:
+				l.log.Info(msg, fields...)
+			}
+			return
+		}
+	}
+	l.log.Warn("driver output", zap.ByteString("line", line))
 }
 
 // driverUsage is a driver process's CPU time (user + system, from the OS

@@ -24,6 +24,18 @@ const (
 	// gated figure was inconclusive (its interval straddles the limit) or
 	// not measured; the report says how many more rounds would settle it.
 	ExitInconclusive ExitCode = 4
+	// ExitUnreachable: a client command (runs, status, stop, baseline,
+	// start) could not reach the control API: nothing listens there, or the
+	// connection failed or timed out.
+	ExitUnreachable ExitCode = 5
+	// ExitUnauthorized: the control API refused the client's token (401
+	// or 403).
+	ExitUnauthorized ExitCode = 6
+	// ExitNotFound: the control API has no run of the id given (404).
+	ExitNotFound ExitCode = 7
+	// ExitBusy: the control API refused to start a run because another is
+	// in progress (409); retry once it ends.
+	ExitBusy ExitCode = 8
 )
 
 // ExitError attaches an exit code to an error.

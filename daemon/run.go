@@ -246,7 +246,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	defer m.PhaseEnded()
 	r.log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.String("model", string(spec.Model)))
 	pr := newProgress(r.opts.Stderr, r.opts.Terminal, spec, r.log)
-	res, driver, err := runDriver(ctx, r.log, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, spec, r.opts.Stderr, func(p workloads.Progress) {
+	res, driver, err := runDriver(ctx, r.log, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, spec, func(p workloads.Progress) {
 		capt.progress(p)
 		pr.update(p)
 		m.DriverProgress(spec.Name, spec.Arm, metrics.FromProgress(p))
@@ -656,7 +656,7 @@ func (k KPIConfig) limits() kpi.Limits {
 }
 
 func host() report.Host {
-	h := report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: "devel"}
+	h := report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		h.Soakd = bi.Main.Version
 	}

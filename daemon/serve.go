@@ -21,7 +21,7 @@ import (
 	"github.com/soakd/soakd/report"
 )
 
-// TokenEnv is the environment variable that overrides control.token.
+// TokenEnv is the environment variable that overrides api.token.
 const TokenEnv = "SOAKD_CONTROL_TOKEN"
 
 // ServeOptions configure `soakd serve`.
@@ -68,11 +68,11 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	token := cfg.Control.Token
+	token := cfg.API.Token
 	if env := os.Getenv(TokenEnv); env != "" {
 		token = env
 	}
-	if err := api.CheckBind(cfg.Control.Listen, token); err != nil {
+	if err := api.CheckBind(cfg.API.Listen, token); err != nil {
 		return WithCode(ExitUsage, err)
 	}
 	store, err := history.Open(cfg.DataDir)
@@ -85,9 +85,9 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 		}
 	}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.Control.Listen)
+	ln, err := lc.Listen(ctx, "tcp", cfg.API.Listen)
 	if err != nil {
-		return WithCode(ExitUsage, fmt.Errorf("cannot listen on control.listen %q: %w", cfg.Control.Listen, err))
+		return WithCode(ExitUsage, fmt.Errorf("cannot listen on api.listen %q: %w", cfg.API.Listen, err))
 	}
 	target, err := StartTarget(ctx, cfg, log)
 	if err != nil {
