@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -291,6 +293,77 @@ func TestServeScheduledSoak(t *testing.T) {
 	}
 	if len(runs) != 2 || !strings.HasSuffix(runs[0].ID, "-c0002") || runs[0].Status != "complete" {
 		t.Errorf("runs after a 2-cycle scheduled soak: %+v", runs)
+	}
+	if code := d.stop(t); code != 0 {
+		t.Errorf("soakd serve on SIGTERM: exit %d", code)
+	}
+}
+
+// TestServeOverrides (issue 10 items 5 and 6): a running daemon answers
+// 400 naming each override its long-lived target cannot honour for one run
+// (the sampler, injection, server and GraphQL limits, data_dir, pinning),
+// and an allowed override shows in the run's report.json, whose pinning
+// and sampler interval are those of the running target.
+func TestServeOverrides(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	d := startServe(t, bin, serveConfig(t, t.TempDir(), ""))
+	cl := &api.Client{BaseURL: d.api}
+	ctx := t.Context()
+	for key, doc := range map[string]string{
+		"sampler.interval":                  "sampler: {interval: 200ms}",
+		"inject.graphql_cpu_us_per_request": "inject: {graphql_cpu_us_per_request: 50}",
+		"server.max_body_bytes":             "server: {max_body_bytes: 2048}",
+		"graphql.max_depth":                 "graphql: {max_depth: 5}",
+		"data_dir":                          "data_dir: " + t.TempDir(),
+		"pinning.target":                    "pinning: {target: \"0\", driver: \"1\"}",
+	} {
+		_, err := cl.Start(ctx, api.StartRequest{Overrides: doc})
+		var ae *api.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, key+": override refused") {
+			t.Errorf("override %s: got %v, want 400 naming it", key, err)
+		}
+	}
+
+	run, err := cl.Start(ctx, api.StartRequest{Overrides: "kpis: {cpu_increase_points: 42}\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, cl, run.ID, "complete")
+	_, raw, err := cl.Get(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		SamplerInterval float64 `json:"sampler_interval_seconds"`
+		KPIs            []struct {
+			Name      string   `json:"name"`
+			Threshold *float64 `json:"threshold"`
+		} `json:"kpis"`
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SamplerInterval != 0.1 {
+		t.Errorf("sampler_interval_seconds %g, want the target's 0.1", rep.SamplerInterval)
+	}
+	found := false
+	for _, k := range rep.KPIs {
+		if k.Name == "cpu_machine_percent" {
+			found = true
+			if k.Threshold == nil || *k.Threshold != 42 {
+				t.Errorf("cpu_machine_percent threshold %v, want the override's 42", k.Threshold)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("report.json has no cpu_machine_percent KPI:\n%.500s", raw)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.HasPrefix(n, "Not pinned:") }) {
+		t.Errorf("an unpinned daemon's run does not say it is not pinned: %q", rep.Notes)
 	}
 	if code := d.stop(t); code != 0 {
 		t.Errorf("soakd serve on SIGTERM: exit %d", code)

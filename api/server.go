@@ -63,7 +63,7 @@ type Runner interface {
 	// empty) with req.Overrides applied, and returns its summary without
 	// waiting for it to finish. It returns a *BusyError naming the running
 	// run when one is in progress, and an error wrapping ErrInvalidRequest
-	// for an unknown profile or bad overrides.
+	// for an unknown profile or bad or refused overrides.
 	Start(ctx context.Context, req StartRequest) (RunSummary, error)
 	// Stop asks the run id to stop gracefully and returns without waiting
 	// for it. It returns an error wrapping ErrNotFound for an unknown id and
@@ -90,7 +90,9 @@ type StartRequest struct {
 	// default_profile.
 	Profile string `json:"profile"`
 	// Overrides is YAML decoded on top of the daemon's configuration for
-	// this run only (strictly, as a config file is); empty means none.
+	// this run only (strictly, as a config file is); empty means none. Keys
+	// the running daemon cannot honour for one run (its target's server,
+	// sampler, pinning, …) are refused with 400, each named.
 	Overrides string `json:"overrides"`
 }
 

@@ -558,22 +558,12 @@ func lineOf(lines map[string]int, path string) int {
 	return 0
 }
 
+// decodeStrict decodes doc onto cfg after checking every key and scalar
+// against Config's types, and returns the line of every key path in doc.
 func decodeStrict(doc []byte, cfg *Config, source string) (map[string]int, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(doc))
-	var root yaml.Node
-	if err := dec.Decode(&root); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: "the document is empty"}}}
-		}
-		return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: "not valid YAML: " + err.Error()}}}
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, &ConfigError{Source: source, Problems: []FieldError{{Line: extra.Line, Msg: "more than one YAML document; put everything in one"}}}
-	}
-	body := &root
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		body = root.Content[0]
+	body, err := parseDoc(doc, source)
+	if err != nil {
+		return nil, err
 	}
 	if warn, problem := renameDeprecated(body); problem != nil {
 		return nil, &ConfigError{Source: source, Problems: []FieldError{*problem}}
@@ -599,6 +589,27 @@ func decodeStrict(doc []byte, cfg *Config, source string) (map[string]int, error
 		return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: err.Error()}}}
 	}
 	return c.lines, nil
+}
+
+// parseDoc parses doc, one YAML document, and returns its top node; errors
+// are *ConfigError naming source.
+func parseDoc(doc []byte, source string) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(doc))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: "the document is empty"}}}
+		}
+		return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: "not valid YAML: " + err.Error()}}}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, &ConfigError{Source: source, Problems: []FieldError{{Line: extra.Line, Msg: "more than one YAML document; put everything in one"}}}
+	}
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		return root.Content[0], nil
+	}
+	return &root, nil
 }
 
 // renameDeprecated rewrites, in a document's top-level mapping, the

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -421,26 +423,44 @@ func (r *run) abort(err error) (*report.Report, error) {
 	return rep, WithCode(ExitAborted, err)
 }
 
-// pin pins the target (this process) when the config asks for it; drivers
-// pin themselves with --cpus.
+// pin pins the target (this process) when the config asks for it (drivers
+// pin themselves with --cpus), then records the CPUs the target's threads
+// may really run on, read back from the kernel (pin.Affinity), so a mask
+// left by an earlier pin or set outside soakd (taskset, a cgroup cpuset)
+// is reported too; drivers started unpinned inherit that mask.
 func (r *run) pin() error {
 	pc := r.cfg.Pinning
-	if pc.Target == "" {
+	var driver []int
+	if pc.Target != "" {
+		t, err := pin.Parse(pc.Target)
+		if err != nil {
+			return WithCode(ExitUsage, fmt.Errorf("pinning.target: %w", err))
+		}
+		if driver, err = pin.Parse(pc.Driver); err != nil {
+			return WithCode(ExitUsage, fmt.Errorf("pinning.driver: %w", err))
+		}
+		if err := pin.Process(t); err != nil {
+			return fmt.Errorf("cannot pin the target to CPUs %v: %w", t, err)
+		}
+	}
+	cpus, uniform, err := pin.Affinity()
+	if err != nil && pc.Target != "" {
+		return fmt.Errorf("cannot read back the target's CPUs: %w", err)
+	}
+	online, oerr := pin.Online()
+	every := err == nil && oerr == nil && slices.Equal(cpus, online)
+	if pc.Target == "" && (err != nil || (every && uniform)) {
 		r.rep.Notes = append(r.rep.Notes, "Not pinned: target and driver share all CPUs (set pinning.target and pinning.driver to separate them).")
 		return nil
 	}
-	t, err := pin.Parse(pc.Target)
-	if err != nil {
-		return WithCode(ExitUsage, fmt.Errorf("pinning.target: %w", err))
+	if pc.Target == "" && !every {
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("Not pinned by soakd, yet the target may run only on CPUs %s (online: %s): its CPU mask was set outside this run (taskset, a cgroup cpuset); the drivers inherit it.",
+			pin.Format(cpus), cmp.Or(pin.Format(online), "unknown")))
 	}
-	d, err := pin.Parse(pc.Driver)
-	if err != nil {
-		return WithCode(ExitUsage, fmt.Errorf("pinning.driver: %w", err))
+	if !uniform {
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The target's threads have different CPU masks: target_cpus %s is their union.", pin.Format(cpus)))
 	}
-	if err := pin.Process(t); err != nil {
-		return fmt.Errorf("cannot pin the target to CPUs %v: %w", t, err)
-	}
-	r.rep.Pinning = &report.Pinning{TargetCPUs: t, DriverCPUs: d}
+	r.rep.Pinning = &report.Pinning{TargetCPUs: cpus, DriverCPUs: driver}
 	return nil
 }
 

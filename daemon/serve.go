@@ -232,10 +232,15 @@ func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary,
 // runConfig returns the configuration of one run: a deep copy of the
 // daemon's own with overrides (YAML, "" for none) decoded on top and
 // validated. The daemon's configuration is never changed, so every run
-// starts from the same one whatever earlier runs were given.
+// starts from the same one whatever earlier runs were given. Overrides of
+// keys a run cannot honour on the running target (overrideRules) are
+// refused, all of them named at once, and nothing runs.
 func (d *daemon) runConfig(overrides string) (*Config, error) {
 	if overrides == "" {
 		return d.cfg.Clone(), nil
+	}
+	if err := refuseOverrides([]byte(overrides), "overrides"); err != nil {
+		return nil, err
 	}
 	return d.cfg.Overlay([]byte(overrides), "overrides")
 }

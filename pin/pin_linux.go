@@ -62,14 +62,23 @@ func Process(cpus []int) error {
 		Format(cs), maxPasses)
 }
 
+// Online returns the machine's online CPUs (/sys/devices/system/cpu/online), sorted.
+func Online() ([]int, error) {
+	b, err := os.ReadFile(onlinePath)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the online cpus: %w", err)
+	}
+	online, err := Parse(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the online cpus: %w", err)
+	}
+	return online, nil
+}
+
 // checkOnline verifies that every CPU in cs is online. When the online list cannot be read it returns nil
 // and leaves the check to the read-back in pinThreads.
 func checkOnline(cs []int) error {
-	b, err := os.ReadFile(onlinePath)
-	if err != nil {
-		return nil
-	}
-	online, err := Parse(string(b))
+	online, err := Online()
 	if err != nil {
 		return nil
 	}
@@ -123,6 +132,42 @@ func pinThreads(want *unix.CPUSet) (changed bool, err error) {
 		}
 	}
 	return changed, nil
+}
+
+// Affinity returns the CPUs the calling process may run on, read back from the kernel: the union of the
+// masks of all its threads (sched_getaffinity on each thread id in /proc/self/task), sorted, and whether
+// every thread has that same mask (after Process they do). Threads that exit meanwhile are skipped.
+func Affinity() (cpus []int, uniform bool, err error) {
+	entries, err := os.ReadDir(taskDir)
+	if err != nil {
+		return nil, false, fmt.Errorf("cannot list threads: %w", err)
+	}
+	var union, first unix.CPUSet
+	uniform, seen := true, false
+	for _, e := range entries {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var cur unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &cur); err != nil {
+			if errors.Is(err, unix.ESRCH) {
+				continue
+			}
+			return nil, false, fmt.Errorf("cannot read the cpu mask of thread %d: %w", tid, err)
+		}
+		if !seen {
+			first, seen = cur, true
+		}
+		uniform = uniform && cur == first
+		for i := range union {
+			union[i] |= cur[i]
+		}
+	}
+	if !seen {
+		return nil, false, fmt.Errorf("cannot read the cpu mask: no thread found in %s", taskDir)
+	}
+	return cpusOf(&union), uniform, nil
 }
 
 // Current returns the CPUs the calling thread may run on, sorted. After Process every thread has the same

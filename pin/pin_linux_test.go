@@ -93,6 +93,25 @@ func TestCurrentMatchesKernel(t *testing.T) {
 	}
 }
 
+// TestAffinityMatchesKernel: the process's mask read back by Affinity is the kernel's
+// Cpus_allowed_list, the same on every thread; Online is the machine's online list.
+func TestAffinityMatchesKernel(t *testing.T) {
+	got, uniform, err := Affinity()
+	if err != nil {
+		t.Fatalf("Affinity: %v", err)
+	}
+	want, err := readAllowed("/proc/self/status")
+	if err != nil {
+		t.Fatalf("kernel's view: %v", err)
+	}
+	if !uniform || !slices.Equal(got, want) {
+		t.Errorf("got Affinity() = %v, uniform %v, want the kernel's Cpus_allowed_list %v, uniform", got, uniform, want)
+	}
+	if online, err := Online(); err != nil || !slices.Equal(online, onlineCPUs(t)) {
+		t.Errorf("got Online() = %v, %v, want %v", online, err, onlineCPUs(t))
+	}
+}
+
 func TestProcessRejectsOfflineCPU(t *testing.T) {
 	before, err := Current()
 	if err != nil {
@@ -182,6 +201,9 @@ func TestPinHelperProcess(t *testing.T) {
 		}
 		if got, err := Current(); err != nil || !slices.Equal(got, want) {
 			t.Errorf("%s: got Current() = %v, %v, want %v", when, got, err, want)
+		}
+		if got, uniform, err := Affinity(); err != nil || !uniform || !slices.Equal(got, want) {
+			t.Errorf("%s: got Affinity() = %v, %v, %v, want %v, true", when, got, uniform, err, want)
 		}
 		return masks
 	}

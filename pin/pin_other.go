@@ -21,3 +21,15 @@ func Process(cpus []int) error {
 func Current() ([]int, error) {
 	return nil, fmt.Errorf("cannot read the cpu mask: needs linux: %w", errors.ErrUnsupported)
 }
+
+// Affinity returns the CPUs the calling process may run on. It is implemented on Linux only; elsewhere
+// it returns an error wrapping errors.ErrUnsupported.
+func Affinity() (cpus []int, uniform bool, err error) {
+	return nil, false, fmt.Errorf("cannot read the cpu mask: needs linux: %w", errors.ErrUnsupported)
+}
+
+// Online returns the machine's online CPUs. It is implemented on Linux only; elsewhere it returns an
+// error wrapping errors.ErrUnsupported.
+func Online() ([]int, error) {
+	return nil, fmt.Errorf("cannot read the online cpus: needs linux: %w", errors.ErrUnsupported)
+}

@@ -251,7 +251,7 @@ func (r *Report) htmlPage(s *Samples) htmlPage {
 	p.Host = fmt.Sprintf("Target PID %d on %d cores (GOMAXPROCS %d), %s %s/%s, soakd %s. Sampler interval %g s.",
 		r.TargetPID, r.Host.Cores, r.Host.GOMAXPROCS, r.Host.GoVersion, r.Host.OS, r.Host.Arch, r.Host.Soakd, r.SamplerIntervalSeconds)
 	if pin := r.Pinning; pin != nil {
-		p.Pinning = fmt.Sprintf("Pinned: target on CPUs %v, drivers on CPUs %v.", pin.TargetCPUs, pin.DriverCPUs)
+		p.Pinning = pin.Describe()
 	}
 	p.TimeCharts = r.timeCharts(s)
 	p.PhaseCharts = []svgChart{r.pauseChart(), r.latencyChart()}

@@ -234,7 +234,7 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n")
 	}
 	if p := r.Pinning; p != nil {
-		fmt.Fprintf(&b, "Pinned: target on CPUs %v, drivers on CPUs %v.  \n", p.TargetCPUs, p.DriverCPUs)
+		fmt.Fprintf(&b, "%s  \n", p.Describe())
 	}
 	if r.Arms != "" && r.Arms != "rest,graphql" {
 		fmt.Fprintf(&b, "Arms: %s (self-check).  \n", r.Arms)

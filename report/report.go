@@ -185,8 +185,21 @@ type OverheadBasis struct {
 
 // Pinning records CPU affinity.
 type Pinning struct {
+	// TargetCPUs are the CPUs the target's threads may run on, read back
+	// from the kernel at the start of the run.
 	TargetCPUs []int `json:"target_cpus"`
+	// DriverCPUs are the CPUs the drivers were pinned to (--cpus); empty
+	// when they were not pinned and inherited the target's mask.
 	DriverCPUs []int `json:"driver_cpus"`
+}
+
+// Describe says in one sentence which CPUs the target and the drivers had.
+func (p *Pinning) Describe() string {
+	drivers := fmt.Sprintf("drivers on CPUs %v", p.DriverCPUs)
+	if len(p.DriverCPUs) == 0 {
+		drivers = "drivers not pinned (they inherit the target's mask)"
+	}
+	return fmt.Sprintf("CPU affinity: target on CPUs %v, %s.", p.TargetCPUs, drivers)
 }
 
 // Samples is samples.json: the target's time series for a run, kept so
