@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -431,5 +432,21 @@ func TestOperationNamesAreCapped(t *testing.T) {
 	}
 	if got := *m.operationName(""); got != OperationAnonymous {
 		t.Errorf("empty name: got %q, want %q", got, OperationAnonymous)
+	}
+}
+
+// TestOperationNameDoesNotPinQueryText: an admitted operation name is a
+// copy, not a substring of the query it came from, so the series label
+// does not keep a (possibly megabyte) query alive.
+func TestOperationNameDoesNotPinQueryText(t *testing.T) {
+	m := New(prometheus.NewRegistry())
+	query := "query BigOne { x }" + strings.Repeat(" ", 1<<20)
+	name := query[len("query ") : len("query ")+len("BigOne")]
+	p := m.operationName(name)
+	if *p != "BigOne" {
+		t.Fatalf("name = %q", *p)
+	}
+	if unsafe.StringData(*p) == unsafe.StringData(name) {
+		t.Error("the admitted operation name shares the query's memory")
 	}
 }

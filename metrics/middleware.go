@@ -196,6 +196,11 @@ func (m *Metrics) operationName(name string) *string {
 	if len(m.ops) >= MaxOperations {
 		return m.other
 	}
+	// The name arrives as a substring of the request's query text
+	// (gqlparser slices names out of its source): kept as is, each admitted
+	// name would hold its whole query, up to server.max_body_bytes, alive
+	// for the life of the process.
+	name = strings.Clone(name)
 	p := &name
 	m.ops[name] = p
 	return p
