@@ -133,12 +133,16 @@ func hostileProbes() []hostileProbe {
 			if err != nil {
 				return err
 			}
-			waitStatus(t, e.cl, first.ID, "complete", "aborted")
+			if r := waitStatus(t, e.cl, first.ID, "complete", "aborted"); r.Status != "complete" {
+				return fmt.Errorf("the overridden run did not complete: %+v", r)
+			}
 			second, err := e.cl.Start(t.Context(), api.StartRequest{Profile: "tiny", Overrides: short})
 			if err != nil {
 				return err
 			}
-			waitStatus(t, e.cl, second.ID, "complete", "aborted")
+			if r := waitStatus(t, e.cl, second.ID, "complete", "aborted"); r.Status != "complete" {
+				return fmt.Errorf("the next run did not complete: %+v", r)
+			}
 			limits := map[string]float64{}
 			for _, id := range []string{first.ID, second.ID} {
 				_, raw, err := e.cl.Get(t.Context(), id)
