@@ -341,6 +341,9 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stdout, "run %s (%s): %s, verdict %q, started %s, dir %s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), r.Dir)
+	if r.Reason != "" {
+		fmt.Fprintf(stdout, "  reason: %s\n", r.Reason)
+	}
 	if raw != nil {
 		var rep report.Report
 		if err := json.Unmarshal(raw, &rep); err == nil && len(rep.KPIs) > 0 {

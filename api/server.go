@@ -12,7 +12,7 @@
 //
 //	POST /v1/runs             {"profile":..,"overrides":..} -> 202 RunSummary (Location: /v1/runs/{id})
 //	GET  /v1/runs             -> 200 {"runs":[RunSummary, ...]}
-//	GET  /v1/runs/{id}        -> 200 {"run":RunSummary,"report":<report.json or null>}
+//	GET  /v1/runs/{id}        -> 200 {"run":RunSummary,"report":<report.json, or null when none or not JSON>}
 //	POST /v1/runs/{id}/stop   -> 202 {"id":..,"status":"stopping"}
 //	GET  /healthz             -> 200 {"status":"ok"} while the process serves (no auth)
 //	GET  /readyz              -> 200 {"status":"ready"}, or 503 when Runner.Ready is false (no auth)
@@ -103,10 +103,12 @@ type RunSummary struct {
 	// Profile is the profile the run executes (the daemon's default
 	// profile when the start request named none).
 	Profile string `json:"profile"`
-	// Status is running, complete, aborted, or unknown (unreadable report).
+	// Status is running, complete, aborted, or unreadable (report.json
+	// missing, truncated or not a report; Reason says why).
 	Status string `json:"status"`
 	// Verdict is pass, fail or inconclusive once complete, running while in
-	// progress, aborted when the run could not finish; empty when unknown.
+	// progress, aborted when the run could not finish; empty when
+	// unreadable.
 	Verdict string `json:"verdict"`
 	// StartedAt is when the run began.
 	StartedAt time.Time `json:"started_at"`
@@ -119,6 +121,9 @@ type RunSummary struct {
 	// Reasons name every gated KPI and check that did not pass, with its
 	// numbers: why the verdict is fail or inconclusive.
 	Reasons []string `json:"reasons,omitempty"`
+	// Reason says why an aborted run stopped, or why an unreadable run's
+	// report.json cannot be read.
+	Reason string `json:"reason,omitempty"`
 }
 
 // sentinel is the type of this package's sentinel errors. A string type
@@ -410,7 +415,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getResponse is GET /v1/runs/{id}'s body; Report is null until the run has
-// written report.json.
+// written report.json, and when what it holds is not JSON.
 type getResponse struct {
 	Run    RunSummary      `json:"run"`
 	Report json.RawMessage `json:"report"`
@@ -422,8 +427,10 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return runnerError(err, id)
 	}
-	if len(rep) == 0 {
-		rep = nil // encodes as null; an empty RawMessage would not encode
+	if !json.Valid(rep) {
+		// Encodes as null; an empty or truncated RawMessage would not
+		// encode at all.
+		rep = nil
 	}
 	h.write(w, http.StatusOK, getResponse{Run: sum, Report: rep})
 	return nil

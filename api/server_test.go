@@ -635,3 +635,22 @@ func TestBaselineRoute(t *testing.T) {
 		t.Errorf("an unknown id: got %v, want ErrNotFound", err)
 	}
 }
+
+// invalidReportRunner is a Runner whose Get returns bytes that are not
+// JSON, as a truncated report.json would be.
+type invalidReportRunner struct{ *fakeRunner }
+
+func (r invalidReportRunner) Get(_ context.Context, id string) (RunSummary, json.RawMessage, error) {
+	return RunSummary{ID: id, Status: "unreadable", Reason: "cannot decode report.json"}, json.RawMessage(`{"run":"r","verd`), nil
+}
+
+// TestGetInvalidReportIsNull: report bytes that are not JSON are served as
+// a null report next to the run, never as a 500.
+func TestGetInvalidReportIsNull(t *testing.T) {
+	srv := httptest.NewServer(NewHandler(invalidReportRunner{newFakeRunner()}, "", nil))
+	t.Cleanup(srv.Close)
+	status, _, body := do(t, srv, http.MethodGet, "/v1/runs/r", "", nil)
+	if status != http.StatusOK || !bytes.Contains(body, []byte(`"report":null`)) || !bytes.Contains(body, []byte(`"status":"unreadable"`)) {
+		t.Errorf("GET /v1/runs/r with a truncated report: %d %s, want 200, the run unreadable and \"report\":null", status, body)
+	}
+}

@@ -265,17 +265,23 @@ func (d *daemon) List(context.Context) ([]api.RunSummary, error) {
 	return out, nil
 }
 
-// Get returns one run and its report.json.
+// Get returns one run and its report.json; a run whose report cannot be
+// read has status unreadable, the reason and no report.
 func (d *daemon) Get(_ context.Context, id string) (api.RunSummary, json.RawMessage, error) {
 	if err := d.store.Update(id); err != nil && errors.Is(err, history.ErrNotFound) {
 		return api.RunSummary{}, nil, fmt.Errorf("%w: %s", api.ErrNotFound, id)
 	}
-	s, _, err := d.store.Get(id)
+	s, rep, err := d.store.Get(id)
 	if errors.Is(err, history.ErrNotFound) {
 		return api.RunSummary{}, nil, fmt.Errorf("%w: %s", api.ErrNotFound, id)
 	}
+	if rep == nil {
+		return api.RunSummary(s), nil, nil // none yet, or unreadable: s says why
+	}
+	// The bytes keep fields this version does not know; a report replaced
+	// since by one that is not JSON is served as none.
 	raw, rerr := os.ReadFile(filepath.Join(s.Dir, report.JSONFile))
-	if rerr != nil {
+	if rerr != nil || !json.Valid(raw) {
 		raw = nil
 	}
 	return api.RunSummary(s), raw, nil

@@ -43,10 +43,11 @@ const (
 	BaselineFile = "baseline"
 )
 
-// StatusUnknown is the status of a run directory whose report.json is
-// missing or cannot be decoded. Such runs are listed, never deleted by Open,
-// and never make Open fail: a human decides what they are.
-const StatusUnknown = "unknown"
+// StatusUnreadable is the status of a run directory whose report.json is
+// missing, truncated or cannot be decoded; the summary's Reason says why.
+// Such runs are listed, never deleted by Open, and never make Open or List
+// fail: a human decides what they are.
+const StatusUnreadable = "unreadable"
 
 // StoppedMessage is the error Open records in the report of a run that was
 // still running when the previous daemon stopped.
@@ -73,7 +74,7 @@ const (
 	// (so it can never name a path outside D/runs, nor a hidden file).
 	ErrInvalidID = Error("invalid run id")
 	// ErrNoReport means the run exists but its report.json is missing or
-	// cannot be decoded (the run's status is then StatusUnknown, or running
+	// cannot be decoded (the run's status is then StatusUnreadable, or running
 	// before the daemon's first write).
 	ErrNoReport = Error("the run has no readable report")
 )
@@ -85,15 +86,15 @@ type Summary struct {
 	ID      string `json:"id"`
 	Profile string `json:"profile"`
 	// Status is running, complete, aborted (see package report) or
-	// unknown (no readable report.json).
+	// unreadable (no readable report.json).
 	Status string `json:"status"`
 	// Verdict is pass, fail or inconclusive once complete, running while the run is in
 	// progress, aborted for a run that could not finish (or was in progress
-	// when a previous daemon died); empty when unknown.
+	// when a previous daemon died); empty when unreadable.
 	Verdict string `json:"verdict"`
 	// StartedAt is the report's start time (UTC). For a run created by
 	// NewRun before its first report it is the creation time; for an
-	// unknown run, the directory's modification time.
+	// unreadable run, the directory's modification time.
 	StartedAt time.Time `json:"started_at"`
 	// FinishedAt is the report's finish time; zero while running and for
 	// runs interrupted by the daemon's death.
@@ -105,6 +106,9 @@ type Summary struct {
 	// Reasons name every gated KPI and check that did not pass, with its
 	// numbers (report.Report.Reasons); empty for a pass.
 	Reasons []string `json:"reasons,omitempty"`
+	// Reason says why an aborted run stopped (the report's error) or why
+	// an unreadable run's report.json cannot be read.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Store is the run history of one data directory. It is safe for
@@ -146,7 +150,7 @@ func ValidateID(id string) error {
 // (status and verdict "aborted", error StoppedMessage) and rewrites its
 // report.json atomically, keeping every other field, including fields this
 // version does not know. A run directory without a readable report.json is
-// listed with StatusUnknown. Hidden entries and plain files in dir/runs are
+// listed with StatusUnreadable. Hidden entries and plain files in dir/runs are
 // ignored. Open fails when the directories cannot be created or read, when
 // an interrupted run's report cannot be rewritten, or when the baseline file
 // cannot be read or does not hold a valid run id.
@@ -202,13 +206,13 @@ func readBaseline(path string) (string, error) {
 }
 
 // scan reads one run directory. With an unreadable report it returns an
-// unknown summary (dated by the directory's modification time) and the
-// error.
+// unreadable summary (dated by the directory's modification time, the
+// error as its reason) and the error.
 func (s *Store) scan(id string) (Summary, *report.Report, error) {
 	dir := filepath.Join(s.runs, id)
 	rep, err := report.Read(filepath.Join(dir, report.JSONFile))
 	if err != nil {
-		sum := Summary{ID: id, Status: StatusUnknown, Dir: dir}
+		sum := Summary{ID: id, Status: StatusUnreadable, Dir: dir, Reason: err.Error()}
 		if fi, serr := os.Stat(dir); serr == nil {
 			sum.StartedAt = fi.ModTime().UTC()
 		}
@@ -295,10 +299,11 @@ func (s *Store) NewRun(id, profile string) (dir string, err error) {
 
 // Update re-reads run id's report.json into the index; the daemon calls it
 // after each write of the report. A run directory that appeared on disk
-// since Open is added. When the report cannot be read the index entry of a
-// known run is left as it was (so a run not yet written stays running) and
-// the error wraps ErrNoReport; a run whose directory has gone is dropped
-// from the index and the error wraps ErrNotFound.
+// since Open is added. When the report cannot be read the error wraps
+// ErrNoReport and the run is indexed as unreadable, unless the index says
+// it is running (a run not yet written stays running); a run whose
+// directory has gone is dropped from the index and the error wraps
+// ErrNotFound.
 func (s *Store) Update(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -315,7 +320,7 @@ func (s *Store) Update(id string) error {
 	}
 	sum, _, err := s.scan(id)
 	if err != nil {
-		if !known {
+		if !known || old.Status != report.StatusRunning {
 			s.index[id] = sum
 		}
 		return fmt.Errorf("cannot update run %s: %w", id, err)
@@ -351,7 +356,8 @@ func (s *Store) listLocked() []Summary {
 // that it shows what the daemon last wrote even before Update. The error
 // wraps ErrNotFound for an unknown id; it wraps ErrNoReport, with the
 // summary filled and a nil report, when the run has no readable
-// report.json.
+// report.json: the summary is then unreadable with the reason, unless the
+// index says the run is running (it has not written its first report).
 func (s *Store) Get(id string) (Summary, *report.Report, error) {
 	s.mu.RLock()
 	sum, ok := s.index[id]
@@ -362,6 +368,9 @@ func (s *Store) Get(id string) (Summary, *report.Report, error) {
 	}
 	rep, err := report.Read(filepath.Join(sum.Dir, report.JSONFile))
 	if err != nil {
+		if sum.Status != report.StatusRunning {
+			sum.Status, sum.Verdict, sum.Reasons, sum.Reason = StatusUnreadable, "", nil, err.Error()
+		}
 		return sum, nil, fmt.Errorf("cannot get run %s: %w: %w", id, ErrNoReport, err)
 	}
 	fresh := summarize(id, sum.Dir, rep)

@@ -109,22 +109,22 @@ func TestOpen(t *testing.T) {
 	s := mustOpen(t, data)
 	list := s.List()
 	got := statuses(list)
-	// The unknown runs are dated by their directories' modification time
+	// The unreadable runs are dated by their directories' modification time
 	// (now), so they come first.
 	if len(got) != 5 || !slices.Equal(got[2:], []string{"20250603T100000Z=aborted", "20250602T100000Z=aborted", "20250601T100000Z=complete"}) {
-		t.Fatalf("List = %v, want the two unknown runs then 20250603T100000Z=aborted 20250602T100000Z=aborted 20250601T100000Z=complete", got)
+		t.Fatalf("List = %v, want the two unreadable runs then 20250603T100000Z=aborted 20250602T100000Z=aborted 20250601T100000Z=complete", got)
 	}
-	unknown := []string{got[0], got[1]}
-	slices.Sort(unknown)
-	if want := []string{"garbage=unknown", "no-report=unknown"}; !slices.Equal(unknown, want) {
-		t.Errorf("unknown runs = %v, want %v", unknown, want)
+	unreadable := []string{got[0], got[1]}
+	slices.Sort(unreadable)
+	if want := []string{"garbage=unreadable", "no-report=unreadable"}; !slices.Equal(unreadable, want) {
+		t.Errorf("unreadable runs = %v, want %v", unreadable, want)
 	}
 	for _, sum := range list {
 		if sum.Dir != filepath.Join(data, RunsDir, sum.ID) {
 			t.Errorf("run %s: Dir = %s, want %s", sum.ID, sum.Dir, filepath.Join(data, RunsDir, sum.ID))
 		}
-		if sum.Status == StatusUnknown && sum.StartedAt.IsZero() {
-			t.Errorf("unknown run %s has no time; want the directory's modification time", sum.ID)
+		if sum.Status == StatusUnreadable && sum.StartedAt.IsZero() {
+			t.Errorf("unreadable run %s has no time; want the directory's modification time", sum.ID)
 		}
 	}
 
@@ -157,7 +157,7 @@ func TestOpen(t *testing.T) {
 		t.Errorf("summary of the interrupted run = %+v, want verdict aborted, profile smoke, started %s", sum, t0.Add(24*time.Hour))
 	}
 
-	// Other reports are left byte for byte; the unknown ones are not deleted.
+	// Other reports are left byte for byte; the unreadable ones are not deleted.
 	if after, err := os.ReadFile(completePath); err != nil || !bytes.Equal(after, completeBefore) {
 		t.Errorf("the complete run's report.json changed (err %v)", err)
 	}
@@ -481,8 +481,8 @@ func TestPrune(t *testing.T) {
 	if _, err := os.Stat(running); err != nil {
 		t.Errorf("the running run's directory: %v, want kept", err)
 	}
-	// r7 has no report.json: after reopening it is unknown, not deleted.
-	if got, want := statuses(mustOpen(t, data).List()), []string{"r7=unknown", "r1=complete"}; !slices.Equal(got, want) {
+	// r7 has no report.json: after reopening it is unreadable, not deleted.
+	if got, want := statuses(mustOpen(t, data).List()), []string{"r7=unreadable", "r1=complete"}; !slices.Equal(got, want) {
 		t.Errorf("List after reopening = %v, want %v", got, want)
 	}
 }
@@ -558,5 +558,46 @@ func TestConcurrent(t *testing.T) {
 		if sum.Status != report.StatusComplete {
 			t.Errorf("run %s: status %q, want complete or running", sum.ID, sum.Status)
 		}
+	}
+}
+
+// TestUnreadableReport: a run whose report.json is truncated or garbage,
+// at Open or later, is listed and got with status unreadable and the
+// decode error as its reason, never dropped nor an error for List. A new
+// run without its first report still reads running.
+func TestUnreadableReport(t *testing.T) {
+	data := t.TempDir()
+	writeFile(t, data, "truncated", report.JSONFile, []byte(`{"run":"truncated","status":"comp`))
+	laterDir := writeRun(t, data, "later", newReport("later", report.StatusComplete, "pass", t0))
+	s := mustOpen(t, data)
+	if _, err := s.NewRun("fresh", "smoke"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(laterDir, report.JSONFile), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"truncated", "later"} {
+		sum, rep, err := s.Get(id)
+		if !errors.Is(err, ErrNoReport) || rep != nil {
+			t.Errorf("Get(%s): report %v err %v, want nil and ErrNoReport", id, rep, err)
+		}
+		if sum.ID != id || sum.Status != StatusUnreadable || sum.Verdict != "" || !strings.Contains(sum.Reason, report.JSONFile) {
+			t.Errorf("Get(%s) = %+v, want status %q, no verdict, a reason naming %s", id, sum, StatusUnreadable, report.JSONFile)
+		}
+	}
+	if err := s.Update("later"); !errors.Is(err, ErrNoReport) {
+		t.Errorf("Update(later): err %v, want ErrNoReport", err)
+	}
+	got := map[string]Summary{}
+	for _, sum := range s.List() {
+		got[sum.ID] = sum
+	}
+	for _, id := range []string{"truncated", "later"} {
+		if got[id].Status != StatusUnreadable || got[id].Reason == "" {
+			t.Errorf("List has %s as %+v, want unreadable with a reason", id, got[id])
+		}
+	}
+	if sum, _, _ := s.Get("fresh"); sum.Status != report.StatusRunning || sum.Reason != "" {
+		t.Errorf("a new run before its first report: %+v, want running without a reason", sum)
 	}
 }
