@@ -75,10 +75,11 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 	if err := api.CheckBind(cfg.Control.Listen, token); err != nil {
 		return WithCode(ExitUsage, err)
 	}
-	store, err := history.Open(cfg.DataDir)
+	store, err := openHistory(cfg)
 	if err != nil {
-		return WithCode(ExitUsage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+		return err
 	}
+	defer closeHistory(store, log)
 	for _, r := range store.List() {
 		if r.Status == report.StatusAborted {
 			log.Info("history", zap.String("run", r.ID), zap.String("status", r.Status))
@@ -148,6 +149,27 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 		serveErr = errors.Join(serveErr, err)
 	}
 	return serveErr
+}
+
+// openHistory opens cfg.DataDir's history, taking the data directory's
+// lock before anything else reads or writes it. Every failure, a directory
+// in use by another daemon included, carries ExitUsage: nothing ran.
+func openHistory(cfg *Config) (*history.Store, error) {
+	store, err := history.Open(cfg.DataDir)
+	if _, locked := errors.AsType[*history.LockedError](err); locked {
+		return nil, WithCode(ExitUsage, err)
+	}
+	if err != nil {
+		return nil, WithCode(ExitUsage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+	}
+	return store, nil
+}
+
+// closeHistory releases the data directory's lock on the way out.
+func closeHistory(store *history.Store, log *zap.Logger) {
+	if err := store.Close(); err != nil {
+		log.Warn("history", zap.Error(err))
+	}
 }
 
 // runOptions are the options every run of the daemon shares.

@@ -76,10 +76,11 @@ func Soak(ctx context.Context, cfg *Config, opts SoakOptions) (*SoakReport, erro
 	if log == nil {
 		log = zap.NewNop()
 	}
-	store, err := history.Open(cfg.DataDir)
+	store, err := openHistory(cfg)
 	if err != nil {
-		return nil, WithCode(ExitUsage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+		return nil, err
 	}
+	defer closeHistory(store, log)
 	target, err := StartTarget(ctx, cfg, log)
 	if err != nil {
 		return nil, err

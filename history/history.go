@@ -8,6 +8,8 @@
 //	                   samples.json, *.pb.gz (pprof captures) ...
 //	D/baseline         a text file holding the id of the run marked as the
 //	                   baseline for `soakd compare` (written atomically)
+//	D/.lock            locked (flock) by the Store that owns D; holds the
+//	                   owner's process id
 //
 // A Store indexes the runs in memory by their summary only (a few hundred
 // bytes each); full reports are read from disk when asked for, so the
@@ -15,8 +17,10 @@
 // store writes goes through report.WriteFileAtomic (temporary file, fsync,
 // rename), so a crash never leaves a half-written file.
 //
-// One daemon owns a data directory at a time: Open treats every run whose
-// report says "running" as interrupted by a previous daemon's death.
+// One daemon owns a data directory at a time: Open takes D/.lock's
+// exclusive lock before it reads anything, fails when another process holds
+// it, and then treats every run whose report says "running" as interrupted
+// by a previous daemon's death.
 package history
 
 import (
@@ -26,9 +30,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/soakd/soakd/report"
 )
@@ -41,6 +48,9 @@ const (
 	// BaselineFile is the file, under the data directory, holding the id of
 	// the baseline run followed by a newline.
 	BaselineFile = "baseline"
+	// LockFile is the file, under the data directory, that the Store owning
+	// the directory keeps locked; it holds the owner's process id.
+	LockFile = ".lock"
 )
 
 // StatusUnreadable is the status of a run directory whose report.json is
@@ -111,11 +121,32 @@ type Summary struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// LockedError is Open's error when another process, or another open
+// Store, owns the data directory.
+type LockedError struct {
+	// Dir is the data directory (absolute).
+	Dir string
+	// Lock is its lock file.
+	Lock string
+	// PID is the owner's process id, 0 when the lock file does not say.
+	PID int
+}
+
+// Error names the directory, the owner and the lock file.
+func (e *LockedError) Error() string {
+	owner := "another process"
+	if e.PID > 0 {
+		owner = "pid " + strconv.Itoa(e.PID)
+	}
+	return fmt.Sprintf("data_dir %s is in use by %s (lock %s); one daemon per data_dir", e.Dir, owner, e.Lock)
+}
+
 // Store is the run history of one data directory. It is safe for
 // concurrent use.
 type Store struct {
-	dir  string // the data directory, absolute
-	runs string // dir/RunsDir
+	dir  string   // the data directory, absolute
+	runs string   // dir/RunsDir
+	lock *os.File // dir/LockFile, locked until Close
 
 	mu       sync.RWMutex
 	index    map[string]Summary // by id; Baseline is filled in on the way out
@@ -145,7 +176,10 @@ func ValidateID(id string) error {
 }
 
 // Open loads the history of data directory dir, creating dir/runs if
-// needed. It reads every dir/runs/*/report.json; a run whose status is
+// needed. First it takes the exclusive lock on dir/.lock (see lockDir),
+// which the Store holds until Close or the process's death: when another
+// process holds it, Open fails with a *LockedError and reads nothing. It
+// then reads every dir/runs/*/report.json; a run whose status is
 // "running" was interrupted by the daemon's death, so Open marks it aborted
 // (status and verdict "aborted", error StoppedMessage) and rewrites its
 // report.json atomically, keeping every other field, including fields this
@@ -159,16 +193,69 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot resolve the data directory %s: %w", dir, err)
 	}
-	s := &Store{dir: abs, runs: filepath.Join(abs, RunsDir), index: map[string]Summary{}}
-	if err := os.MkdirAll(s.runs, 0o755); err != nil {
-		return nil, fmt.Errorf("cannot create the runs directory: %w", err)
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create the data directory: %w", err)
 	}
-	if s.baseline, err = readBaseline(filepath.Join(abs, BaselineFile)); err != nil {
+	lock, err := lockDir(abs)
+	if err != nil {
 		return nil, err
+	}
+	s := &Store{dir: abs, runs: filepath.Join(abs, RunsDir), lock: lock, index: map[string]Summary{}}
+	if err := s.load(); err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// lockDir takes the exclusive lock (flock) on dir's LockFile, creating it,
+// and writes this process's id into it for a second daemon's error message.
+// The lock belongs to the returned open file: closing it, or the process's
+// death (kill -9 included), releases it. The file is never removed nor
+// replaced, so every daemon locks the same one. When another process (or
+// another open Store) holds the lock the error is a *LockedError.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the lock file: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			le := &LockedError{Dir: dir, Lock: path}
+			if b, rerr := os.ReadFile(path); rerr == nil {
+				le.PID, _ = strconv.Atoi(strings.TrimSpace(string(b))) // 0 when not written yet
+			}
+			return nil, le
+		}
+		return nil, fmt.Errorf("cannot lock %s: %w", path, err)
+	}
+	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
+	if err := f.Truncate(0); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cannot write the lock file: %w", err)
+	}
+	if _, err := f.WriteAt(pid, 0); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("cannot write the lock file: %w", err)
+	}
+	return f, nil
+}
+
+// load reads the baseline and the runs into the index, marking interrupted
+// runs aborted; Open calls it with the lock held.
+func (s *Store) load() error {
+	if err := os.MkdirAll(s.runs, 0o755); err != nil {
+		return fmt.Errorf("cannot create the runs directory: %w", err)
+	}
+	var err error
+	if s.baseline, err = readBaseline(filepath.Join(s.dir, BaselineFile)); err != nil {
+		return err
 	}
 	entries, err := os.ReadDir(s.runs)
 	if err != nil {
-		return nil, fmt.Errorf("cannot list the runs: %w", err)
+		return fmt.Errorf("cannot list the runs: %w", err)
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") || !e.IsDir() {
@@ -177,13 +264,22 @@ func Open(dir string) (*Store, error) {
 		sum, rep, err := s.scan(e.Name())
 		if err == nil && rep.Status == report.StatusRunning {
 			if rep, err = markAborted(filepath.Join(sum.Dir, report.JSONFile)); err != nil {
-				return nil, fmt.Errorf("cannot mark run %s aborted: %w", sum.ID, err)
+				return fmt.Errorf("cannot mark run %s aborted: %w", sum.ID, err)
 			}
 			sum = summarize(sum.ID, sum.Dir, rep)
 		}
 		s.index[sum.ID] = sum
 	}
-	return s, nil
+	return nil
+}
+
+// Close releases the data directory's lock; the Store must not be used
+// afterwards.
+func (s *Store) Close() error {
+	if err := s.lock.Close(); err != nil {
+		return fmt.Errorf("cannot release the lock on %s: %w", s.dir, err)
+	}
+	return nil
 }
 
 // readBaseline reads the baseline file; a missing file means no baseline.
@@ -227,7 +323,7 @@ func (s *Store) scan(id string) (Summary, *report.Report, error) {
 func summarize(id, dir string, rep *report.Report) Summary {
 	sum := Summary{
 		ID: id, Profile: rep.Profile, Status: rep.Status, Verdict: rep.Verdict,
-		StartedAt: rep.StartedAt.UTC(), FinishedAt: rep.FinishedAt.UTC(), Dir: dir, Reasons: rep.Reasons(),
+		StartedAt: rep.StartedAt.UTC(), FinishedAt: rep.FinishedAt.UTC(), Dir: dir, Reasons: rep.Reasons(), Reason: rep.Error,
 	}
 	if sum.Status == report.StatusRunning {
 		sum.Verdict = report.VerdictRunning

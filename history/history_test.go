@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -71,13 +72,25 @@ func writeFile(t *testing.T, data, id, name string, b []byte) string {
 	return dir
 }
 
+// mustOpen opens data's history, closed when the test ends.
 func mustOpen(t *testing.T, data string) *Store {
 	t.Helper()
 	s, err := Open(data)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", data, err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// reopen closes s, which releases data's lock, and opens data again, as a
+// restarted daemon would.
+func reopen(t *testing.T, s *Store, data string) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return mustOpen(t, data)
 }
 
 // statuses maps id to status in List's order.
@@ -153,8 +166,8 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Verdict != report.VerdictAborted || sum.Profile != "smoke" || !sum.StartedAt.Equal(t0.Add(24*time.Hour)) {
-		t.Errorf("summary of the interrupted run = %+v, want verdict aborted, profile smoke, started %s", sum, t0.Add(24*time.Hour))
+	if sum.Verdict != report.VerdictAborted || sum.Profile != "smoke" || !sum.StartedAt.Equal(t0.Add(24*time.Hour)) || sum.Reason != StoppedMessage {
+		t.Errorf("summary of the interrupted run = %+v, want verdict aborted, profile smoke, started %s, reason %q", sum, t0.Add(24*time.Hour), StoppedMessage)
 	}
 
 	// Other reports are left byte for byte; the unreadable ones are not deleted.
@@ -168,7 +181,7 @@ func TestOpen(t *testing.T) {
 	}
 
 	// Reopening changes nothing.
-	if got2 := statuses(mustOpen(t, data).List()); !slices.Equal(got2, got) {
+	if got2 := statuses(reopen(t, s, data).List()); !slices.Equal(got2, got) {
 		t.Errorf("after reopening List = %v, want %v", got2, got)
 	}
 }
@@ -257,8 +270,8 @@ func TestValidateAndNewRun(t *testing.T) {
 	if len(entries) != 3 {
 		t.Errorf("runs directory holds %d entries, want the 3 valid runs", len(entries))
 	}
-	if entries, _ := os.ReadDir(data); len(entries) != 1 {
-		t.Errorf("data directory holds %d entries, want only runs/: invalid ids escaped", len(entries))
+	if entries, _ := os.ReadDir(data); len(entries) != 2 || entries[0].Name() != LockFile || entries[1].Name() != RunsDir {
+		t.Errorf("data directory holds %v, want only %s and %s/: invalid ids escaped", entries, LockFile, RunsDir)
 	}
 
 	// Existing runs, in the index or only on disk.
@@ -414,16 +427,18 @@ func TestBaseline(t *testing.T) {
 		}
 	}
 	check(s, "r1")
-	check(mustOpen(t, data), "r1")
+	s = reopen(t, s, data)
+	check(s, "r1")
 	if err := s.SetBaseline("r2"); err != nil {
 		t.Fatal(err)
 	}
-	check(mustOpen(t, data), "r2")
+	s = reopen(t, s, data)
+	check(s, "r2")
 	if err := s.SetBaseline(""); err != nil {
 		t.Fatal(err)
 	}
 	check(s, "")
-	check(mustOpen(t, data), "")
+	check(reopen(t, s, data), "")
 }
 
 func TestPrune(t *testing.T) {
@@ -482,7 +497,7 @@ func TestPrune(t *testing.T) {
 		t.Errorf("the running run's directory: %v, want kept", err)
 	}
 	// r7 has no report.json: after reopening it is unreadable, not deleted.
-	if got, want := statuses(mustOpen(t, data).List()), []string{"r7=unreadable", "r1=complete"}; !slices.Equal(got, want) {
+	if got, want := statuses(reopen(t, s, data).List()), []string{"r7=unreadable", "r1=complete"}; !slices.Equal(got, want) {
 		t.Errorf("List after reopening = %v, want %v", got, want)
 	}
 }
@@ -599,5 +614,42 @@ func TestUnreadableReport(t *testing.T) {
 	}
 	if sum, _, _ := s.Get("fresh"); sum.Status != report.StatusRunning || sum.Reason != "" {
 		t.Errorf("a new run before its first report: %+v, want running without a reason", sum)
+	}
+}
+
+// TestOpenLocksDataDir: a second Open of a data directory in use fails
+// before it touches the history, naming the holder's pid and the lock
+// file; the run the holder has in progress stays running on disk. Closing
+// the holder releases the lock.
+func TestOpenLocksDataDir(t *testing.T) {
+	data := t.TempDir()
+	s := mustOpen(t, data)
+	lock := filepath.Join(data, LockFile)
+	if b, err := os.ReadFile(lock); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("lock file holds %q (err %v), want this process's pid %d", b, err, os.Getpid())
+	}
+	dir, err := s.NewRun("live", "smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newReport("live", report.StatusRunning, report.VerdictRunning, t0).Write(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = Open(data)
+	le, ok := errors.AsType[*LockedError](err)
+	if !ok || le.PID != os.Getpid() || le.Lock != lock {
+		t.Fatalf("a second Open: err %v, want a *LockedError naming pid %d and %s", err, os.Getpid(), lock)
+	}
+	want := fmt.Sprintf("data_dir %s is in use by pid %d (lock %s); one daemon per data_dir", data, os.Getpid(), lock)
+	if err.Error() != want {
+		t.Errorf("a second Open: %q, want %q", err, want)
+	}
+	if rep, err := report.Read(filepath.Join(dir, report.JSONFile)); err != nil || rep.Status != report.StatusRunning {
+		t.Errorf("the holder's run after a second Open: %v, want still running on disk", err)
+	}
+
+	if got := reopen(t, s, data).List(); len(got) != 1 || got[0].Status != report.StatusAborted {
+		t.Errorf("Open after the holder closed: %+v, want the interrupted run aborted", got)
 	}
 }
