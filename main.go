@@ -300,7 +300,20 @@ func runsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), base)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	readOnlyNote(ctx, cl, stdout)
+	return nil
+}
+
+// readOnlyNote prints why the daemon's history is read-only, when it is.
+// A daemon that cannot say (an older one, without /v1/history) gets no
+// note: the command's own answer has already been printed.
+func readOnlyNote(ctx context.Context, cl *api.Client, w io.Writer) {
+	if h, err := cl.History(ctx); err == nil && h.ReadOnly {
+		fmt.Fprintf(w, "history is read-only, no run can start: %s\n", h.Reason)
+	}
 }
 
 // pickRun returns the id given, or else the running run (for stop) or the
@@ -344,15 +357,17 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if r.Reason != "" {
 		fmt.Fprintf(stdout, "  reason: %s\n", r.Reason)
 	}
-	if raw != nil {
-		var rep report.Report
-		if err := json.Unmarshal(raw, &rep); err == nil && len(rep.KPIs) > 0 {
-			return rep.Table(stdout) // the table ends with every reason
+	var rep report.Report
+	if raw != nil && json.Unmarshal(raw, &rep) == nil && len(rep.KPIs) > 0 {
+		if err := rep.Table(stdout); err != nil { // the table ends with every reason
+			return err
+		}
+	} else {
+		for _, why := range r.Reasons {
+			fmt.Fprintf(stdout, "  - %s\n", why)
 		}
 	}
-	for _, why := range r.Reasons {
-		fmt.Fprintf(stdout, "  - %s\n", why)
-	}
+	readOnlyNote(ctx, cl, stdout)
 	return nil
 }
 

@@ -14,6 +14,7 @@
 //	GET  /v1/runs             -> 200 {"runs":[RunSummary, ...]}
 //	GET  /v1/runs/{id}        -> 200 {"run":RunSummary,"report":<report.json, or null when none or not JSON>}
 //	POST /v1/runs/{id}/stop   -> 202 {"id":..,"status":"stopping"}
+//	GET  /v1/history          -> 200 HistoryState: is the run history read-only, and why
 //	GET  /healthz             -> 200 {"status":"ok"} while the process serves (no auth)
 //	GET  /readyz              -> 200 {"status":"ready"}, or 503 when Runner.Ready is false (no auth)
 //
@@ -22,7 +23,9 @@
 // ErrInvalidRequest), 401 (missing or wrong bearer token, when a token is
 // configured), 404 (unknown run or route), 405 (wrong method, with Allow),
 // 409 (a run is already in progress: running_id names it; or stopping a run
-// that is not running) or 500 (any other Runner error).
+// that is not running), 503 (Runner error wrapping ErrUnavailable: the
+// history is read-only, so no run can start) or 500 (any other Runner
+// error).
 //
 // Security: when a token is configured every /v1 route needs the header
 // "Authorization: Bearer <token>". Tokens are compared in constant time over
@@ -81,6 +84,23 @@ type Runner interface {
 	// Ready reports whether the target is up and the daemon accepts runs;
 	// it backs /readyz and must be cheap and non-blocking.
 	Ready() bool
+	// History says whether the run history takes writes; it backs
+	// /v1/history and must be cheap and non-blocking.
+	History(ctx context.Context) HistoryState
+}
+
+// HistoryState is GET /v1/history's body: whether the daemon can record
+// runs in its data directory.
+type HistoryState struct {
+	// DataDir is the daemon's data directory.
+	DataDir string `json:"data_dir"`
+	// ReadOnly is true when the data directory took no writes when the
+	// daemon started (a full disk, a read-only file system): runs are
+	// listed and served, none can start, until it takes writes and the
+	// daemon is restarted.
+	ReadOnly bool `json:"read_only"`
+	// Reason says why the history is read-only.
+	Reason string `json:"reason,omitempty"`
 }
 
 // StartRequest is the body of POST /v1/runs. An empty body is the zero
@@ -145,6 +165,10 @@ const (
 	// ErrInvalidRequest means a start request names an unknown profile or
 	// carries overrides that do not decode or validate (HTTP 400).
 	ErrInvalidRequest sentinel = "invalid start request"
+	// ErrUnavailable means the daemon cannot do what was asked right now:
+	// its history is read-only, so no run can start nor baseline be set
+	// (HTTP 503). The wrapped error says why.
+	ErrUnavailable sentinel = "the daemon cannot record runs"
 )
 
 // BusyError is returned by Runner.Start when a run is already in progress:
@@ -199,6 +223,8 @@ func NewHandler(r Runner, token string, log *zap.Logger) http.Handler {
 	v1.Handle("/v1/runs/{id}/stop", h.serve(notAllowed("POST")))
 	v1.Handle("POST /v1/runs/{id}/baseline", h.serve(h.baseline))
 	v1.Handle("/v1/runs/{id}/baseline", h.serve(notAllowed("POST")))
+	v1.Handle("GET /v1/history", h.serve(h.history))
+	v1.Handle("/v1/history", h.serve(notAllowed("GET")))
 	v1.Handle("/", h.serve(notFound))
 
 	mux := http.NewServeMux()
@@ -369,6 +395,8 @@ func runnerError(err error, id string) error {
 		status = http.StatusConflict
 	case errors.Is(err, ErrInvalidRequest):
 		status = http.StatusBadRequest
+	case errors.Is(err, ErrUnavailable):
+		status = http.StatusServiceUnavailable
 	default:
 		return &httpError{status: http.StatusInternalServerError, message: err.Error(), cause: err}
 	}
@@ -458,6 +486,11 @@ func (h *handler) baseline(w http.ResponseWriter, r *http.Request) error {
 		return runnerError(err, id)
 	}
 	h.write(w, http.StatusOK, stopResponse{ID: id, Status: "baseline"})
+	return nil
+}
+
+func (h *handler) history(w http.ResponseWriter, r *http.Request) error {
+	h.write(w, http.StatusOK, h.runner.History(r.Context()))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,7 +78,7 @@ func writeFile(t *testing.T, data, id, name string, b []byte) string {
 // mustOpen opens data's history, closed when the test ends.
 func mustOpen(t *testing.T, data string) *Store {
 	t.Helper()
-	s, err := Open(data)
+	s, err := Open(data, Options{})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", data, err)
 	}
@@ -214,7 +217,7 @@ func TestOpenBadBaseline(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, BaselineFile), []byte("../../etc\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(data); !errors.Is(err, ErrInvalidID) {
+	if _, err := Open(data, Options{}); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("Open with baseline ../../etc: err %v, want ErrInvalidID", err)
 	}
 }
@@ -636,7 +639,7 @@ func TestOpenLocksDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, err = Open(data)
+	_, err = Open(data, Options{})
 	le, ok := errors.AsType[*LockedError](err)
 	if !ok || le.PID != os.Getpid() || le.Lock != lock {
 		t.Fatalf("a second Open: err %v, want a *LockedError naming pid %d and %s", err, os.Getpid(), lock)
@@ -651,5 +654,146 @@ func TestOpenLocksDataDir(t *testing.T) {
 
 	if got := reopen(t, s, data).List(); len(got) != 1 || got[0].Status != report.StatusAborted {
 		t.Errorf("Open after the holder closed: %+v, want the interrupted run aborted", got)
+	}
+}
+
+// failWrites returns a WriteFile that fails with ENOSPC, as on a full disk,
+// for the paths fail picks, and writes the others.
+func failWrites(fail func(path string) bool) func(string, []byte, fs.FileMode) error {
+	return func(path string, data []byte, perm fs.FileMode) error {
+		if fail(path) {
+			return &fs.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+		}
+		return report.WriteFileAtomic(path, data, perm)
+	}
+}
+
+// TestOpenReadOnly: a data directory that takes no writes (a full disk)
+// still opens, read-only and saying why: the runs are listed, a run the
+// previous daemon left running reads aborted without its report being
+// rewritten, and NewRun, SetBaseline and Prune change nothing. A disk that
+// fills up just as an interrupted run is rewritten does the same.
+func TestOpenReadOnly(t *testing.T) {
+	for name, fail := range map[string]func(string) bool{
+		"every write fails": func(string) bool { return true },
+		"the rewrite fails": func(path string) bool { return filepath.Base(path) == report.JSONFile },
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := t.TempDir()
+			writeRun(t, data, "r1", newReport("r1", report.StatusComplete, "pass", t0))
+			runningDir := writeRun(t, data, "r2", newReport("r2", report.StatusRunning, report.VerdictRunning, t0.Add(time.Hour)))
+			before, err := os.ReadFile(filepath.Join(runningDir, report.JSONFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(data, Options{WriteFile: failWrites(fail)})
+			if err != nil {
+				t.Fatalf("Open of a full disk: %v, want a read-only store", err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			ro := s.ReadOnly()
+			if !errors.Is(ro, syscall.ENOSPC) {
+				t.Errorf("ReadOnly = %v, want ENOSPC", ro)
+			}
+			if got := statuses(s.List()); !slices.Equal(got, []string{"r2=aborted", "r1=complete"}) {
+				t.Errorf("List = %v, want r2 aborted, r1 complete", got)
+			}
+			if err := s.Update("r2"); err != nil {
+				t.Fatal(err)
+			}
+			if sum, _, err := s.Get("r2"); err != nil || sum.Status != report.StatusAborted || sum.Verdict != report.VerdictAborted || sum.Reason != StoppedMessage {
+				t.Errorf("Get(r2) = %+v, %v, want aborted in memory, reason %q", sum, err, StoppedMessage)
+			}
+			if after, err := os.ReadFile(filepath.Join(runningDir, report.JSONFile)); err != nil || !bytes.Equal(after, before) {
+				t.Errorf("the interrupted run's report.json changed on a read-only store (err %v)", err)
+			}
+			if _, err := s.NewRun("r3", "smoke"); !errors.Is(err, ErrReadOnly) {
+				t.Errorf("NewRun: err %v, want ErrReadOnly", err)
+			}
+			if _, err := os.Stat(filepath.Join(data, RunsDir, "r3")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("NewRun on a read-only store created its directory (stat %v)", err)
+			}
+			if err := s.SetBaseline("r1"); !errors.Is(err, ErrReadOnly) {
+				t.Errorf("SetBaseline: err %v, want ErrReadOnly", err)
+			}
+			if removed, err := s.Prune(1, 0, t0); err != nil || len(removed) != 0 || len(s.List()) != 2 {
+				t.Errorf("Prune on a read-only store removed %v (err %v), want nothing", removed, err)
+			}
+			if _, err := os.Stat(filepath.Join(data, ".write-check")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the write check was left behind (stat %v)", err)
+			}
+		})
+	}
+}
+
+// TestFinish: a run whose report still says running when it ends is
+// aborted with the cause as its reason, in report.json when the disk takes
+// it and in memory otherwise; a run without a report keeps its profile and
+// start; a run that wrote its outcome keeps it.
+func TestFinish(t *testing.T) {
+	data := t.TempDir()
+	var full atomic.Bool
+	s, err := Open(data, Options{WriteFile: failWrites(func(string) bool { return full.Load() })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := s.Finish("nope", nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Finish(nope): err %v, want ErrNotFound", err)
+	}
+	newRun := func(id, status string) string {
+		t.Helper()
+		dir, err := s.NewRun(id, "smoke")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != "" {
+			if err := newReport(id, status, "pass", t0).Write(dir, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	boom := errors.New("the driver failed")
+
+	// Written: the report says so.
+	dir := newRun("recorded", report.StatusRunning)
+	sum, err := s.Finish("recorded", boom)
+	rep, rerr := report.Read(filepath.Join(dir, report.JSONFile))
+	if err != nil || rerr != nil || sum.Status != report.StatusAborted || sum.Reason != boom.Error() || rep.Status != report.StatusAborted || rep.Error != boom.Error() || rep.FinishedAt.IsZero() {
+		t.Errorf("Finish of a running report on a writable disk: %+v (%v), report %+v (%v), want aborted on disk with the cause and a finish time", sum, err, rep, rerr)
+	}
+
+	// Complete: left alone.
+	newRun("done", report.StatusComplete)
+	if sum, err := s.Finish("done", boom); err != nil || sum.Status != report.StatusComplete || sum.Verdict != "pass" {
+		t.Errorf("Finish of a complete run: %+v, %v, want complete pass", sum, err)
+	}
+
+	// The disk is full: in memory only, and it stays so.
+	full.Store(true)
+	dir = newRun("stuck", report.StatusRunning)
+	newRun("unwritten", "")
+	for id, cause := range map[string]error{"stuck": boom, "unwritten": nil} {
+		sum, err := s.Finish(id, cause)
+		want := NoOutcomeMessage
+		if cause != nil {
+			want = cause.Error()
+		}
+		if err != nil || sum.Status != report.StatusAborted || sum.Verdict != report.VerdictAborted || sum.Reason != want || sum.Profile != "smoke" || sum.StartedAt.IsZero() || sum.FinishedAt.IsZero() {
+			t.Errorf("Finish(%s) on a full disk: %+v, %v, want aborted with reason %q, profile and times kept", id, sum, err, want)
+		}
+		if err := s.Update(id); err != nil && !errors.Is(err, ErrNoReport) {
+			t.Fatal(err)
+		}
+		if got, _, _ := s.Get(id); got.Status != report.StatusAborted || got.Reason != want {
+			t.Errorf("Get(%s) after Finish on a full disk: %+v, want aborted", id, got)
+		}
+	}
+	if rep, err := report.Read(filepath.Join(dir, report.JSONFile)); err != nil || rep.Status != report.StatusRunning {
+		t.Errorf("report.json on a full disk: %v, want the last one written (running)", err)
+	}
+	if got := statuses(s.List()); !slices.Contains(got, "stuck=aborted") || !slices.Contains(got, "unwritten=aborted") {
+		t.Errorf("List = %v, want stuck and unwritten aborted", got)
 	}
 }
