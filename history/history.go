@@ -14,8 +14,9 @@
 // A Store indexes the runs in memory by their summary only (a few hundred
 // bytes each); full reports are read from disk when asked for, so the
 // daemon's memory does not grow with the size of its results. Every file the
-// store writes goes through report.WriteFileAtomic (temporary file, fsync,
-// rename), so a crash never leaves a half-written file.
+// store writes, but the lock file, goes through report.WriteFileAtomic
+// (temporary file, fsync, rename; Options.WriteFile replaces it in tests), so
+// a crash never leaves a half-written file.
 //
 // A data directory that takes no writes (a full disk, a read-only file
 // system) does not stop Open: the Store is then read-only (ReadOnly says
