@@ -452,9 +452,22 @@ func (c *cli) runsCmd() *cobra.Command {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), base)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		cl.readOnlyNote(cmd.Context(), c.stdout)
+		return nil
 	}
 	return cmd
+}
+
+// readOnlyNote prints why the daemon's history is read-only, when it is.
+// A daemon that cannot say (an older one, without /v1/history) gets no
+// note: the command's own answer has already been printed.
+func (cl client) readOnlyNote(ctx context.Context, w io.Writer) {
+	if h, err := cl.History(ctx); err == nil && h.ReadOnly {
+		fmt.Fprintf(w, "history is read-only, no run can start: %s\n", h.Reason)
+	}
 }
 
 // pickRun returns the id given, or else the running run (for stop) or the
@@ -509,15 +522,20 @@ func (cl client) show(ctx context.Context, w io.Writer, id string) (api.RunSumma
 		return api.RunSummary{}, cl.clientError(err)
 	}
 	fmt.Fprintf(w, "run %s (%s): %s, verdict %q, started %s, dir %s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), r.Dir)
-	if raw != nil {
-		var rep report.Report
-		if err := json.Unmarshal(raw, &rep); err == nil && len(rep.KPIs) > 0 {
-			return r, rep.Table(w) // the table ends with every reason
+	if r.Reason != "" {
+		fmt.Fprintf(w, "  reason: %s\n", r.Reason)
+	}
+	var rep report.Report
+	if raw != nil && json.Unmarshal(raw, &rep) == nil && len(rep.KPIs) > 0 {
+		if err := rep.Table(w); err != nil { // the table ends with every reason
+			return r, err
+		}
+	} else {
+		for _, why := range r.Reasons {
+			fmt.Fprintf(w, "  - %s\n", why)
 		}
 	}
-	for _, why := range r.Reasons {
-		fmt.Fprintf(w, "  - %s\n", why)
-	}
+	cl.readOnlyNote(ctx, w)
 	return r, nil
 }
 

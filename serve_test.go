@@ -369,3 +369,47 @@ func TestServeOverrides(t *testing.T) {
 		t.Errorf("soakd serve on SIGTERM: exit %d", code)
 	}
 }
+
+// TestServeDataDirLock reproduces issue 10 item 4: a second daemon on the
+// same data_dir marked the first one's running run aborted before it gave
+// up on the taken control port. A second serve, and a soak, now exit 2
+// naming the holder's pid and the lock file, and leave the running run
+// alone; once the holder is killed (-9) the lock is free again.
+func TestServeDataDirLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, "")
+	d := startServe(t, bin, cfg)
+	cl := &api.Client{BaseURL: d.api}
+	run, err := cl.Start(t.Context(), api.StartRequest{Profile: "tiny", Overrides: "profiles:\n  tiny:\n    request_timeout: 5s\n    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n      - name: rest-control\n        arm: rest\n        users: [{operation: rest-get, users: 2, iterations: 100000}]\n      - name: graphql-load\n        arm: graphql\n        users: [{operation: graphql-query, users: 2, iterations: 10}]\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the run has written its first report
+	lock := filepath.Join(dir, "data", ".lock")
+	want := "is in use by pid " + strconv.Itoa(d.cmd.Process.Pid) + " (lock " + lock + "); one daemon per data_dir"
+	for _, args := range [][]string{{"serve", "--config", cfg}, {"soak", "--config", cfg, "--cycles", "1"}} {
+		_, stderr, code := runSoakd(t, bin, args...)
+		if code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("soakd %s on a data_dir in use: exit %d, want 2 and %q\n%s", args[0], code, want, stderr)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "data", "runs", run.ID, "report.json"))
+	if err != nil || !bytes.Contains(raw, []byte(`"status": "running"`)) {
+		t.Errorf("the first daemon's run on disk after the second daemon gave up: %v\n%.300s", err, raw)
+	}
+	if r, _, err := cl.Get(t.Context(), run.ID); err != nil || r.Status != "running" {
+		t.Errorf("the first daemon's run after the second daemon gave up: %+v, %v, want running", r, err)
+	}
+
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+	d.done <- nil
+	d2 := startServe(t, bin, cfg) // the kernel released the lock with the process
+	if code := d2.stop(t); code != 0 {
+		t.Errorf("soakd serve after the holder was killed: exit %d\n%s", code, d2.stderr.String())
+	}
+}

@@ -33,8 +33,9 @@ type Client struct {
 // server's status and message. Through Unwrap it also matches the Runner
 // errors the status stands for: errors.Is(err, ErrNotFound) for a 404,
 // errors.Is(err, ErrNotRunning) for a 409 without a running id,
-// errors.AsType[*BusyError] for a 409 with one, and errors.Is(err,
-// ErrInvalidRequest) for a 400.
+// errors.AsType[*BusyError] for a 409 with one, errors.Is(err,
+// ErrInvalidRequest) for a 400 and errors.Is(err, ErrUnavailable) for a
+// 503.
 type APIError struct {
 	// Status is the HTTP status code.
 	Status int
@@ -61,6 +62,8 @@ func (e *APIError) Unwrap() error {
 		return ErrNotRunning
 	case e.Status == http.StatusBadRequest:
 		return ErrInvalidRequest
+	case e.Status == http.StatusServiceUnavailable:
+		return ErrUnavailable
 	}
 	return nil
 }
@@ -100,6 +103,15 @@ func (c *Client) Get(ctx context.Context, id string) (RunSummary, json.RawMessag
 		rep = nil
 	}
 	return resp.Run, rep, nil
+}
+
+// History says whether the daemon's run history is read-only, and why.
+func (c *Client) History(ctx context.Context) (HistoryState, error) {
+	var h HistoryState
+	if err := c.do(ctx, http.MethodGet, "/v1/history", nil, &h); err != nil {
+		return HistoryState{}, fmt.Errorf("cannot get the history's state: %w", err)
+	}
+	return h, nil
 }
 
 // Stop asks the daemon to stop run id gracefully; it returns once the stop

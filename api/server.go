@@ -12,8 +12,9 @@
 //
 //	POST /v1/runs             {"profile":..,"overrides":..} -> 202 RunSummary (Location: /v1/runs/{id})
 //	GET  /v1/runs             -> 200 {"runs":[RunSummary, ...]}
-//	GET  /v1/runs/{id}        -> 200 {"run":RunSummary,"report":<report.json or null>}
+//	GET  /v1/runs/{id}        -> 200 {"run":RunSummary,"report":<report.json, or null when none or not JSON>}
 //	POST /v1/runs/{id}/stop   -> 202 {"id":..,"status":"stopping"}
+//	GET  /v1/history          -> 200 HistoryState: is the run history read-only, and why
 //	GET  /healthz             -> 200 {"status":"ok"} while the process serves (no auth)
 //	GET  /readyz              -> 200 {"status":"ready"}, or 503 when Runner.Ready is false (no auth)
 //
@@ -22,7 +23,9 @@
 // ErrInvalidRequest), 401 (missing or wrong bearer token, when a token is
 // configured), 404 (unknown run or route), 405 (wrong method, with Allow),
 // 409 (a run is already in progress: running_id names it; or stopping a run
-// that is not running) or 500 (any other Runner error).
+// that is not running), 503 (Runner error wrapping ErrUnavailable: the
+// history is read-only, so no run can start) or 500 (any other Runner
+// error).
 //
 // Security: when a token is configured every /v1 route needs the header
 // "Authorization: Bearer <token>". Tokens are compared in constant time over
@@ -81,6 +84,23 @@ type Runner interface {
 	// Ready reports whether the target is up and the daemon accepts runs;
 	// it backs /readyz and must be cheap and non-blocking.
 	Ready() bool
+	// History says whether the run history takes writes; it backs
+	// /v1/history and must be cheap and non-blocking.
+	History(ctx context.Context) HistoryState
+}
+
+// HistoryState is GET /v1/history's body: whether the daemon can record
+// runs in its data directory.
+type HistoryState struct {
+	// DataDir is the daemon's data directory.
+	DataDir string `json:"data_dir"`
+	// ReadOnly is true when the data directory took no writes when the
+	// daemon started (a full disk, a read-only file system): runs are
+	// listed and served, none can start, until it takes writes and the
+	// daemon is restarted.
+	ReadOnly bool `json:"read_only"`
+	// Reason says why the history is read-only.
+	Reason string `json:"reason,omitempty"`
 }
 
 // StartRequest is the body of POST /v1/runs. An empty body is the zero
@@ -105,10 +125,12 @@ type RunSummary struct {
 	// Profile is the profile the run executes (the daemon's default
 	// profile when the start request named none).
 	Profile string `json:"profile"`
-	// Status is running, complete, aborted, or unknown (unreadable report).
+	// Status is running, complete, aborted, or unreadable (report.json
+	// missing, truncated or not a report; Reason says why).
 	Status string `json:"status"`
 	// Verdict is pass, fail or inconclusive once complete, running while in
-	// progress, aborted when the run could not finish; empty when unknown.
+	// progress, aborted when the run could not finish; empty when
+	// unreadable.
 	Verdict string `json:"verdict"`
 	// StartedAt is when the run began.
 	StartedAt time.Time `json:"started_at"`
@@ -121,6 +143,9 @@ type RunSummary struct {
 	// Reasons name every gated KPI and check that did not pass, with its
 	// numbers: why the verdict is fail or inconclusive.
 	Reasons []string `json:"reasons,omitempty"`
+	// Reason says why an aborted run stopped, or why an unreadable run's
+	// report.json cannot be read.
+	Reason string `json:"reason,omitempty"`
 }
 
 // sentinel is the type of this package's sentinel errors. A string type
@@ -142,6 +167,10 @@ const (
 	// ErrInvalidRequest means a start request names an unknown profile or
 	// carries overrides that do not decode or validate (HTTP 400).
 	ErrInvalidRequest sentinel = "invalid start request"
+	// ErrUnavailable means the daemon cannot do what was asked right now:
+	// its history is read-only, so no run can start nor baseline be set
+	// (HTTP 503). The wrapped error says why.
+	ErrUnavailable sentinel = "the daemon cannot record runs"
 )
 
 // BusyError is returned by Runner.Start when a run is already in progress:
@@ -196,6 +225,8 @@ func NewHandler(r Runner, token string, log *zap.Logger) http.Handler {
 	v1.Handle("/v1/runs/{id}/stop", h.serve(notAllowed("POST")))
 	v1.Handle("POST /v1/runs/{id}/baseline", h.serve(h.baseline))
 	v1.Handle("/v1/runs/{id}/baseline", h.serve(notAllowed("POST")))
+	v1.Handle("GET /v1/history", h.serve(h.history))
+	v1.Handle("/v1/history", h.serve(notAllowed("GET")))
 	v1.Handle("/", h.serve(notFound))
 
 	mux := http.NewServeMux()
@@ -366,6 +397,8 @@ func runnerError(err error, id string) error {
 		status = http.StatusConflict
 	case errors.Is(err, ErrInvalidRequest):
 		status = http.StatusBadRequest
+	case errors.Is(err, ErrUnavailable):
+		status = http.StatusServiceUnavailable
 	default:
 		return &httpError{status: http.StatusInternalServerError, message: err.Error(), cause: err}
 	}
@@ -412,7 +445,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getResponse is GET /v1/runs/{id}'s body; Report is null until the run has
-// written report.json.
+// written report.json, and when what it holds is not JSON.
 type getResponse struct {
 	Run    RunSummary      `json:"run"`
 	Report json.RawMessage `json:"report"`
@@ -424,8 +457,10 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return runnerError(err, id)
 	}
-	if len(rep) == 0 {
-		rep = nil // encodes as null; an empty RawMessage would not encode
+	if !json.Valid(rep) {
+		// Encodes as null; an empty or truncated RawMessage would not
+		// encode at all.
+		rep = nil
 	}
 	h.write(w, http.StatusOK, getResponse{Run: sum, Report: rep})
 	return nil
@@ -453,6 +488,11 @@ func (h *handler) baseline(w http.ResponseWriter, r *http.Request) error {
 		return runnerError(err, id)
 	}
 	h.write(w, http.StatusOK, stopResponse{ID: id, Status: "baseline"})
+	return nil
+}
+
+func (h *handler) history(w http.ResponseWriter, r *http.Request) error {
+	h.write(w, http.StatusOK, h.runner.History(r.Context()))
 	return nil
 }
 

@@ -35,6 +35,7 @@ type fakeRunner struct {
 	starts  []StartRequest // every request that reached Start
 	ready   atomic.Bool
 	now     time.Time
+	history HistoryState
 }
 
 func newFakeRunner() *fakeRunner {
@@ -52,6 +53,8 @@ func (f *fakeRunner) Start(_ context.Context, req StartRequest) (RunSummary, err
 		return RunSummary{}, errors.New("cannot start the driver: exec failed")
 	case "nope":
 		return RunSummary{}, fmt.Errorf("profile %q: %w", req.Profile, ErrInvalidRequest)
+	case "full":
+		return RunSummary{}, fmt.Errorf("%w: the history is read-only: cannot write in /data: no space left on device", ErrUnavailable)
 	}
 	if f.running != "" {
 		return RunSummary{}, fmt.Errorf("cannot start: %w", &BusyError{RunningID: f.running})
@@ -131,6 +134,12 @@ func (f *fakeRunner) Get(_ context.Context, id string) (RunSummary, json.RawMess
 }
 
 func (f *fakeRunner) Ready() bool { return f.ready.Load() }
+
+func (f *fakeRunner) History(context.Context) HistoryState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.history
+}
 
 func (f *fakeRunner) startCount() int {
 	f.mu.Lock()
@@ -633,5 +642,56 @@ func TestBaselineRoute(t *testing.T) {
 	}
 	if err := c.SetBaseline(t.Context(), "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("an unknown id: got %v, want ErrNotFound", err)
+	}
+}
+
+// invalidReportRunner is a Runner whose Get returns bytes that are not
+// JSON, as a truncated report.json would be.
+type invalidReportRunner struct{ *fakeRunner }
+
+func (r invalidReportRunner) Get(_ context.Context, id string) (RunSummary, json.RawMessage, error) {
+	return RunSummary{ID: id, Status: "unreadable", Reason: "cannot decode report.json"}, json.RawMessage(`{"run":"r","verd`), nil
+}
+
+// TestGetInvalidReportIsNull: report bytes that are not JSON are served as
+// a null report next to the run, never as a 500.
+func TestGetInvalidReportIsNull(t *testing.T) {
+	srv := httptest.NewServer(NewHandler(invalidReportRunner{newFakeRunner()}, "", nil))
+	t.Cleanup(srv.Close)
+	status, _, body := do(t, srv, http.MethodGet, "/v1/runs/r", "", nil)
+	if status != http.StatusOK || !bytes.Contains(body, []byte(`"report":null`)) || !bytes.Contains(body, []byte(`"status":"unreadable"`)) {
+		t.Errorf("GET /v1/runs/r with a truncated report: %d %s, want 200, the run unreadable and \"report\":null", status, body)
+	}
+}
+
+// TestReadOnlyHistory: GET /v1/history says whether the history is
+// read-only and why, and a start the runner cannot record answers 503 with
+// the reason, which the client matches as ErrUnavailable.
+func TestReadOnlyHistory(t *testing.T) {
+	srv, f := newServer(t, testToken, nil)
+	c := newClient(srv, testToken)
+	if h, err := c.History(t.Context()); err != nil || h.ReadOnly {
+		t.Errorf("History of a writable daemon: %+v, %v", h, err)
+	}
+	want := HistoryState{DataDir: "/data", ReadOnly: true, Reason: "the history is read-only: cannot write in /data: no space left on device"}
+	f.mu.Lock()
+	f.history = want
+	f.mu.Unlock()
+	if h, err := c.History(t.Context()); err != nil || h != want {
+		t.Errorf("History: %+v, %v, want %+v", h, err, want)
+	}
+	status, _, body := do(t, srv, http.MethodGet, "/v1/history", testToken, nil)
+	if status != http.StatusOK || !bytes.Contains(body, []byte(`"read_only":true`)) {
+		t.Errorf("GET /v1/history: %d %s", status, body)
+	}
+	if status, _, _ := do(t, srv, http.MethodGet, "/v1/history", "", nil); status != http.StatusUnauthorized {
+		t.Errorf("GET /v1/history without the token: %d, want 401", status)
+	}
+	status, _, body = do(t, srv, http.MethodPost, "/v1/runs", testToken, strings.NewReader(`{"profile":"full"}`))
+	if status != http.StatusServiceUnavailable || !strings.Contains(errorMessage(t, body).Message, "no space left on device") {
+		t.Errorf("POST /v1/runs on a read-only history: %d %s, want 503 naming the reason", status, body)
+	}
+	if _, err := c.Start(t.Context(), StartRequest{Profile: "full"}); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Client.Start on a read-only history: %v, want ErrUnavailable", err)
 	}
 }

@@ -25,10 +25,11 @@ func overrideDaemon(t *testing.T) (*daemon, http.Handler, *[]*Config) {
 		t.Fatal(err)
 	}
 	cfg.DataDir = t.TempDir()
-	store, err := history.Open(cfg.DataDir)
+	store, err := history.Open(cfg.DataDir, history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = store.Close() })
 	var got []*Config
 	d := &daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context(),
 		suite: func(_ context.Context, c *Config, _ RunOptions) (*report.Report, error) {

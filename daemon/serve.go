@@ -31,6 +31,8 @@ type ServeOptions struct {
 	Log        *zap.Logger
 	// Stderr receives the drivers' logs.
 	Stderr io.Writer
+	// History configures the run history; tests inject a failing writer.
+	History history.Options
 }
 
 // daemon is `soakd serve`: one long-lived target, the run history, the
@@ -75,14 +77,20 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 	if err := api.CheckBind(cfg.API.Listen, token); err != nil {
 		return WithCode(ExitUsage, err)
 	}
-	store, err := history.Open(cfg.DataDir)
+	store, err := openHistory(cfg, opts.History)
 	if err != nil {
-		return WithCode(ExitUsage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+		return err
 	}
+	defer closeHistory(store, log)
 	for _, r := range store.List() {
 		if r.Status == report.StatusAborted {
 			log.Info("history", zap.String("run", r.ID), zap.String("status", r.Status))
 		}
+	}
+	ro := store.ReadOnly()
+	if ro != nil {
+		log.Warn("history is read-only: no run can start until data_dir takes writes and the daemon is restarted",
+			zap.String("data_dir", cfg.DataDir), zap.Error(ro))
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.API.Listen)
@@ -116,7 +124,10 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 	d.ready.Store(true)
 	log.Info("control api listening", zap.String("url", "http://"+ln.Addr().String()), zap.Bool("token", token != ""))
 
-	if cfg.Soak.Cycles > 0 || cfg.Soak.Duration > 0 {
+	switch {
+	case (cfg.Soak.Cycles > 0 || cfg.Soak.Duration > 0) && ro != nil:
+		log.Warn("scheduled soak not started", zap.Error(ro))
+	case cfg.Soak.Cycles > 0 || cfg.Soak.Duration > 0:
 		wg.Go(func() {
 			s := &soaker{cfg: cfg, store: store, target: target, log: log, claim: d.claim}
 			rep, err := s.run(base, SoakOptions{RunOptions: d.runOptions(), Cycles: cfg.Soak.Cycles, Duration: cfg.Soak.Duration})
@@ -148,6 +159,28 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 		serveErr = errors.Join(serveErr, err)
 	}
 	return serveErr
+}
+
+// openHistory opens cfg.DataDir's history, taking the data directory's
+// lock before anything else reads or writes it. Every failure, a directory
+// in use by another daemon included, carries ExitUsage: nothing ran. A
+// directory that takes no writes gives a read-only store, not an error.
+func openHistory(cfg *Config, opts history.Options) (*history.Store, error) {
+	store, err := history.Open(cfg.DataDir, opts)
+	if _, locked := errors.AsType[*history.LockedError](err); locked {
+		return nil, WithCode(ExitUsage, err)
+	}
+	if err != nil {
+		return nil, WithCode(ExitUsage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+	}
+	return store, nil
+}
+
+// closeHistory releases the data directory's lock on the way out.
+func closeHistory(store *history.Store, log *zap.Logger) {
+	if err := store.Close(); err != nil {
+		log.Warn("history", zap.Error(err))
+	}
 }
 
 // runOptions are the options every run of the daemon shares.
@@ -182,8 +215,12 @@ func (d *daemon) newID() string {
 	return fmt.Sprintf("%s-%d", time.Now().UTC().Format("20060102T150405Z"), d.seq)
 }
 
-// Start begins a run in the background.
+// Start begins a run in the background. With a read-only history it
+// returns an error wrapping api.ErrUnavailable that says why.
 func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary, error) {
+	if err := d.store.ReadOnly(); err != nil {
+		return api.RunSummary{}, fmt.Errorf("%w: %w: %w", api.ErrUnavailable, history.ErrReadOnly, err)
+	}
 	cfg, err := d.runConfig(req.Overrides)
 	if err != nil {
 		return api.RunSummary{}, fmt.Errorf("%w: %w", api.ErrInvalidRequest, err)
@@ -203,6 +240,15 @@ func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary,
 	dir, err := d.store.NewRun(id, profile)
 	if err != nil {
 		release()
+		if errors.Is(err, history.ErrReadOnly) {
+			err = fmt.Errorf("%w: %w", api.ErrUnavailable, err)
+		}
+		return api.RunSummary{}, err
+	}
+	// The reply is the new run's entry, whatever the run does next.
+	s, _, err := d.store.Get(id)
+	if err != nil && !errors.Is(err, history.ErrNoReport) {
+		release()
 		return api.RunSummary{}, err
 	}
 	ro := d.runOptions()
@@ -214,18 +260,17 @@ func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary,
 	d.runs.Go(func() {
 		defer release()
 		_, err := suite(runCtx, cfg, ro)
-		if uerr := d.store.Update(id); uerr != nil {
-			d.log.Warn("history", zap.Error(uerr))
+		// A run whose last writes failed (a full disk) ends aborted all the
+		// same, before the slot is released.
+		sum, ferr := d.store.Finish(id, err)
+		if ferr != nil {
+			d.log.Warn("history", zap.Error(ferr))
 		}
-		d.log.Info("run finished", zap.String("run", id), zap.Error(err))
+		d.log.Info("run finished", zap.String("run", id), zap.String("status", sum.Status), zap.String("verdict", sum.Verdict), zap.Error(err))
 		if _, err := d.store.Prune(d.cfg.Retention.KeepLast, d.cfg.Retention.MaxAge, time.Now()); err != nil {
 			d.log.Warn("retention", zap.Error(err))
 		}
 	})
-	s, _, err := d.store.Get(id)
-	if err != nil && !errors.Is(err, history.ErrNoReport) {
-		return api.RunSummary{}, err
-	}
 	return api.RunSummary(s), nil
 }
 
@@ -270,17 +315,23 @@ func (d *daemon) List(context.Context) ([]api.RunSummary, error) {
 	return out, nil
 }
 
-// Get returns one run and its report.json.
+// Get returns one run and its report.json; a run whose report cannot be
+// read has status unreadable, the reason and no report.
 func (d *daemon) Get(_ context.Context, id string) (api.RunSummary, json.RawMessage, error) {
 	if err := d.store.Update(id); err != nil && errors.Is(err, history.ErrNotFound) {
 		return api.RunSummary{}, nil, fmt.Errorf("%w: %s", api.ErrNotFound, id)
 	}
-	s, _, err := d.store.Get(id)
+	s, rep, err := d.store.Get(id)
 	if errors.Is(err, history.ErrNotFound) {
 		return api.RunSummary{}, nil, fmt.Errorf("%w: %s", api.ErrNotFound, id)
 	}
+	if rep == nil {
+		return api.RunSummary(s), nil, nil // none yet, or unreadable: s says why
+	}
+	// The bytes keep fields this version does not know; a report replaced
+	// since by one that is not JSON is served as none.
 	raw, rerr := os.ReadFile(filepath.Join(s.Dir, report.JSONFile))
-	if rerr != nil {
+	if rerr != nil || !json.Valid(raw) {
 		raw = nil
 	}
 	return api.RunSummary(s), raw, nil
@@ -288,13 +339,23 @@ func (d *daemon) Get(_ context.Context, id string) (api.RunSummary, json.RawMess
 
 // SetBaseline marks run id as the baseline.
 func (d *daemon) SetBaseline(_ context.Context, id string) error {
-	if err := d.store.SetBaseline(id); err != nil {
-		if errors.Is(err, history.ErrNotFound) {
-			return fmt.Errorf("%w: %s", api.ErrNotFound, id)
-		}
-		return err
+	err := d.store.SetBaseline(id)
+	switch {
+	case errors.Is(err, history.ErrNotFound):
+		return fmt.Errorf("%w: %s", api.ErrNotFound, id)
+	case errors.Is(err, history.ErrReadOnly):
+		return fmt.Errorf("%w: %w", api.ErrUnavailable, err)
 	}
-	return nil
+	return err
+}
+
+// History says whether the run history takes writes, and why not.
+func (d *daemon) History(context.Context) api.HistoryState {
+	h := api.HistoryState{DataDir: d.cfg.DataDir}
+	if err := d.store.ReadOnly(); err != nil {
+		h.ReadOnly, h.Reason = true, err.Error()
+	}
+	return h
 }
 
 // Ready is true while the target serves and the daemon accepts runs.

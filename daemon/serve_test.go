@@ -20,25 +20,27 @@ import (
 // TestStartReplyNamesProfileAndRunning checks the control API's start
 // reply and the run list while a run is in progress: the profile is named
 // (the default profile when the request names none) and the verdict is
-// running, not aborted nor empty. The profiles' compared phases are broken
-// so that RunSuite stops at its plan, before starting a target or writing
-// a report: what the API shows comes from the history's new-run entry, as
-// it does in the moments after a real start.
+// running, not aborted nor empty. The run is a stand-in suite that waits
+// for the test, without starting a target or writing a report: what the
+// API shows comes from the history's new-run entry, as it does in the
+// moments after a real start.
 func TestStartReplyNamesProfileAndRunning(t *testing.T) {
 	cfg, err := LoadConfig(defaults(t), nil, "embedded")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.DataDir = t.TempDir()
-	for name, p := range cfg.Profiles {
-		p.Compare.REST = "no-such-phase"
-		cfg.Profiles[name] = p
-	}
-	store, err := history.Open(cfg.DataDir)
+	store, err := history.Open(cfg.DataDir, history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context()}
+	t.Cleanup(func() { _ = store.Close() })
+	proceed := make(chan struct{})
+	d := &daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context(),
+		suite: func(context.Context, *Config, RunOptions) (*report.Report, error) {
+			<-proceed
+			return nil, nil
+		}}
 
 	for _, tc := range []struct{ asked, want string }{{"", cfg.DefaultProfile}, {"seed", "seed"}} {
 		got, err := d.Start(t.Context(), api.StartRequest{Profile: tc.asked})
@@ -64,6 +66,7 @@ func TestStartReplyNamesProfileAndRunning(t *testing.T) {
 		if !found {
 			t.Errorf("List lacks the new run %s", got.ID)
 		}
+		proceed <- struct{}{}
 		d.runs.Wait()
 	}
 }
@@ -82,7 +85,7 @@ func TestOverridesLeaveDaemonConfigAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.DataDir = t.TempDir()
-	store, err := history.Open(cfg.DataDir)
+	store, err := history.Open(cfg.DataDir, history.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,9 +76,13 @@ func Soak(ctx context.Context, cfg *Config, opts SoakOptions) (*SoakReport, erro
 	if log == nil {
 		log = zap.NewNop()
 	}
-	store, err := history.Open(cfg.DataDir)
+	store, err := openHistory(cfg, history.Options{})
 	if err != nil {
-		return nil, WithCode(ExitUsage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+		return nil, err
+	}
+	defer closeHistory(store, log)
+	if err := store.ReadOnly(); err != nil {
+		return nil, WithCode(ExitUsage, fmt.Errorf("cannot soak in data_dir %s: %w: %w", cfg.DataDir, history.ErrReadOnly, err))
 	}
 	target, err := StartTarget(ctx, cfg, log)
 	if err != nil {
@@ -159,8 +163,8 @@ func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int
 	ro.Profile, ro.OutDir, ro.RunID, ro.Target, ro.Log = profile, dir, id, s.target, s.log.With(zap.Int("cycle", n))
 	s.log.Info("soak cycle started", zap.Int("cycle", n), zap.String("run", id))
 	rep, err := RunSuite(ctx, s.cfg, ro)
-	if uerr := s.store.Update(id); uerr != nil {
-		s.log.Warn("history", zap.Error(uerr))
+	if _, ferr := s.store.Finish(id, err); ferr != nil {
+		s.log.Warn("history", zap.Error(ferr))
 	}
 	if rep != nil {
 		c.Verdict = rep.Verdict

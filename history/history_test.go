@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,13 +75,25 @@ func writeFile(t *testing.T, data, id, name string, b []byte) string {
 	return dir
 }
 
+// mustOpen opens data's history, closed when the test ends.
 func mustOpen(t *testing.T, data string) *Store {
 	t.Helper()
-	s, err := Open(data)
+	s, err := Open(data, Options{})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", data, err)
 	}
+	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// reopen closes s, which releases data's lock, and opens data again, as a
+// restarted daemon would.
+func reopen(t *testing.T, s *Store, data string) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return mustOpen(t, data)
 }
 
 // statuses maps id to status in List's order.
@@ -109,22 +125,22 @@ func TestOpen(t *testing.T) {
 	s := mustOpen(t, data)
 	list := s.List()
 	got := statuses(list)
-	// The unknown runs are dated by their directories' modification time
+	// The unreadable runs are dated by their directories' modification time
 	// (now), so they come first.
 	if len(got) != 5 || !slices.Equal(got[2:], []string{"20250603T100000Z=aborted", "20250602T100000Z=aborted", "20250601T100000Z=complete"}) {
-		t.Fatalf("List = %v, want the two unknown runs then 20250603T100000Z=aborted 20250602T100000Z=aborted 20250601T100000Z=complete", got)
+		t.Fatalf("List = %v, want the two unreadable runs then 20250603T100000Z=aborted 20250602T100000Z=aborted 20250601T100000Z=complete", got)
 	}
-	unknown := []string{got[0], got[1]}
-	slices.Sort(unknown)
-	if want := []string{"garbage=unknown", "no-report=unknown"}; !slices.Equal(unknown, want) {
-		t.Errorf("unknown runs = %v, want %v", unknown, want)
+	unreadable := []string{got[0], got[1]}
+	slices.Sort(unreadable)
+	if want := []string{"garbage=unreadable", "no-report=unreadable"}; !slices.Equal(unreadable, want) {
+		t.Errorf("unreadable runs = %v, want %v", unreadable, want)
 	}
 	for _, sum := range list {
 		if sum.Dir != filepath.Join(data, RunsDir, sum.ID) {
 			t.Errorf("run %s: Dir = %s, want %s", sum.ID, sum.Dir, filepath.Join(data, RunsDir, sum.ID))
 		}
-		if sum.Status == StatusUnknown && sum.StartedAt.IsZero() {
-			t.Errorf("unknown run %s has no time; want the directory's modification time", sum.ID)
+		if sum.Status == StatusUnreadable && sum.StartedAt.IsZero() {
+			t.Errorf("unreadable run %s has no time; want the directory's modification time", sum.ID)
 		}
 	}
 
@@ -153,11 +169,11 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Verdict != report.VerdictAborted || sum.Profile != "smoke" || !sum.StartedAt.Equal(t0.Add(24*time.Hour)) {
-		t.Errorf("summary of the interrupted run = %+v, want verdict aborted, profile smoke, started %s", sum, t0.Add(24*time.Hour))
+	if sum.Verdict != report.VerdictAborted || sum.Profile != "smoke" || !sum.StartedAt.Equal(t0.Add(24*time.Hour)) || sum.Reason != StoppedMessage {
+		t.Errorf("summary of the interrupted run = %+v, want verdict aborted, profile smoke, started %s, reason %q", sum, t0.Add(24*time.Hour), StoppedMessage)
 	}
 
-	// Other reports are left byte for byte; the unknown ones are not deleted.
+	// Other reports are left byte for byte; the unreadable ones are not deleted.
 	if after, err := os.ReadFile(completePath); err != nil || !bytes.Equal(after, completeBefore) {
 		t.Errorf("the complete run's report.json changed (err %v)", err)
 	}
@@ -168,7 +184,7 @@ func TestOpen(t *testing.T) {
 	}
 
 	// Reopening changes nothing.
-	if got2 := statuses(mustOpen(t, data).List()); !slices.Equal(got2, got) {
+	if got2 := statuses(reopen(t, s, data).List()); !slices.Equal(got2, got) {
 		t.Errorf("after reopening List = %v, want %v", got2, got)
 	}
 }
@@ -201,7 +217,7 @@ func TestOpenBadBaseline(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, BaselineFile), []byte("../../etc\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(data); !errors.Is(err, ErrInvalidID) {
+	if _, err := Open(data, Options{}); !errors.Is(err, ErrInvalidID) {
 		t.Errorf("Open with baseline ../../etc: err %v, want ErrInvalidID", err)
 	}
 }
@@ -257,8 +273,8 @@ func TestValidateAndNewRun(t *testing.T) {
 	if len(entries) != 3 {
 		t.Errorf("runs directory holds %d entries, want the 3 valid runs", len(entries))
 	}
-	if entries, _ := os.ReadDir(data); len(entries) != 1 {
-		t.Errorf("data directory holds %d entries, want only runs/: invalid ids escaped", len(entries))
+	if entries, _ := os.ReadDir(data); len(entries) != 2 || entries[0].Name() != LockFile || entries[1].Name() != RunsDir {
+		t.Errorf("data directory holds %v, want only %s and %s/: invalid ids escaped", entries, LockFile, RunsDir)
 	}
 
 	// Existing runs, in the index or only on disk.
@@ -414,16 +430,18 @@ func TestBaseline(t *testing.T) {
 		}
 	}
 	check(s, "r1")
-	check(mustOpen(t, data), "r1")
+	s = reopen(t, s, data)
+	check(s, "r1")
 	if err := s.SetBaseline("r2"); err != nil {
 		t.Fatal(err)
 	}
-	check(mustOpen(t, data), "r2")
+	s = reopen(t, s, data)
+	check(s, "r2")
 	if err := s.SetBaseline(""); err != nil {
 		t.Fatal(err)
 	}
 	check(s, "")
-	check(mustOpen(t, data), "")
+	check(reopen(t, s, data), "")
 }
 
 func TestPrune(t *testing.T) {
@@ -481,8 +499,8 @@ func TestPrune(t *testing.T) {
 	if _, err := os.Stat(running); err != nil {
 		t.Errorf("the running run's directory: %v, want kept", err)
 	}
-	// r7 has no report.json: after reopening it is unknown, not deleted.
-	if got, want := statuses(mustOpen(t, data).List()), []string{"r7=unknown", "r1=complete"}; !slices.Equal(got, want) {
+	// r7 has no report.json: after reopening it is unreadable, not deleted.
+	if got, want := statuses(reopen(t, s, data).List()), []string{"r7=unreadable", "r1=complete"}; !slices.Equal(got, want) {
 		t.Errorf("List after reopening = %v, want %v", got, want)
 	}
 }
@@ -558,5 +576,224 @@ func TestConcurrent(t *testing.T) {
 		if sum.Status != report.StatusComplete {
 			t.Errorf("run %s: status %q, want complete or running", sum.ID, sum.Status)
 		}
+	}
+}
+
+// TestUnreadableReport: a run whose report.json is truncated or garbage,
+// at Open or later, is listed and got with status unreadable and the
+// decode error as its reason, never dropped nor an error for List. A new
+// run without its first report still reads running.
+func TestUnreadableReport(t *testing.T) {
+	data := t.TempDir()
+	writeFile(t, data, "truncated", report.JSONFile, []byte(`{"run":"truncated","status":"comp`))
+	laterDir := writeRun(t, data, "later", newReport("later", report.StatusComplete, "pass", t0))
+	s := mustOpen(t, data)
+	if _, err := s.NewRun("fresh", "smoke"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(laterDir, report.JSONFile), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"truncated", "later"} {
+		sum, rep, err := s.Get(id)
+		if !errors.Is(err, ErrNoReport) || rep != nil {
+			t.Errorf("Get(%s): report %v err %v, want nil and ErrNoReport", id, rep, err)
+		}
+		if sum.ID != id || sum.Status != StatusUnreadable || sum.Verdict != "" || !strings.Contains(sum.Reason, report.JSONFile) {
+			t.Errorf("Get(%s) = %+v, want status %q, no verdict, a reason naming %s", id, sum, StatusUnreadable, report.JSONFile)
+		}
+	}
+	if err := s.Update("later"); !errors.Is(err, ErrNoReport) {
+		t.Errorf("Update(later): err %v, want ErrNoReport", err)
+	}
+	got := map[string]Summary{}
+	for _, sum := range s.List() {
+		got[sum.ID] = sum
+	}
+	for _, id := range []string{"truncated", "later"} {
+		if got[id].Status != StatusUnreadable || got[id].Reason == "" {
+			t.Errorf("List has %s as %+v, want unreadable with a reason", id, got[id])
+		}
+	}
+	if sum, _, _ := s.Get("fresh"); sum.Status != report.StatusRunning || sum.Reason != "" {
+		t.Errorf("a new run before its first report: %+v, want running without a reason", sum)
+	}
+}
+
+// TestOpenLocksDataDir: a second Open of a data directory in use fails
+// before it touches the history, naming the holder's pid and the lock
+// file; the run the holder has in progress stays running on disk. Closing
+// the holder releases the lock.
+func TestOpenLocksDataDir(t *testing.T) {
+	data := t.TempDir()
+	s := mustOpen(t, data)
+	lock := filepath.Join(data, LockFile)
+	if b, err := os.ReadFile(lock); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("lock file holds %q (err %v), want this process's pid %d", b, err, os.Getpid())
+	}
+	dir, err := s.NewRun("live", "smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newReport("live", report.StatusRunning, report.VerdictRunning, t0).Write(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = Open(data, Options{})
+	le, ok := errors.AsType[*LockedError](err)
+	if !ok || le.PID != os.Getpid() || le.Lock != lock {
+		t.Fatalf("a second Open: err %v, want a *LockedError naming pid %d and %s", err, os.Getpid(), lock)
+	}
+	want := fmt.Sprintf("data_dir %s is in use by pid %d (lock %s); one daemon per data_dir", data, os.Getpid(), lock)
+	if err.Error() != want {
+		t.Errorf("a second Open: %q, want %q", err, want)
+	}
+	if rep, err := report.Read(filepath.Join(dir, report.JSONFile)); err != nil || rep.Status != report.StatusRunning {
+		t.Errorf("the holder's run after a second Open: %v, want still running on disk", err)
+	}
+
+	if got := reopen(t, s, data).List(); len(got) != 1 || got[0].Status != report.StatusAborted {
+		t.Errorf("Open after the holder closed: %+v, want the interrupted run aborted", got)
+	}
+}
+
+// failWrites returns a WriteFile that fails with ENOSPC, as on a full disk,
+// for the paths fail picks, and writes the others.
+func failWrites(fail func(path string) bool) func(string, []byte, fs.FileMode) error {
+	return func(path string, data []byte, perm fs.FileMode) error {
+		if fail(path) {
+			return &fs.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+		}
+		return report.WriteFileAtomic(path, data, perm)
+	}
+}
+
+// TestOpenReadOnly: a data directory that takes no writes (a full disk)
+// still opens, read-only and saying why: the runs are listed, a run the
+// previous daemon left running reads aborted without its report being
+// rewritten, and NewRun, SetBaseline and Prune change nothing. A disk that
+// fills up just as an interrupted run is rewritten does the same.
+func TestOpenReadOnly(t *testing.T) {
+	for name, fail := range map[string]func(string) bool{
+		"every write fails": func(string) bool { return true },
+		"the rewrite fails": func(path string) bool { return filepath.Base(path) == report.JSONFile },
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := t.TempDir()
+			writeRun(t, data, "r1", newReport("r1", report.StatusComplete, "pass", t0))
+			runningDir := writeRun(t, data, "r2", newReport("r2", report.StatusRunning, report.VerdictRunning, t0.Add(time.Hour)))
+			before, err := os.ReadFile(filepath.Join(runningDir, report.JSONFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(data, Options{WriteFile: failWrites(fail)})
+			if err != nil {
+				t.Fatalf("Open of a full disk: %v, want a read-only store", err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			ro := s.ReadOnly()
+			if !errors.Is(ro, syscall.ENOSPC) {
+				t.Errorf("ReadOnly = %v, want ENOSPC", ro)
+			}
+			if got := statuses(s.List()); !slices.Equal(got, []string{"r2=aborted", "r1=complete"}) {
+				t.Errorf("List = %v, want r2 aborted, r1 complete", got)
+			}
+			if err := s.Update("r2"); err != nil {
+				t.Fatal(err)
+			}
+			if sum, _, err := s.Get("r2"); err != nil || sum.Status != report.StatusAborted || sum.Verdict != report.VerdictAborted || sum.Reason != StoppedMessage {
+				t.Errorf("Get(r2) = %+v, %v, want aborted in memory, reason %q", sum, err, StoppedMessage)
+			}
+			if after, err := os.ReadFile(filepath.Join(runningDir, report.JSONFile)); err != nil || !bytes.Equal(after, before) {
+				t.Errorf("the interrupted run's report.json changed on a read-only store (err %v)", err)
+			}
+			if _, err := s.NewRun("r3", "smoke"); !errors.Is(err, ErrReadOnly) {
+				t.Errorf("NewRun: err %v, want ErrReadOnly", err)
+			}
+			if _, err := os.Stat(filepath.Join(data, RunsDir, "r3")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("NewRun on a read-only store created its directory (stat %v)", err)
+			}
+			if err := s.SetBaseline("r1"); !errors.Is(err, ErrReadOnly) {
+				t.Errorf("SetBaseline: err %v, want ErrReadOnly", err)
+			}
+			if removed, err := s.Prune(1, 0, t0); err != nil || len(removed) != 0 || len(s.List()) != 2 {
+				t.Errorf("Prune on a read-only store removed %v (err %v), want nothing", removed, err)
+			}
+			if _, err := os.Stat(filepath.Join(data, ".write-check")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the write check was left behind (stat %v)", err)
+			}
+		})
+	}
+}
+
+// TestFinish: a run whose report still says running when it ends is
+// aborted with the cause as its reason, in report.json when the disk takes
+// it and in memory otherwise; a run without a report keeps its profile and
+// start; a run that wrote its outcome keeps it.
+func TestFinish(t *testing.T) {
+	data := t.TempDir()
+	var full atomic.Bool
+	s, err := Open(data, Options{WriteFile: failWrites(func(string) bool { return full.Load() })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := s.Finish("nope", nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Finish(nope): err %v, want ErrNotFound", err)
+	}
+	newRun := func(id, status string) string {
+		t.Helper()
+		dir, err := s.NewRun(id, "smoke")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != "" {
+			if err := newReport(id, status, "pass", t0).Write(dir, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	boom := errors.New("the driver failed")
+
+	// Written: the report says so.
+	dir := newRun("recorded", report.StatusRunning)
+	sum, err := s.Finish("recorded", boom)
+	rep, rerr := report.Read(filepath.Join(dir, report.JSONFile))
+	if err != nil || rerr != nil || sum.Status != report.StatusAborted || sum.Reason != boom.Error() || rep.Status != report.StatusAborted || rep.Error != boom.Error() || rep.FinishedAt.IsZero() {
+		t.Errorf("Finish of a running report on a writable disk: %+v (%v), report %+v (%v), want aborted on disk with the cause and a finish time", sum, err, rep, rerr)
+	}
+
+	// Complete: left alone.
+	newRun("done", report.StatusComplete)
+	if sum, err := s.Finish("done", boom); err != nil || sum.Status != report.StatusComplete || sum.Verdict != "pass" {
+		t.Errorf("Finish of a complete run: %+v, %v, want complete pass", sum, err)
+	}
+
+	// The disk is full: in memory only, and it stays so.
+	full.Store(true)
+	dir = newRun("stuck", report.StatusRunning)
+	newRun("unwritten", "")
+	for id, cause := range map[string]error{"stuck": boom, "unwritten": nil} {
+		sum, err := s.Finish(id, cause)
+		want := NoOutcomeMessage
+		if cause != nil {
+			want = cause.Error()
+		}
+		if err != nil || sum.Status != report.StatusAborted || sum.Verdict != report.VerdictAborted || sum.Reason != want || sum.Profile != "smoke" || sum.StartedAt.IsZero() || sum.FinishedAt.IsZero() {
+			t.Errorf("Finish(%s) on a full disk: %+v, %v, want aborted with reason %q, profile and times kept", id, sum, err, want)
+		}
+		if err := s.Update(id); err != nil && !errors.Is(err, ErrNoReport) {
+			t.Fatal(err)
+		}
+		if got, _, _ := s.Get(id); got.Status != report.StatusAborted || got.Reason != want {
+			t.Errorf("Get(%s) after Finish on a full disk: %+v, want aborted", id, got)
+		}
+	}
+	if rep, err := report.Read(filepath.Join(dir, report.JSONFile)); err != nil || rep.Status != report.StatusRunning {
+		t.Errorf("report.json on a full disk: %v, want the last one written (running)", err)
+	}
+	if got := statuses(s.List()); !slices.Contains(got, "stuck=aborted") || !slices.Contains(got, "unwritten=aborted") {
+		t.Errorf("List = %v, want stuck and unwritten aborted", got)
 	}
 }

@@ -44,7 +44,7 @@ func TestRetain(t *testing.T) {
 		{"baseline protected from age", []Summary{withBaseline(run("r1", 9)), run("r2", 7), run("r3", 5)}, 0, 6 * day, []string{"r2"}},
 		{"running protected", []Summary{withStatus(run("r1", 9), report.StatusRunning), run("r2", 7), run("r3", 1)}, 1, 2 * day, []string{"r2"}},
 		{"running counts towards keep last", []Summary{run("r1", 9), run("r2", 7), withStatus(run("r3", 1), report.StatusRunning)}, 2, 0, []string{"r1"}},
-		{"unknown and aborted are removable", []Summary{withStatus(run("u", 9), StatusUnknown), withStatus(run("a", 8), report.StatusAborted), run("c", 1)}, 1, 0, []string{"a", "u"}},
+		{"unreadable and aborted are removable", []Summary{withStatus(run("u", 9), StatusUnreadable), withStatus(run("a", 8), report.StatusAborted), run("c", 1)}, 1, 0, []string{"a", "u"}},
 		{"input order does not matter", []Summary{run("r3", 5), run("r1", 9), run("r5", 1), run("r2", 7), run("r4", 3)}, 2, 0, []string{"r3", "r2", "r1"}},
 		{"equal start times rank by id", []Summary{run("b", 1), run("a", 1), run("c", 1)}, 1, 0, []string{"b", "a"}},
 		{"negative limits mean none", five, -1, -day, nil},
