@@ -97,6 +97,10 @@ type GraphQLConfig struct {
 	// connection_init in time; WebsocketWriteTimeout one that stops reading.
 	WebsocketInitTimeout  time.Duration `yaml:"websocket_init_timeout"`
 	WebsocketWriteTimeout time.Duration `yaml:"websocket_write_timeout"`
+	// MaxSubscriptionsPerSocket caps the operations one websocket may have
+	// active at once; one more closes it with 4429, and reusing an active
+	// operation's id closes it with 4409.
+	MaxSubscriptionsPerSocket int `yaml:"max_subscriptions_per_socket"`
 }
 
 // DataConfig sizes the in-memory data both arms serve.
@@ -804,7 +808,17 @@ func (c *Config) Validate() []FieldError {
 	if _, ok := c.Profiles[c.DefaultProfile]; !ok {
 		bad("default_profile", "names no profile (got %q; profiles: %s)", c.DefaultProfile, strings.Join(c.ProfileNames(), ", "))
 	}
+	if c.GraphQL.MaxSubscriptionsPerSocket < 1 {
+		bad("graphql.max_subscriptions_per_socket", "must be at least 1 (got %d)", c.GraphQL.MaxSubscriptionsPerSocket)
+	}
 	for _, name := range c.ProfileNames() {
+		for i, ph := range c.Profiles[name].Phases {
+			if s := ph.Subscriptions; s.Clients > 0 && c.GraphQL.MaxSubscriptionsPerSocket >= 1 && s.PerClient > c.GraphQL.MaxSubscriptionsPerSocket {
+				bad(fmt.Sprintf("profiles.%s.phases[%d].subscriptions.per_client", name, i),
+					"%d subscriptions per client exceed graphql.max_subscriptions_per_socket (%d): the target would close those sockets",
+					s.PerClient, c.GraphQL.MaxSubscriptionsPerSocket)
+			}
+		}
 		ps = append(ps, c.Profiles[name].validate("profiles."+name)...)
 		ps = append(ps, c.Profiles[name].measurable("profiles."+name, c.Sampler.Interval)...)
 	}

@@ -333,3 +333,21 @@ func TestCacheByteKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxSubscriptionsPerSocket: the per-connection cap on websocket
+// operations defaults to 100, must be at least 1, and must hold every
+// profile's subscriptions per client.
+func TestMaxSubscriptionsPerSocket(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.GraphQL.MaxSubscriptionsPerSocket; got != 100 {
+		t.Errorf("default max_subscriptions_per_socket = %d, want 100", got)
+	}
+	ps := problems(t, "graphql:\n  max_subscriptions_per_socket: 0\n")
+	has(t, ps, "graphql.max_subscriptions_per_socket", 2, "must be at least 1 (got 0)")
+	ps = problems(t, "graphql:\n  max_subscriptions_per_socket: 1\n")
+	has(t, ps, "profiles.quick.phases[2].subscriptions.per_client", 0,
+		"2 subscriptions per client exceed graphql.max_subscriptions_per_socket (1)")
+}

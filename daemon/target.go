@@ -86,8 +86,11 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 		MaxAliases:            cfg.GraphQL.MaxAliases,
 		WebsocketInitTimeout:  cfg.GraphQL.WebsocketInitTimeout,
 		WebsocketWriteTimeout: cfg.GraphQL.WebsocketWriteTimeout,
-		Logger:                log.Named("graphql"),
-		OnOperation:           metrics.SetOperation,
+		// Validated at least 1: the graph package's zero default and
+		// negative "no limit" never apply here.
+		MaxSubscriptionsPerSocket: cfg.GraphQL.MaxSubscriptionsPerSocket,
+		Logger:                    log.Named("graphql"),
+		OnOperation:               metrics.SetOperation,
 	})
 	m.GraphQLPanics(gh.Panics)
 	mux.Handle("/graphql", profiles.Labeled("graphql", m.Middleware("graphql", nil, inject(cfg.Inject, gh))))
