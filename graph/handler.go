@@ -283,6 +283,7 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 		})
 	}
 	srv.SetRecoverFunc(h.recoverResolver)
+	srv.SetErrorPresenter(presentError) // no error quotes more than a little of the input
 	h.srv = srv
 	return h
 }
