@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/soakd/soakd/api"
 	"github.com/soakd/soakd/kpi"
 	"github.com/soakd/soakd/pin"
 	"github.com/soakd/soakd/profiles"
@@ -67,6 +68,11 @@ type ServerConfig struct {
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MaxBodyBytes caps request body size in bytes; larger bodies get 413.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// AllowNonLoopback permits a Listen address other hosts can reach.
+	// The target's listener also serves /debug/pprof/ and mutations, with
+	// no authentication, so that takes this explicit opt-in; the target
+	// then logs a warning saying so.
+	AllowNonLoopback bool `yaml:"allow_non_loopback"`
 }
 
 // GraphQLConfig configures the gqlgen handler.
@@ -617,8 +623,11 @@ func (c *Config) Validate() []FieldError {
 		}
 	}
 
-	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
+	if host, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
 		bad("server.listen", "must be host:port, like 127.0.0.1:8080 or 127.0.0.1:0 (got %q)", c.Server.Listen)
+	} else if !c.Server.AllowNonLoopback && !api.IsLoopback(host) {
+		bad("server.listen", "%s is reachable from other hosts, and the target serves /debug/pprof/ and mutations there without authentication: "+
+			"bind to 127.0.0.1, or set server.allow_non_loopback: true to expose them", c.Server.Listen)
 	}
 	positive("server.read_header_timeout", c.Server.ReadHeaderTimeout)
 	positive("server.read_timeout", c.Server.ReadTimeout)

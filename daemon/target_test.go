@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/soakd/soakd/gqlws"
 )
@@ -168,5 +169,24 @@ func TestTargetCapsSubscriptionsPerSocket(t *testing.T) {
 	}
 	if _, err := c.Next(ctx); websocket.CloseStatus(err) != 4429 {
 		t.Errorf("a third subscription with max_subscriptions_per_socket 2: got %v, want close 4429", err)
+	}
+}
+
+// TestTargetWarnsWhenExposed: a target allowed off loopback says, at
+// start, that /debug/pprof/ and the mutations are exposed.
+func TestTargetWarnsWhenExposed(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := testConfig(t, "server:\n  listen: 0.0.0.0:0\n  allow_non_loopback: true\n")
+	tg, err := StartTarget(t.Context(), cfg, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tg.Shutdown(context.Background()) }()
+	var found bool
+	for _, e := range logs.All() {
+		found = found || strings.Contains(e.Message, "/debug/pprof/") && strings.Contains(e.Message, "mutations")
+	}
+	if !found {
+		t.Errorf("no warning about /debug/pprof/ and mutations being exposed; logs: %v", logs.All())
 	}
 }
