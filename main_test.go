@@ -509,6 +509,11 @@ func TestUsageErrors(t *testing.T) {
 	}
 	f(2, []string{"line 2: server.lisen: unknown key", "line 4: sampler.interval: \"fast\" is not a duration"}, "run", "--config", bad)
 	f(2, []string{"--profile \"nope\" does not exist"}, "run", "--profile", "nope", "--out", t.TempDir())
+	exposed := filepath.Join(t.TempDir(), "exposed.yaml")
+	if err := os.WriteFile(exposed, []byte("server:\n  listen: 0.0.0.0:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f(2, []string{"line 2: server.listen:", "server.allow_non_loopback"}, "serve", "--config", exposed)
 	f(2, []string{"unknown command"}, "frobnicate")
 	f(2, []string{"unknown flag: --bogus"}, "run", "--bogus")
 	f(2, []string{"drive needs --target"}, "drive")

@@ -23,15 +23,16 @@ func CheckBind(addr, token string) error {
 	if token != "" && strings.TrimSpace(token) == "" {
 		return fmt.Errorf("the control API token is blank: set a real api.token or SOAKD_CONTROL_TOKEN, or leave it empty")
 	}
-	if token != "" || isLoopback(host) {
+	if token != "" || IsLoopback(host) {
 		return nil
 	}
 	return fmt.Errorf("control API on %s is reachable from other hosts: set api.token or SOAKD_CONTROL_TOKEN, or bind to 127.0.0.1", addr)
 }
 
-// isLoopback reports whether a listen host only accepts connections from
-// this machine.
-func isLoopback(host string) bool {
+// IsLoopback reports whether a listen host only accepts connections from
+// this machine: 127.0.0.0/8, ::1 (also as ::ffff:127.x.y.z) or the name
+// "localhost". An empty host (all interfaces) and any other name are not.
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

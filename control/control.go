@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -148,8 +149,21 @@ func (h *handler) tooLarge(w http.ResponseWriter) {
 	h.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large: the limit is %d bytes", h.maxBody))
 }
 
-// fail writes the single JSON error shape every error response uses.
+// maxMessageBytes caps an error message, which may quote client input (a
+// flavour, a field name) of any length up to the body limit.
+const maxMessageBytes = 512
+
+// fail writes the single JSON error shape every error response uses, its
+// message cut to maxMessageBytes (fewer, to end on a whole UTF-8 character)
+// and followed by "… (N bytes)" when longer.
 func (h *handler) fail(w http.ResponseWriter, status int, msg string) {
+	if len(msg) > maxMessageBytes {
+		cut := maxMessageBytes
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = fmt.Sprintf("%s… (%d bytes)", msg[:cut], len(msg))
+	}
 	h.log.Debug("request failed", zap.Int("status", status), zap.String("message", msg))
 	h.write(w, status, errorResponse{Errors: []errorMessage{{Message: msg}}})
 }

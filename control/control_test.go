@@ -197,3 +197,29 @@ func TestGraphQLAlongside(t *testing.T) {
 		t.Errorf("GraphQL = %d %s, want 200 %s", got.status, got.body, want)
 	}
 }
+
+// TestErrorsDoNotEchoLargeInput sends 900 KB bodies whose errors quote part
+// of them (a flavour, a field name): each answer must stay small.
+func TestErrorsDoNotEchoLargeInput(t *testing.T) {
+	svc := &donut.Service{Store: donut.NewStore(10), Broker: donut.NewBroker(0)}
+	h := NewHandler(svc, Options{MaxBodyBytes: 1 << 20})
+	pad := strings.Repeat("7", 900_000)
+	for name, body := range map[string]string{
+		"flavor":        `{"name":"x","flavor":"` + pad + `"}`,
+		"unknown field": `{"` + pad + `":1}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/api/donuts/1", strings.NewReader(body)))
+			if rec.Code != http.StatusBadRequest {
+				t.Errorf("status = %d, want 400", rec.Code)
+			}
+			if n := rec.Body.Len(); n > 1024 {
+				t.Errorf("a %d-byte body got a %d-byte answer, want at most 1 KiB: %.200s", len(body), n, rec.Body)
+			}
+			if msg := onlyError(t, rec.Body.String()); !strings.Contains(msg, "… (") {
+				t.Errorf("message %.200q does not say how much was cut", msg)
+			}
+		})
+	}
+}

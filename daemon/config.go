@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/soakd/soakd/api"
 	"github.com/soakd/soakd/kpi"
 	"github.com/soakd/soakd/pin"
 	"github.com/soakd/soakd/profiles"
@@ -71,6 +72,11 @@ type ServerConfig struct {
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MaxBodyBytes caps request body size in bytes; larger bodies get 413.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// AllowNonLoopback permits a Listen address other hosts can reach.
+	// The target's listener also serves /debug/pprof/ and mutations, with
+	// no authentication, so that takes this explicit opt-in; the target
+	// then logs a warning saying so.
+	AllowNonLoopback bool `yaml:"allow_non_loopback"`
 }
 
 // GraphQLConfig configures the gqlgen handler.
@@ -101,6 +107,10 @@ type GraphQLConfig struct {
 	// connection_init in time; WebsocketWriteTimeout one that stops reading.
 	WebsocketInitTimeout  time.Duration `yaml:"websocket_init_timeout"`
 	WebsocketWriteTimeout time.Duration `yaml:"websocket_write_timeout"`
+	// MaxSubscriptionsPerSocket caps the operations one websocket may have
+	// active at once; one more closes it with 4429, and reusing an active
+	// operation's id closes it with 4409.
+	MaxSubscriptionsPerSocket int `yaml:"max_subscriptions_per_socket"`
 }
 
 // DataConfig sizes the in-memory data both arms serve.
@@ -663,8 +673,11 @@ func (c *Config) Validate() []FieldError {
 		}
 	}
 
-	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
+	if host, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
 		bad("server.listen", "must be host:port, like 127.0.0.1:8080 or 127.0.0.1:0 (got %q)", c.Server.Listen)
+	} else if !c.Server.AllowNonLoopback && !api.IsLoopback(host) {
+		bad("server.listen", "%s is reachable from other hosts, and the target serves /debug/pprof/ and mutations there without authentication: "+
+			"bind to 127.0.0.1, or set server.allow_non_loopback: true to expose them", c.Server.Listen)
 	}
 	positive("server.read_header_timeout", c.Server.ReadHeaderTimeout)
 	positive("server.read_timeout", c.Server.ReadTimeout)
@@ -854,7 +867,17 @@ func (c *Config) Validate() []FieldError {
 	if _, ok := c.Profiles[c.DefaultProfile]; !ok {
 		bad("default_profile", "names no profile (got %q; profiles: %s)", c.DefaultProfile, strings.Join(c.ProfileNames(), ", "))
 	}
+	if c.GraphQL.MaxSubscriptionsPerSocket < 1 {
+		bad("graphql.max_subscriptions_per_socket", "must be at least 1 (got %d)", c.GraphQL.MaxSubscriptionsPerSocket)
+	}
 	for _, name := range c.ProfileNames() {
+		for i, ph := range c.Profiles[name].Phases {
+			if s := ph.Subscriptions; s.Clients > 0 && c.GraphQL.MaxSubscriptionsPerSocket >= 1 && s.PerClient > c.GraphQL.MaxSubscriptionsPerSocket {
+				bad(fmt.Sprintf("profiles.%s.phases[%d].subscriptions.per_client", name, i),
+					"%d subscriptions per client exceed graphql.max_subscriptions_per_socket (%d): the target would close those sockets",
+					s.PerClient, c.GraphQL.MaxSubscriptionsPerSocket)
+			}
+		}
 		ps = append(ps, c.Profiles[name].validate("profiles."+name)...)
 		ps = append(ps, c.Profiles[name].measurable("profiles."+name, c.Sampler.Interval)...)
 	}

@@ -333,3 +333,52 @@ func TestCacheByteKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxSubscriptionsPerSocket: the per-connection cap on websocket
+// operations defaults to 100, must be at least 1, and must hold every
+// profile's subscriptions per client.
+func TestMaxSubscriptionsPerSocket(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.GraphQL.MaxSubscriptionsPerSocket; got != 100 {
+		t.Errorf("default max_subscriptions_per_socket = %d, want 100", got)
+	}
+	ps := problems(t, "graphql:\n  max_subscriptions_per_socket: 0\n")
+	has(t, ps, "graphql.max_subscriptions_per_socket", 2, "must be at least 1 (got 0)")
+	ps = problems(t, "graphql:\n  max_subscriptions_per_socket: 1\n")
+	has(t, ps, "profiles.quick.phases[2].subscriptions.per_client", 0,
+		"2 subscriptions per client exceed graphql.max_subscriptions_per_socket (1)")
+}
+
+// TestTargetBindRule: server.listen off loopback needs
+// server.allow_non_loopback, since /debug/pprof/ and unauthenticated
+// mutations share the target's listener.
+func TestTargetBindRule(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:8080", ":8080", "'[::]:0'", "192.0.2.1:80", "example.com:80"} {
+		ps := problems(t, "server:\n  listen: "+addr+"\n")
+		has(t, ps, "server.listen", 2, "set server.allow_non_loopback: true")
+	}
+	for _, addr := range []string{"127.0.0.1:0", "127.0.0.2:0", "localhost:0", "'[::1]:0'"} {
+		if _, err := LoadConfig(defaults(t), []byte("server:\n  listen: "+addr+"\n"), "user.yaml"); err != nil {
+			t.Errorf("loopback %s must load: %v", addr, err)
+		}
+	}
+	cfg, err := LoadConfig(defaults(t), []byte("server:\n  listen: 0.0.0.0:0\n  allow_non_loopback: true\n"), "user.yaml")
+	if err != nil {
+		t.Fatalf("0.0.0.0 with allow_non_loopback must load: %v", err)
+	}
+	if !cfg.Server.AllowNonLoopback {
+		t.Errorf("allow_non_loopback not decoded")
+	}
+	// The compose stack's overlay listens on all interfaces of its
+	// container, on purpose.
+	stack, err := os.ReadFile("../grafana/soakd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(defaults(t), stack, "grafana/soakd.yaml"); err != nil {
+		t.Errorf("the compose stack's config must load: %v", err)
+	}
+}

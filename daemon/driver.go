@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,29 +34,20 @@ const driverGrace = 5 * time.Second
 // cpus, when not empty, pins the driver (`--cpus`). The driver's own usage is
 // returned so the report can tell when the load generator, not the target,
 // was the limit.
-func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
+//
+// secrets names the environment variables the driver must not inherit
+// (driverSecrets).
+func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, secrets []string, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return workloads.Result{}, driverUsage{}, fmt.Errorf("cannot encode the phase spec: %w", err)
 	}
-	args := []string{"drive", "--target", target, "--spec", "-", "--log-format", "json"}
-	if cpus != "" {
-		args = append(args, "--cpus", cpus)
-	}
-	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd := driverCommand(ctx, exe, target, cpus, secrets)
 	cmd.Stdin = bytes.NewReader(body)
 	tail := &tailBuffer{max: 4096}
 	relay := &lineLogger{log: log.With(zap.String("phase", spec.Name), zap.String("source", "driver"))}
 	defer relay.Flush()
 	cmd.Stderr = io.MultiWriter(relay, tail)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own process group: a terminal's Ctrl-C reaches only the
-		// daemon, which then stops the driver in order.
-		Setpgid: true,
-		// If the daemon dies, the driver must not run on unattended.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = spec.RequestTimeout + driverGrace
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -106,6 +99,41 @@ func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, s
 		return workloads.Result{}, usage, fmt.Errorf("cannot read the driver's output: %w", readErr)
 	}
 	return workloads.Result{}, usage, errors.New("driver exited without a result" + tail.context())
+}
+
+// driverCommand returns the command running `soakd drive` (exe) against
+// target, pinned to cpus when not empty, with this process's environment
+// less the variables named in secrets. Cancelling ctx sends it SIGTERM.
+func driverCommand(ctx context.Context, exe, target, cpus string, secrets []string) *exec.Cmd {
+	args := []string{"drive", "--target", target, "--spec", "-", "--log-format", "json"}
+	if cpus != "" {
+		args = append(args, "--cpus", cpus)
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(secrets, name)
+	})
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Its own process group: a terminal's Ctrl-C reaches only the
+		// daemon, which then stops the driver in order.
+		Setpgid: true,
+		// If the daemon dies, the driver must not run on unattended.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	return cmd
+}
+
+// driverSecrets names the environment variables holding secrets soakd
+// reads under cfg: SOAKD_CONTROL_TOKEN and the one named by
+// profiling.pyroscope.basic_auth_password_env. A driver needs none of them.
+func driverSecrets(cfg *Config) []string {
+	secrets := []string{TokenEnv}
+	if name := cfg.Profiling.Pyroscope.BasicAuthPasswordEnv; name != "" {
+		secrets = append(secrets, name)
+	}
+	return secrets
 }
 
 // lineLogger relays a child process's standard error through the daemon's

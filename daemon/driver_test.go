@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"slices"
 )
 
 // TestLineLoggerKeepsJSONStreamJSON: whatever a driver prints on standard
@@ -70,5 +71,30 @@ func TestLineLoggerBoundsALongLine(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "\n"); n < 2 {
 		t.Errorf("a long line was not relayed in pieces: %d entries", n)
+	}
+}
+
+// TestDriverEnvHasNoSecrets checks that a driver process does not inherit
+// the secrets soakd reads from its environment (the control token, the
+// Pyroscope password), and does inherit the rest.
+func TestDriverEnvHasNoSecrets(t *testing.T) {
+	t.Setenv(TokenEnv, "control-secret")
+	t.Setenv("SOAKD_TEST_PYROSCOPE_PASSWORD", "pyroscope-secret")
+	t.Setenv("SOAKD_TEST_KEPT", "kept")
+	cfg := testConfig(t, "profiling:\n  pyroscope:\n    basic_auth_password_env: SOAKD_TEST_PYROSCOPE_PASSWORD\n")
+	cmd := driverCommand(t.Context(), "/bin/true", "http://127.0.0.1:1", "1", driverSecrets(cfg))
+	if cmd.Env == nil {
+		t.Fatal("cmd.Env is nil: the driver inherits the whole environment")
+	}
+	for _, kv := range cmd.Env {
+		if strings.Contains(kv, "secret") {
+			t.Errorf("the driver's environment holds %q", kv)
+		}
+	}
+	if !slices.Contains(cmd.Env, "SOAKD_TEST_KEPT=kept") {
+		t.Errorf("the driver's environment lost SOAKD_TEST_KEPT: %v", cmd.Env)
+	}
+	if want := []string{"/bin/true", "drive", "--target", "http://127.0.0.1:1", "--spec", "-", "--log-format", "json", "--cpus", "1"}; !slices.Equal(cmd.Args, want) {
+		t.Errorf("args = %q, want %q", cmd.Args, want)
 	}
 }

@@ -248,7 +248,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	defer m.PhaseEnded()
 	r.log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.String("model", string(spec.Model)))
 	pr := newProgress(r.opts.Stderr, r.opts.Terminal, spec, r.log)
-	res, driver, err := runDriver(ctx, r.log, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, spec, func(p workloads.Progress) {
+	res, driver, err := runDriver(ctx, r.log, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, driverSecrets(r.cfg), spec, func(p workloads.Progress) {
 		capt.progress(p)
 		pr.update(p)
 		m.DriverProgress(spec.Name, spec.Arm, metrics.FromProgress(p))

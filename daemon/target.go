@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/soakd/soakd/api"
 	"github.com/soakd/soakd/control"
 	"github.com/soakd/soakd/donut"
 	"github.com/soakd/soakd/graph"
@@ -86,8 +87,11 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 		MaxAliases:            cfg.GraphQL.MaxAliases,
 		WebsocketInitTimeout:  cfg.GraphQL.WebsocketInitTimeout,
 		WebsocketWriteTimeout: cfg.GraphQL.WebsocketWriteTimeout,
-		Logger:                log.Named("graphql"),
-		OnOperation:           metrics.SetOperation,
+		// Validated at least 1: the graph package's zero default and
+		// negative "no limit" never apply here.
+		MaxSubscriptionsPerSocket: cfg.GraphQL.MaxSubscriptionsPerSocket,
+		Logger:                    log.Named("graphql"),
+		OnOperation:               metrics.SetOperation,
 	})
 	m.GraphQLPanics(gh.Panics)
 	mux.Handle("/graphql", profiles.Labeled("graphql", m.Middleware("graphql", nil, inject(cfg.Inject, gh))))
@@ -140,6 +144,11 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 		}
 	})
 	log.Info("target listening", zap.String("url", t.URL()))
+	if host, _, _ := net.SplitHostPort(cfg.Server.Listen); !api.IsLoopback(host) {
+		// Validate refuses this address without server.allow_non_loopback.
+		log.Warn("server.listen is reachable from other hosts: /debug/pprof/ and the mutations (GraphQL and REST PUT) are exposed there without authentication",
+			zap.String("listen", cfg.Server.Listen))
+	}
 	return t, nil
 }
 

@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/soakd/soakd/gqlws"
 )
 
 func testConfig(t *testing.T, user string) *Config {
@@ -137,5 +141,52 @@ func TestInjectCPUBurnsCPU(t *testing.T) {
 	}
 	if next := inject(InjectConfig{}, http.NotFoundHandler()); fmt.Sprintf("%T", next) != fmt.Sprintf("%T", http.NotFoundHandler()) {
 		t.Errorf("no switch set must return the handler unchanged, got %T", next)
+	}
+}
+
+// TestTargetCapsSubscriptionsPerSocket checks that
+// graphql.max_subscriptions_per_socket reaches the GraphQL handler: one
+// subscription more than it allows closes the socket with 4429.
+func TestTargetCapsSubscriptionsPerSocket(t *testing.T) {
+	cfg := testConfig(t, "graphql:\n  max_subscriptions_per_socket: 2\n")
+	tg, err := StartTarget(t.Context(), cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tg.Shutdown(context.Background()) }()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, err := gqlws.Dial(ctx, "ws"+strings.TrimPrefix(tg.URL(), "http")+"/graphql", gqlws.TransportWS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const q = `subscription On($id: ID!) { onDonutUpdated(id: $id) { id } }`
+	for _, id := range []string{"a", "b", "c"} {
+		if err := c.Subscribe(ctx, id, q, map[string]any{"id": "1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Next(ctx); websocket.CloseStatus(err) != 4429 {
+		t.Errorf("a third subscription with max_subscriptions_per_socket 2: got %v, want close 4429", err)
+	}
+}
+
+// TestTargetWarnsWhenExposed: a target allowed off loopback says, at
+// start, that /debug/pprof/ and the mutations are exposed.
+func TestTargetWarnsWhenExposed(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := testConfig(t, "server:\n  listen: 0.0.0.0:0\n  allow_non_loopback: true\n")
+	tg, err := StartTarget(t.Context(), cfg, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tg.Shutdown(context.Background()) }()
+	var found bool
+	for _, e := range logs.All() {
+		found = found || strings.Contains(e.Message, "/debug/pprof/") && strings.Contains(e.Message, "mutations")
+	}
+	if !found {
+		t.Errorf("no warning about /debug/pprof/ and mutations being exposed; logs: %v", logs.All())
 	}
 }

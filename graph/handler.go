@@ -58,6 +58,10 @@ const (
 	// when the client has stopped reading and both socket buffers (megabytes)
 	// are full; 10 s of that means the client is gone or stuck.
 	DefaultWebsocketWriteTimeout = 10 * time.Second
+	// DefaultMaxSubscriptionsPerSocket is the most operations one websocket
+	// may have active at once when Options.MaxSubscriptionsPerSocket is
+	// zero: the driver opens at most 100 per connection (seed 002: 2).
+	DefaultMaxSubscriptionsPerSocket = 100
 )
 
 // Options configures NewHandler. The zero value is usable: every zero field
@@ -130,6 +134,14 @@ type Options struct {
 	// events it cannot take, and publishers never wait.) Zero means
 	// DefaultWebsocketWriteTimeout; a negative value disables it.
 	WebsocketWriteTimeout time.Duration
+	// MaxSubscriptionsPerSocket is the most operations (subscriptions, and
+	// queries or mutations sent over the socket) one websocket connection
+	// may have active at once; an operation is active from its subscribe
+	// (legacy: start) until the server's complete or error for it. One more
+	// closes the connection with status 4429 "Too many subscriptions" (after
+	// a connection_error on legacy graphql-ws). Zero means
+	// DefaultMaxSubscriptionsPerSocket; a negative value disables the limit.
+	MaxSubscriptionsPerSocket int
 	// Logger receives resolver panics and websocket errors. Nil means
 	// zap.NewNop().
 	Logger *zap.Logger
@@ -199,6 +211,9 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	if opts.WebsocketWriteTimeout == 0 {
 		opts.WebsocketWriteTimeout = DefaultWebsocketWriteTimeout
 	}
+	if opts.MaxSubscriptionsPerSocket == 0 {
+		opts.MaxSubscriptionsPerSocket = DefaultMaxSubscriptionsPerSocket
+	}
 
 	h := &Handler{
 		maxBody:    opts.MaxBodyBytes,
@@ -210,8 +225,10 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 	srv := handler.New(NewExecutableSchema(Config{Resolvers: h.resolver}))
 	srv.AddTransport(transport.Websocket{
 		// The guard closes connections sending malformed or out-of-order
-		// messages with graphql-transport-ws close codes (see judgeFrame),
-		// and applies the init and write timeouts (negative: none).
+		// messages with graphql-transport-ws close codes (see judgeFrame)
+		// or reusing an active operation's id, caps the operations active
+		// per connection (see admit), and applies the init and write
+		// timeouts (negative: none).
 		Implementation: guardedWebsocket{
 			inner: transport.CoderWebsocketImplementation{
 				AcceptOptions: websocket.AcceptOptions{
@@ -223,6 +240,7 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 			},
 			initTimeout:  opts.WebsocketInitTimeout,
 			writeTimeout: opts.WebsocketWriteTimeout,
+			maxActive:    opts.MaxSubscriptionsPerSocket,
 		},
 		// coder/websocket closes a connection whose message exceeds this
 		// with 1009 (message too big).
@@ -265,6 +283,7 @@ func NewHandler(svc *donut.Service, opts Options) *Handler {
 		})
 	}
 	srv.SetRecoverFunc(h.recoverResolver)
+	srv.SetErrorPresenter(presentError) // no error quotes more than a little of the input
 	h.srv = srv
 	return h
 }

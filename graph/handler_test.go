@@ -305,3 +305,34 @@ func TestWebsocketOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsDoNotEchoLargeInput sends 900 KB of malformed input and checks
+// that the error names the problem without sending the input back: an
+// echoed body is cut to its first 120 bytes and its size, and any other
+// message to 512 bytes.
+func TestErrorsDoNotEchoLargeInput(t *testing.T) {
+	ts := newTestServer(t, Options{})
+	pad := strings.Repeat("a", 900_000)
+	tests := []struct {
+		name, body string
+		wantStatus int
+		want       string
+	}{
+		{"malformed JSON", `{"query": "` + pad, http.StatusBadRequest,
+			`json request body could not be decoded: unexpected EOF body:{"query": "` + strings.Repeat("a", 109) + `… (900011 bytes)`},
+		{"long field name", `{"query":"{ ` + pad + ` }"}`, http.StatusUnprocessableEntity,
+			`Cannot query field "aaaa`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, raw, gr := ts.do(t, http.MethodPost, "/graphql", "application/json", strings.NewReader(tt.body))
+			if status != tt.wantStatus {
+				t.Errorf("status = %d, want %d", status, tt.wantStatus)
+			}
+			if len(raw) > 1024 {
+				t.Errorf("a %d-byte request got a %d-byte answer, want at most 1 KiB: %.300s", len(tt.body), len(raw), raw)
+			}
+			mustError(t, gr, tt.want)
+		})
+	}
+}

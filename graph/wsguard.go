@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +32,13 @@ const (
 	closeInitTimeout = 4408
 	// closeTooManyInits (4429) answers a second connection_init.
 	closeTooManyInits = 4429
+	// closeSubscriberExists (4409) answers a subscribe whose id is that of
+	// an operation still active on the connection.
+	closeSubscriberExists = 4409
+	// closeTooManySubscriptions (4429, as for too many inits: the protocol
+	// has no code of its own for this) answers a subscribe beyond the
+	// connection's limit of active operations.
+	closeTooManySubscriptions = 4429
 )
 
 // Reasons sent with the guard's close frames (at most 123 bytes each).
@@ -45,7 +55,9 @@ const (
 type wsVerdict struct {
 	code   int
 	reason string
-	init   bool // the frame is a valid connection_init
+	init   bool   // the frame is a valid connection_init
+	start  string // the id of a valid subscribe (legacy: start) frame
+	stop   string // the id of a complete (legacy: stop) frame
 }
 
 // clientType reports whether a client may send messages of type t on a
@@ -108,6 +120,9 @@ func judgeFrame(legacy, initialised, binary bool, data []byte) wsVerdict {
 		if m.ID == "" {
 			return wsVerdict{code: closeBadRequest, reason: reasonInvalid}
 		}
+		return wsVerdict{start: m.ID}
+	case "complete", "stop":
+		return wsVerdict{stop: m.ID}
 	}
 	return wsVerdict{}
 }
@@ -123,6 +138,9 @@ type guardedWebsocket struct {
 	// writeTimeout bounds one message write to a client; zero or less means
 	// no limit.
 	writeTimeout time.Duration
+	// maxActive is the most operations a connection may have active at
+	// once; zero or less means no limit.
+	maxActive int
 }
 
 var _ transport.WebsocketImplementation = guardedWebsocket{}
@@ -137,6 +155,7 @@ func (g guardedWebsocket) Accept(w http.ResponseWriter, r *http.Request, opts tr
 		WebsocketConn: inner,
 		legacy:        inner.Subprotocol() != "graphql-transport-ws", // gqlgen serves "" as legacy too
 		writeTimeout:  g.writeTimeout,
+		maxActive:     g.maxActive,
 	}
 	if g.writeTimeout > 0 {
 		// One timer per connection, re-armed around each write: no
@@ -159,14 +178,23 @@ type guardedConn struct {
 	transport.WebsocketConn
 	legacy       bool
 	writeTimeout time.Duration
+	maxActive    int
 	initTimer    *time.Timer // nil without an init timeout
 	writeTimer   *time.Timer // nil without a write timeout
 
 	writeMu sync.Mutex // serialises writes, so that writeTimer times one at a time
+	// msg locates the Type and ID fields of the message struct gqlgen
+	// writes, guarded by writeMu.
+	msg msgFields
 
 	mu          sync.Mutex
 	initialised bool // a connection_init was received, guarded by mu
 	rejected    bool // the guard closed the connection, guarded by mu
+	// active maps the client's id of each operation started and not yet
+	// ended by the server to the id gqlgen knows it by (see admit and
+	// WriteJSON), guarded by mu; seq numbers those ids.
+	active map[string]string
+	seq    uint64
 }
 
 var (
@@ -189,6 +217,14 @@ func (c *guardedConn) NextReader() (int, io.Reader, error) {
 	}
 	c.mu.Lock()
 	v := judgeFrame(c.legacy, c.initialised, typ == int(websocket.MessageBinary), data)
+	var alias string // the id gqlgen gets in place of the client's
+	switch {
+	case v.code != 0:
+	case v.start != "":
+		v, alias = c.admit(v.start)
+	case v.stop != "":
+		alias = c.active[v.stop] // "" for an id not active: gqlgen ignores it
+	}
 	rejected := c.rejected
 	if v.init {
 		c.initialised = true
@@ -202,8 +238,118 @@ func (c *guardedConn) NextReader() (int, io.Reader, error) {
 		return typ, nil, fmt.Errorf("websocket client message refused: closed with %d %s", v.code, v.reason)
 	case v.init && c.initTimer != nil:
 		c.initTimer.Stop()
+	case alias != "":
+		if data, err = withID(data, alias); err != nil {
+			return typ, nil, err
+		}
 	}
 	return typ, bytes.NewReader(data), nil
+}
+
+// withID returns the client message data (valid, as judgeFrame found it)
+// with its id replaced by id.
+func withID(data []byte, id string) ([]byte, error) {
+	var m struct {
+		Type    string          `json:"type"`
+		ID      string          `json:"id"`
+		Payload json.RawMessage `json:"payload,omitempty"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("cannot decode websocket message: %w", err)
+	}
+	m.ID = id
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode websocket message: %w", err)
+	}
+	return b, nil
+}
+
+// admit records the start of operation id and returns a zero verdict and
+// the alias gqlgen is to know it by, or refuses it: with 4409 when id is
+// that of an operation still active on the connection (the
+// graphql-transport-ws rule, applied to legacy graphql-ws too), with 4429
+// when maxActive operations are active. c.mu must be held.
+//
+// An id is active from its subscribe (start) until the server writes its
+// complete or error, not from the client's own complete (stop): gqlgen
+// holds the operation until then. Alone, gqlgen accepts a duplicate id and
+// keeps one cancel function per id, so the first operation could no longer
+// be stopped and kept delivering. subscriptions-transport-ws, the legacy
+// protocol's reference server, stopped the old operation instead; the
+// guard closes the socket on both protocols, with a connection_error first
+// on legacy.
+//
+// The alias (id, a NUL byte, a sequence number) makes every id gqlgen sees
+// unique on the connection, and WriteJSON turns it back into the client's
+// id: gqlgen deletes an ended operation from its table only after writing
+// its complete, so a client reusing the id at once would otherwise have its
+// new operation's cancel function deleted (it could never be stopped).
+func (c *guardedConn) admit(id string) (wsVerdict, string) {
+	if _, dup := c.active[id]; dup {
+		return wsVerdict{code: closeSubscriberExists, reason: "Subscriber for " + clip(id, 60) + " already exists"}, ""
+	}
+	if c.maxActive > 0 && len(c.active) >= c.maxActive {
+		return wsVerdict{code: closeTooManySubscriptions,
+			reason: fmt.Sprintf("Too many subscriptions: the limit is %d per connection", c.maxActive)}, ""
+	}
+	if c.active == nil {
+		c.active = make(map[string]string)
+	}
+	c.seq++
+	alias := id + "\x00" + strconv.FormatUint(c.seq, 10)
+	c.active[id] = alias
+	return wsVerdict{}, alias
+}
+
+// msgFields locates the string fields Type and ID in the struct type of the
+// messages gqlgen writes (one unexported type per protocol); ok is false
+// when the type has no such fields.
+type msgFields struct {
+	typ      reflect.Type
+	ok       bool
+	kind, id int
+}
+
+// unalias turns the id of a server message v (a pointer to gqlgen's
+// message struct) from gqlgen's alias back into the client's id, in place.
+// It returns the alias and the client's id when v is a complete or error
+// message (the server's last message for an operation in both protocols),
+// else "", "". It works by reflection, the fields looked up once per
+// message type, since gqlgen's message types are unexported. c.writeMu
+// must be held.
+func (c *guardedConn) unalias(v any) (alias, id string) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return "", ""
+	}
+	rv = rv.Elem()
+	if f := &c.msg; f.typ != rv.Type() {
+		f.typ = rv.Type()
+		kind, okKind := f.typ.FieldByName("Type")
+		id, okID := f.typ.FieldByName("ID")
+		f.ok = okKind && okID && kind.Type.Kind() == reflect.String && id.Type.Kind() == reflect.String &&
+			len(kind.Index) == 1 && len(id.Index) == 1 && kind.IsExported() && id.IsExported()
+		if f.ok {
+			f.kind, f.id = kind.Index[0], id.Index[0]
+		}
+	}
+	if !c.msg.ok {
+		return "", ""
+	}
+	field := rv.Field(c.msg.id)
+	alias = field.String()
+	i := strings.LastIndexByte(alias, 0)
+	if i < 0 {
+		return "", ""
+	}
+	id = alias[:i]
+	field.SetString(id)
+	switch rv.Field(c.msg.kind).String() {
+	case "complete", "error":
+		return alias, id
+	}
+	return "", ""
 }
 
 // reject closes the connection with code and reason, once. On legacy
@@ -237,9 +383,20 @@ func (c *guardedConn) reject(code int, reason string) {
 // WriteJSON writes one message, closing the connection if the write takes
 // longer than the write timeout: a client that stops reading would otherwise
 // hold the writing goroutine (and gqlgen's connection lock) for ever.
+//
+// Messages carry the client's id, not gqlgen's alias (see admit). A
+// complete or error message frees its operation's id before it is written,
+// so a client may reuse the id as soon as it reads the message.
 func (c *guardedConn) WriteJSON(v any) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
+	if alias, id := c.unalias(v); alias != "" {
+		c.mu.Lock()
+		if c.active[id] == alias { // not a newer operation under the same id
+			delete(c.active, id)
+		}
+		c.mu.Unlock()
+	}
 	if c.writeTimer == nil {
 		return c.WebsocketConn.WriteJSON(v)
 	}

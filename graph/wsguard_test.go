@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -34,16 +35,16 @@ func TestJudgeFrame(t *testing.T) {
 		{"init payload not an object", false, false, false, `{"type":"connection_init","payload":5}`, wsVerdict{code: 4400, reason: reasonInvalid}},
 		{"second init", false, true, false, `{"type":"connection_init"}`, wsVerdict{code: 4429, reason: reasonManyInits}},
 		{"second init legacy", true, true, false, `{"type":"connection_init"}`, wsVerdict{code: 4429, reason: reasonManyInits}},
-		{"subscribe", false, true, false, `{"type":"subscribe","id":"1","payload":{}}`, wsVerdict{}},
-		{"start", true, true, false, `{"type":"start","id":"1","payload":{}}`, wsVerdict{}},
+		{"subscribe", false, true, false, `{"type":"subscribe","id":"1","payload":{}}`, wsVerdict{start: "1"}},
+		{"start", true, true, false, `{"type":"start","id":"1","payload":{}}`, wsVerdict{start: "1"}},
 		{"subscribe before init", false, false, false, `{"type":"subscribe","id":"1","payload":{}}`, wsVerdict{code: 4401, reason: reasonNoInit}},
 		{"start before init", true, false, false, `{"type":"start","id":"1","payload":{}}`, wsVerdict{code: 4401, reason: reasonNoInit}},
 		{"subscribe without id", false, true, false, `{"type":"subscribe","payload":{}}`, wsVerdict{code: 4400, reason: reasonInvalid}},
 		{"numeric id", false, true, false, `{"type":"subscribe","id":1,"payload":{}}`, wsVerdict{code: 4400, reason: reasonInvalid}},
-		{"complete", false, true, false, `{"type":"complete","id":"1"}`, wsVerdict{}},
+		{"complete", false, true, false, `{"type":"complete","id":"1"}`, wsVerdict{stop: "1"}},
 		{"ping", false, true, false, `{"type":"ping"}`, wsVerdict{}},
 		{"pong", false, true, false, `{"type":"pong"}`, wsVerdict{}},
-		{"stop", true, true, false, `{"type":"stop","id":"1"}`, wsVerdict{}},
+		{"stop", true, true, false, `{"type":"stop","id":"1"}`, wsVerdict{stop: "1"}},
 		{"terminate", true, false, false, `{"type":"connection_terminate"}`, wsVerdict{}},
 		{"ping before init goes to gqlgen", false, false, false, `{"type":"ping"}`, wsVerdict{}},
 		{"legacy type on transport-ws", false, true, false, `{"type":"start","id":"1"}`, wsVerdict{code: 4400, reason: reasonInvalid}},
@@ -399,4 +400,164 @@ func TestSlowSubscriberWriteTimeout(t *testing.T) {
 	_ = c.CloseNow()
 	ts.Close()
 	verifyNoLeaks(t, ignore)
+}
+
+// closeError reads until the server closes the connection and returns its
+// close frame (code -1 when the connection ended another way), with the
+// types of the messages read on the way.
+func (c rawClient) closeError(ctx context.Context) (websocket.CloseError, []string) {
+	var types []string
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) {
+				ce.Code = -1
+			}
+			return ce, types
+		}
+		var m struct{ Type string }
+		_ = json.Unmarshal(b, &m)
+		types = append(types, m.Type)
+	}
+}
+
+// complete returns the protocol's message ending subscription id.
+func (c rawClient) complete(id string) string {
+	typ := "complete"
+	if c.p == gqlws.LegacyWS {
+		typ = "stop"
+	}
+	return fmt.Sprintf(`{"type":%q,"id":%q}`, typ, id)
+}
+
+// until reads messages until one of type typ with id arrives.
+func (c rawClient) until(ctx context.Context, t *testing.T, typ, id string) {
+	t.Helper()
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("no %s for %q: %v", typ, id, err)
+		}
+		var m struct{ Type, ID string }
+		_ = json.Unmarshal(b, &m)
+		if m.Type == typ && m.ID == id {
+			return
+		}
+	}
+}
+
+func TestWebsocketSubscriberIDs(t *testing.T) {
+	for _, p := range []gqlws.Protocol{gqlws.TransportWS, gqlws.LegacyWS} {
+		t.Run(string(p), func(t *testing.T) { testWebsocketSubscriberIDs(t, p) })
+	}
+}
+
+// testWebsocketSubscriberIDs checks the rules on operation ids: a subscribe
+// reusing the id of an active operation closes the socket with 4409, an id
+// is free again once the server has completed it, and more active
+// operations than the limit close the socket with 4429.
+func testWebsocketSubscriberIDs(t *testing.T, p gqlws.Protocol) {
+	ignore := goleak.IgnoreCurrent()
+	ts := newTestServer(t, Options{MaxSubscriptionsPerSocket: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wsURL := "ws" + strings.TrimPrefix(ts.URL, "http") + "/graphql"
+	subscribers := func(n int) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%d subscriptions in the broker", n), 10*time.Second, func() bool {
+			return ts.svc.Broker.Stats().Subscribers == n
+		})
+	}
+	// wantClose expects the server to close c with code and reason (after a
+	// connection_error on legacy graphql-ws), within 5 s.
+	wantClose := func(c rawClient, code websocket.StatusCode, reason string) {
+		t.Helper()
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer rcancel()
+		ce, types := c.closeError(rctx)
+		if ce.Code != code || ce.Reason != reason {
+			t.Errorf("close = %d %q, want %d %q (messages %v)", ce.Code, ce.Reason, code, reason, types)
+		}
+		if p == gqlws.LegacyWS && !slices.Contains(types, "connection_error") {
+			t.Errorf("messages before the close = %v, want a connection_error", types)
+		}
+	}
+
+	t.Run("duplicate id", func(t *testing.T) {
+		c := dialRaw(ctx, t, wsURL, p)
+		c.init(ctx, t)
+		c.send(ctx, t, c.subscribe("dup"))
+		subscribers(1)
+		c.send(ctx, t, c.subscribe("dup"))
+		wantClose(c, 4409, "Subscriber for dup already exists")
+		subscribers(0)
+	})
+
+	t.Run("duplicate long id", func(t *testing.T) {
+		// A close reason is at most 123 bytes: the id is cut.
+		id := strings.Repeat("é", 100)
+		c := dialRaw(ctx, t, wsURL, p)
+		c.init(ctx, t)
+		c.send(ctx, t, c.subscribe(id))
+		subscribers(1)
+		c.send(ctx, t, c.subscribe(id))
+		wantClose(c, 4409, "Subscriber for "+strings.Repeat("é", 30)+"… (200 bytes) already exists")
+		subscribers(0)
+	})
+
+	t.Run("id reused after complete", func(t *testing.T) {
+		c := dialRaw(ctx, t, wsURL, p)
+		c.init(ctx, t)
+		for range 3 {
+			c.send(ctx, t, c.subscribe("again"))
+			subscribers(1)
+			c.send(ctx, t, c.complete("again"))
+			c.until(ctx, t, "complete", "again")
+			subscribers(0)
+		}
+		// Queries over the socket complete on their own: their ids are free
+		// again and they do not count toward the limit.
+		for range 5 {
+			c.send(ctx, t, fmt.Sprintf(`{"type":%q,"id":"q","payload":{"query":"{ add(x: 1, y: 2) }"}}`,
+				map[gqlws.Protocol]string{gqlws.TransportWS: "subscribe", gqlws.LegacyWS: "start"}[p]))
+			c.until(ctx, t, "complete", "q")
+		}
+		c.send(ctx, t, c.subscribe("again"))
+		subscribers(1)
+		_ = c.CloseNow()
+		subscribers(0)
+	})
+
+	t.Run("too many subscriptions", func(t *testing.T) {
+		c := dialRaw(ctx, t, wsURL, p)
+		c.init(ctx, t)
+		c.send(ctx, t, c.subscribe("1"))
+		c.send(ctx, t, c.subscribe("2"))
+		subscribers(2)
+		c.send(ctx, t, c.subscribe("3"))
+		wantClose(c, 4429, "Too many subscriptions: the limit is 2 per connection")
+		subscribers(0)
+	})
+
+	expectEvent(ctx, t, ts, wsURL, p)
+	ts.Close()
+	verifyNoLeaks(t, ignore)
+}
+
+func TestClip(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 5, "short"},
+		{"longer", 4, "long… (6 bytes)"},
+		{"aé", 2, "a… (3 bytes)"}, // never half a character
+		{"", 0, ""},
+	} {
+		if got := clip(tt.s, tt.n); got != tt.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
 }
