@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/soakd/soakd/api"
 )
 
@@ -26,6 +29,7 @@ type hostileEnv struct {
 	target string
 	cl     *api.Client
 	dir    string
+	bin    string
 }
 
 // hostileProbe is one hostile input and what soakd must do with it: check
@@ -50,7 +54,7 @@ func TestHostileInputsEndToEnd(t *testing.T) {
 	port := freeLoopbackPort(t)
 	cfg := serveConfig(t, dir, fmt.Sprintf("server:\n  listen: 127.0.0.1:%d\ngraphql:\n  introspection: true\n  apq_cache_bytes: 1048576\n", port))
 	d := startServe(t, bin, cfg)
-	e := &hostileEnv{d: d, target: "http://127.0.0.1:" + strconv.Itoa(port), cl: &api.Client{BaseURL: d.api}, dir: dir}
+	e := &hostileEnv{d: d, target: "http://127.0.0.1:" + strconv.Itoa(port), cl: &api.Client{BaseURL: d.api}, dir: dir, bin: bin}
 
 	before := e.resources(t)
 	for _, p := range hostileProbes() {
@@ -117,6 +121,68 @@ func hostileProbes() []hostileProbe {
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+			}
+			return nil
+		}},
+		{"malformed body is not echoed", func(t *testing.T, e *hostileEnv) error {
+			body := append([]byte(`{"query": "`), bytes.Repeat([]byte("x"), 900<<10)...)
+			resp, err := http.Post(e.target+"/graphql", "application/json", bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(io.LimitReader(resp.Body, 2<<20))
+			if resp.StatusCode != http.StatusBadRequest || len(out) > 4<<10 {
+				return fmt.Errorf("a %d-byte malformed body got status %d and a %d-byte response, want 400 and at most 4 KiB", len(body), resp.StatusCode, len(out))
+			}
+			return nil
+		}},
+		{"duplicate subscription id", func(t *testing.T, e *hostileEnv) error {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.target, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+			if err != nil {
+				return err
+			}
+			defer c.CloseNow()
+			sub := `{"id":"dup","type":"subscribe","payload":{"query":"subscription { onDonutUpdated(id: \"1\") { id } }"}}`
+			for _, msg := range []string{`{"type":"connection_init"}`, sub, sub} {
+				if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+					return err
+				}
+			}
+			for {
+				_, _, err := c.Read(ctx)
+				if err == nil {
+					continue // connection_ack
+				}
+				if st := websocket.CloseStatus(err); st != 4409 {
+					return fmt.Errorf("a second subscribe with id dup: %v, want close 4409", err)
+				}
+				return nil
+			}
+		}},
+		{"second daemon on the same data_dir", func(t *testing.T, e *hostileEnv) error {
+			// Another serve on the same data_dir, on ports of its own:
+			// before the lock it marked the first daemon's runs aborted.
+			cfg := filepath.Join(e.dir, "second.yaml")
+			doc := tinyConfig + fmt.Sprintf("\ndata_dir: %s\napi:\n  listen: 127.0.0.1:%d\n", filepath.Join(e.dir, "data"), freeLoopbackPort(t))
+			if err := os.WriteFile(cfg, []byte(doc), 0o644); err != nil {
+				return err
+			}
+			_, stderr, code := runSoakd(t, e.bin, "serve", "--config", cfg)
+			want := fmt.Sprintf("is in use by pid %d", e.d.cmd.Process.Pid)
+			if code != 2 || !strings.Contains(stderr, want) {
+				return fmt.Errorf("second serve: exit %d, want 2 and %q\n%s", code, want, stderr)
+			}
+			runs, err := e.cl.List(t.Context())
+			if err != nil {
+				return err
+			}
+			for _, r := range runs {
+				if r.Status == "aborted" {
+					return fmt.Errorf("run %s aborted after the second daemon gave up", r.ID)
+				}
 			}
 			return nil
 		}},
