@@ -40,7 +40,8 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./daemon -run '^$$' -fuzz FuzzLoadConfig -fuzztime $(FUZZTIME)
 	$(GO) test ./control -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
-	$(GO) test ./graph -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
+	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLRequest -fuzztime $(FUZZTIME)
+	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLLimits -fuzztime $(FUZZTIME)
 	$(GO) test ./api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseBaggage -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)
