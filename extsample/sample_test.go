@@ -201,3 +201,34 @@ func TestBetweenRejects(t *testing.T) {
 		t.Error("0 cores: no error")
 	}
 }
+
+func TestBetweenCPU(t *testing.T) {
+	osAt := func(user, sys float64) OSFigures {
+		src := osSource(42)
+		f := osNotMeasured(42, "unused")
+		f.UserCPUSeconds = measured("user_cpu_seconds", "seconds", src, defUserCPU, user)
+		f.SystemCPUSeconds = measured("system_cpu_seconds", "seconds", src, defSysCPU, sys)
+		return f
+	}
+	a := Sample{Time: t0, PID: 42, OS: osAt(1, 0.5)}
+	b := Sample{Time: t0.Add(4 * time.Second), PID: 42, OS: osAt(3, 1.5)}
+	w, err := Between(a, b, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFigure(t, w.CPUSeconds, 3, "os: gopsutil, pid 42")
+	wantFigure(t, w.CPUCorePercent, 75, "os: gopsutil, pid 42")
+	wantFigure(t, w.CPUMachinePercent, 37.5, "os: gopsutil, pid 42")
+	wantNotMeasured(t, w.Threads, "unused")
+
+	// The system time read failed at the end: no CPU figure, and the reason says where.
+	b.OS.SystemCPUSeconds = b.OS.SystemCPUSeconds.withReason("cpu times: permission denied")
+	w, _ = Between(a, b, 2)
+	wantNotMeasured(t, w.CPUSeconds, "at the window's end: cpu times: permission denied")
+	wantNotMeasured(t, w.CPUMachinePercent, "at the window's end: cpu times: permission denied")
+
+	// Samples of two processes do not make a window.
+	b = Sample{Time: t0.Add(4 * time.Second), PID: 43, OS: osAt(3, 1.5)}
+	w, _ = Between(a, b, 2)
+	wantNotMeasured(t, w.CPUCorePercent, "different processes (pid 42, pid 43)")
+}
