@@ -15,10 +15,11 @@ import (
 const (
 	// DefaultInterval is the time between samples when Options.Interval is zero.
 	DefaultInterval = time.Second
-	// DefaultMaxSamples is the ring capacity when Options.MaxSamples is zero: 6 hours at the default
-	// interval. A stored sample takes about 1.5 KB (its strings are shared between samples), so a full ring
-	// holds about 32 MB; size MaxSamples to the run (run length ÷ Interval).
-	DefaultMaxSamples = 21600
+	// DefaultMaxSamples is the ring capacity when Options.MaxSamples is zero: 3 hours at the default
+	// interval. A stored sample takes about 2 KB (1.2 KB of struct plus its GC kinds and extra figures; its
+	// strings are shared between samples), so a full ring holds about 22 MB; size MaxSamples to the run
+	// (run length ÷ Interval).
+	DefaultMaxSamples = 10800
 	// MaxMaxSamples is the largest accepted Options.MaxSamples.
 	MaxMaxSamples = 1 << 20
 	// maxInterned bounds the table that shares the samples' strings (sources, definitions, reasons).
