@@ -42,6 +42,7 @@ fuzz:
 	$(GO) test ./control -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLRequest -fuzztime $(FUZZTIME)
 	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLLimits -fuzztime $(FUZZTIME)
+	$(GO) test ./graph -run '^$$' -fuzz FuzzWebsocketGuard -fuzztime $(FUZZTIME)
 	$(GO) test ./api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseBaggage -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)
