@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -216,11 +217,9 @@ func (s *soaker) judge() {
 		CPUPerRequestRatio: d.CPUPerRequestRatio, GoroutinesIncrease: d.GoroutinesIncrease, GCPercentIncreasePoints: d.GCPercentIncreasePoints,
 	})
 	// Drift failing, or a cycle failing or aborting, fails the soak; a
-	// cycle whose KPIs were inconclusive makes it inconclusive at best.
-	os := []kpi.Outcome{kpi.OutcomePass}
-	if !kpi.DriftPass(s.rep.Drift) {
-		os = append(os, kpi.OutcomeFail)
-	}
+	// cycle whose KPIs were inconclusive, or drift not yet measurable (too
+	// few cycles), makes it inconclusive at best.
+	os := []kpi.Outcome{kpi.OutcomePass, kpi.DriftOutcome(s.rep.Drift)}
 	for _, c := range s.rep.Cycles {
 		switch c.Verdict {
 		case kpi.Pass, kpi.Inconclusive:
@@ -274,9 +273,9 @@ func (r *SoakReport) Table(w io.Writer) {
 			c.Cycle, c.Run, c.Verdict, c.HeapLiveBytes/(1<<20), c.RSSBytes/(1<<20), c.Goroutines, c.GCPercent, c.CPUMicrosPerRequest, c.Error)
 	}
 	for _, d := range r.Drift {
-		res := "pass"
-		if !d.Pass {
-			res = "FAIL"
+		res := string(d.Outcome)
+		if d.Outcome != kpi.OutcomePass {
+			res = strings.ToUpper(res)
 		}
 		fmt.Fprintf(w, "  drift %-22s %s  %s\n", d.Name, res, d.Detail)
 	}
