@@ -342,6 +342,7 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	}
 	rep.Notes = append(rep.Notes, saturationNotes(rep.Phases)...)
 	r.target.Metrics.KPIResults(rep.KPIs)
+	r.target.Metrics.CheckResults(checkOutcomes(rep.Checks))
 	r.target.Metrics.RunVerdict(rep.Verdict)
 	rep.Status = report.StatusComplete
 	rep.FinishedAt = time.Now().UTC()
@@ -403,6 +404,23 @@ func (r *run) write() error {
 		s = &report.Samples{PauseBuckets: r.target.Sampler.PauseBuckets(), Samples: r.target.Sampler.Samples(r.start, time.Now().Add(time.Hour))}
 	}
 	return r.rep.Write(r.dir, s)
+}
+
+// checkOutcomes turns a report's checks into what soakd_check_outcome
+// exposes; a check of an older shape without an Outcome reads by Pass.
+func checkOutcomes(cs []report.Check) []metrics.CheckOutcome {
+	out := make([]metrics.CheckOutcome, len(cs))
+	for i, c := range cs {
+		o := c.Outcome
+		if o == "" {
+			o = kpi.OutcomeFail
+			if c.Pass {
+				o = kpi.OutcomePass
+			}
+		}
+		out[i] = metrics.CheckOutcome{Check: c.Group + "/" + c.Name, Phase: c.Phase, Outcome: o}
+	}
+	return out
 }
 
 // abort marks the run aborted and writes what it has.
