@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -694,11 +693,7 @@ func (k KPIConfig) limits() kpi.Limits {
 }
 
 func host() report.Host {
-	h := report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		h.Soakd = bi.Main.Version
-	}
-	return h
+	return report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: Version()}
 }
 
 // progress shows a phase's progress: a redrawn line on a terminal, a log
