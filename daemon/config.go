@@ -294,6 +294,11 @@ type InjectConfig struct {
 	// this many µs of CPU (a calibrated busy loop): a CPU regression of
 	// known size, to prove the gate detects one.
 	GraphQLCPUMicrosPerRequest int `yaml:"graphql_cpu_us_per_request"`
+	// DriverCPUMicrosPerRequest makes the driver burn about this many µs
+	// of its own CPU after every request of a max-load phase: a load
+	// generator made slow on purpose, to prove a driver-bound knee is
+	// labelled as such and not blamed on the server.
+	DriverCPUMicrosPerRequest int `yaml:"driver_cpu_us_per_request"`
 }
 
 // MetricsConfig configures /metrics beyond what is always exposed.
@@ -818,6 +823,9 @@ func (c *Config) Validate() []FieldError {
 	if v := c.Inject.GraphQLCPUMicrosPerRequest; v < 0 || v > 100000 {
 		bad("inject.graphql_cpu_us_per_request", "must be between 0 and 100000 µs (got %d)", v)
 	}
+	if v := c.Inject.DriverCPUMicrosPerRequest; v < 0 || v > 100000 {
+		bad("inject.driver_cpu_us_per_request", "must be between 0 and 100000 µs (got %d)", v)
+	}
 	if v := c.Inject.GraphQLLeakBytesPerRequest; v < 0 || v > 1<<20 {
 		bad("inject.graphql_leak_bytes_per_request", "must be between 0 and 1048576 (got %d)", v)
 	}
@@ -1030,7 +1038,11 @@ func (p Profile) validate(path string) []FieldError {
 func (c *Config) Phases(p Profile, run string) []workloads.Phase {
 	out := make([]workloads.Phase, 0, len(p.Phases))
 	for i, ph := range p.Phases {
-		out = append(out, p.spec(ph, c.Data.Donuts, i, run))
+		spec := p.spec(ph, c.Data.Donuts, i, run)
+		if spec.Model == workloads.Ramping {
+			spec.DriverBurn = time.Duration(c.Inject.DriverCPUMicrosPerRequest) * time.Microsecond
+		}
+		out = append(out, spec)
 	}
 	return out
 }

@@ -134,8 +134,8 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		return nil, fmt.Errorf("cannot write the run directory: %w", err)
 	}
 	if in := cfg.Inject; in != (InjectConfig{}) {
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted in the GraphQL arm (inject: %d bytes allocated, %d bytes leaked and %d µs of CPU burnt per request); these numbers are not the server's own.",
-			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest))
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted (inject: GraphQL requests allocate %d bytes, leak %d bytes and burn %d µs of CPU each; the driver burns %d µs of its own CPU per max-load request); these numbers are not the server's own.",
+			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest, in.DriverCPUMicrosPerRequest))
 	}
 	if err := r.pin(); err != nil {
 		return r.abort(err)
@@ -265,6 +265,10 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	}
 	phase := newPhase(r.target.Sampler, res, runtime.NumCPU())
 	phase.DriverCPUPercent = driver.MachinePercent(runtime.NumCPU())
+	if ml := phase.MaxLoad; ml != nil && res.MaxLoad != nil {
+		chart, knee := kneeOf(res.MaxLoad, res.Start, r.target.Sampler.Samples(res.Start, res.End), layoutOf(r.rep.Pinning), spec.Failure.Window)
+		ml.Chart, ml.Knee = chart, &knee
+	}
 	interrupted := res.Aborted || ctx.Err() != nil
 	if !interrupted {
 		after, err := settle(ctx, r.target, base, r.prof.Settle)

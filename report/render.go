@@ -355,11 +355,18 @@ func (r *Report) workloadSections(b *strings.Builder) {
 		if ml.Failed {
 			fmt.Fprintf(b, "- Users at failure: %d.\n", ml.UsersAtFailure)
 		}
+		if k := ml.Knee; k != nil {
+			fmt.Fprintf(b, "- Knee: **%s**", k.Attribution)
+			if k.Resource != "" {
+				fmt.Fprintf(b, " (%s ran out)", k.Resource)
+			}
+			if k.Attribution != "none" {
+				fmt.Fprintf(b, " at %.0f s, %d users, %.0f req/s", k.AtT, k.Users, k.RPS)
+			}
+			fmt.Fprintf(b, ": %s.\n", k.Reason)
+		}
 		if pr := ml.PeakResources; pr != nil {
 			fmt.Fprintf(b, "- Target at the peak: CPU %.1f %% of the machine (%.1f %% of one core), RSS %s, GC %.2f %%.\n", pr.CPUMachinePercent, pr.CPUCorePercent, mib(pr.RSSBytesMax), pr.GCPercent)
-			if pr.CPUMachinePercent < 80 {
-				b.WriteString("- The target used under 80 % of the machine at the peak: when the driver shares the machine, the limit found may be the driver's or the machine's, not the server's (seed 002's peak was limited by its client machines too).\n")
-			}
 		} else if ml.PeakResourcesError != "" {
 			fmt.Fprintf(b, "- Target at the peak: not measured (%s).\n", ml.PeakResourcesError)
 		}

@@ -401,6 +401,15 @@ type MaxLoad struct {
 	// when they could not be computed.
 	PeakResources      *profiles.Summary `json:"peak_resources"`
 	PeakResourcesError string            `json:"peak_resources_error,omitempty"`
+	// Knee says whose limit the phase found (the target, the driver, the
+	// shared machine, or none) and what ran out, at what users and
+	// throughput; only a knee attributed to the target says anything about
+	// the server.
+	Knee *kpi.Knee `json:"knee,omitempty"`
+	// Chart is the knee chart's data: per second of the ramp, users,
+	// throughput, p99, errors and both the driver's and the target's CPU
+	// utilisation (shares of their own CPUs).
+	Chart []kpi.KneePoint `json:"chart,omitempty"`
 }
 
 // Operation is one user group's share of a phase.

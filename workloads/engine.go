@@ -11,12 +11,18 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/soakd/soakd/pin"
 )
 
 // Latency histograms record microseconds from 1 µs to 60 s with 3 significant
@@ -223,6 +229,9 @@ type MaxLoadResult struct {
 	Timeline []TimelinePoint `json:"timeline"`
 	// TimelineDropped is the number of earliest points left out of Timeline.
 	TimelineDropped int64 `json:"timeline_dropped"`
+	// DriverCPUs is the number of CPUs the driver process may run on (its
+	// affinity mask): 1 CPU-second per second per CPU is full utilisation.
+	DriverCPUs int `json:"driver_cpus"`
 }
 
 // TimelinePoint is one LoadBucket of a ramping phase.
@@ -237,6 +246,16 @@ type TimelinePoint struct {
 	ErrorRatio float64 `json:"error_ratio"`
 	// P99Ms is the 99th-percentile latency of the bucket's successful requests, in ms.
 	P99Ms float64 `json:"p99_ms"`
+	// DriverCPUSeconds is the CPU time (user + system) the driver process
+	// used during the bucket, in seconds; over the bucket's length and
+	// MaxLoadResult.DriverCPUs it is the driver's utilisation. Nil when
+	// the driver could not read its own CPU time.
+	DriverCPUSeconds *float64 `json:"driver_cpu_seconds"`
+	// DriverWaitSeconds is the time the driver's threads spent during the
+	// bucket ready to run but waiting for a CPU (run-queue wait), in
+	// seconds: CPU time plus wait is the driver's CPU demand, which shows
+	// a driver starved by other work on its CPUs. Nil when not measured.
+	DriverWaitSeconds *float64 `json:"driver_wait_seconds"`
 }
 
 // MaxTimelinePoints caps MaxLoadResult.Timeline: one hour of 1 s points,
@@ -313,6 +332,13 @@ type engine struct {
 	dropped  atomic.Int64 // open model: dropped arrivals
 	aborted  atomic.Bool  // a user stopped early because the run's context ended
 
+	// cpuTime returns the driver process's CPU time so far (user +
+	// system), and waitTime the time its threads spent ready to run but
+	// waiting for a CPU, for the driver's CPU demand in each max-load
+	// bucket; ok is false when one cannot be read.
+	cpuTime  func() (time.Duration, bool)
+	waitTime func() (time.Duration, bool)
+
 	mu     sync.Mutex     // guards the fields below and reads of the clock for them
 	steady *steadyCounter // closed model
 	window *loadWindow    // ramping model
@@ -379,6 +405,8 @@ func newEngine(p Phase, client *http.Client, base *url.URL) *engine {
 		base:     base,
 		ops:      make([]*opStats, len(p.Groups)),
 		examples: make(map[string][]string),
+		cpuTime:  processCPUTime,
+		waitTime: runqueueWait,
 	}
 	for i := range e.ops {
 		e.ops[i] = &opStats{
@@ -387,6 +415,70 @@ func newEngine(p Phase, client *http.Client, base *url.URL) *engine {
 		}
 	}
 	return e
+}
+
+// burnCPU busies the calling goroutine's thread until it has used d of CPU
+// time (its thread CPU clock), whatever else runs: the DriverBurn test
+// switch.
+func burnCPU(d time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return
+	}
+	end := ts.Nano() + d.Nanoseconds()
+	for unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) == nil && ts.Nano() < end {
+	}
+}
+
+// processCPUTime returns this process's CPU time (user + system) from
+// getrusage.
+func processCPUTime() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}
+
+// runqueueWait returns the time this process's threads have spent waiting
+// on a run queue (ready, but no CPU free), summed over its threads from
+// /proc/self/task/*/schedstat (the second field, in ns). A driver that
+// shares its CPUs with other work may use little CPU yet get no more: its
+// CPU time plus this wait is its demand. ok is false off Linux or without
+// schedstats.
+func runqueueWait() (time.Duration, bool) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0, false
+	}
+	var total int64
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += ns
+	}
+	return time.Duration(total), true
+}
+
+// allowedCPUs is the number of CPUs this process may run on (its affinity
+// mask; all of them when it cannot be read).
+func allowedCPUs() int {
+	if cpus, err := pin.Current(); err == nil && len(cpus) > 0 {
+		return len(cpus)
+	}
+	return runtime.NumCPU()
 }
 
 // runClosed plays a closed-model phase.
@@ -569,6 +661,9 @@ func (e *engine) iterate(ctx, stopCtx context.Context, u *user) (completed bool)
 			return false
 		}
 		o := u.do(reqCtx, e.client, e.phase.RequestTimeout, u.next(i))
+		if e.phase.DriverBurn > 0 {
+			burnCPU(e.phase.DriverBurn)
+		}
 		if o.class == "" && u.op.writes() {
 			u.okWrites++
 		}

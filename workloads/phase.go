@@ -157,6 +157,10 @@ type Phase struct {
 	// RequestTimeout bounds one request from send to full body read; at most 60 s,
 	// the top of the latency histograms.
 	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout"`
+	// DriverBurn is a test switch: each user burns this much of the
+	// driver's CPU after every request (inject.driver_cpu_us_per_request),
+	// making the load generator the bottleneck on purpose. 0 in real runs.
+	DriverBurn time.Duration `yaml:"-" json:"driver_burn,omitempty"`
 	// Donuts is the number of seeded donuts (ids "1".."Donuts") readers pick from uniformly.
 	Donuts int `yaml:"donuts" json:"donuts"`
 	// Seed makes the random choices reproducible: user u draws from a PCG seeded with (Seed, u).

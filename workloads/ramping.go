@@ -22,6 +22,11 @@ type maxLoadState struct {
 
 	timeline []TimelinePoint // ring of at most MaxTimelinePoints
 	next     int             // where the next point goes once the ring is full
+
+	lastCPU  time.Duration // the driver's CPU time at the last bucket's close
+	haveCPU  bool          // lastCPU was read
+	lastWait time.Duration // the driver's run-queue wait at the last bucket's close
+	haveWait bool          // lastWait was read
 }
 
 // addPoint appends pt to the timeline, dropping the oldest point when full.
@@ -64,6 +69,9 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 	running := func() int { return len(users) - int(finished.Load()) }
 
 	e.start = time.Now()
+	m.lastCPU, m.haveCPU = e.cpuTime()
+	m.lastWait, m.haveWait = e.waitTime()
+	m.res.DriverCPUs = allowedCPUs()
 	stopReporter := e.startReporter(progress)
 	launch := func(n int) {
 		for len(users) < n {
@@ -169,13 +177,16 @@ func (e *engine) closeBucket(m *maxLoadState, t, capAt time.Duration, users int)
 	ws, ok := e.window.stats(b)
 	e.mu.Unlock()
 
-	m.addPoint(TimelinePoint{
+	pt := TimelinePoint{
 		TSeconds:   t.Seconds(),
 		Users:      users,
 		RPS:        bs.RPS(),
 		ErrorRatio: bs.ErrorRatio(),
 		P99Ms:      ms(bs.P99),
-	})
+	}
+	pt.DriverCPUSeconds = sinceLast(e.cpuTime, &m.lastCPU, &m.haveCPU)
+	pt.DriverWaitSeconds = sinceLast(e.waitTime, &m.lastWait, &m.haveWait)
+	m.addPoint(pt)
 	if !ok {
 		return // the controller fell more than windowSlack buckets behind; this window is lost
 	}
@@ -197,6 +208,21 @@ func (e *engine) closeBucket(m *maxLoadState, t, capAt time.Duration, users int)
 		m.res.Detail = fmt.Sprintf("no failure up to the cap of %d users, which ran for a full %s window (peak %.1f requests/s)",
 			rampCap(e.phase.Ramp), f.Window, m.res.PeakThroughputRPS)
 	}
+}
+
+// sinceLast reads a cumulative clock and returns, in seconds, how far it
+// moved since the last reading in *last (nil when either reading failed or
+// the clock went back, as a thread's counts do when it exits), then keeps
+// the new reading.
+func sinceLast(clock func() (time.Duration, bool), last *time.Duration, have *bool) *float64 {
+	now, ok := clock()
+	var out *float64
+	if ok && *have && now >= *last {
+		s := (now - *last).Seconds()
+		out = &s
+	}
+	*last, *have = now, ok
+	return out
 }
 
 // btoi returns 1 for true and 0 for false.
