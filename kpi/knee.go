@@ -172,6 +172,9 @@ func AttributeKnee(in KneeInput) Knee {
 	case in.Failed && k.DriverCPUShare == nil:
 		k.Resource = in.Rule
 		k.Reason = fmt.Sprintf("rule %s tripped but the driver's utilisation was not measured (%s): it cannot be cleared, so the knee is not attributed", in.Rule, shares)
+	case in.Failed && in.SharedCPUs && k.TargetCPUShare == nil:
+		k.Resource = in.Rule
+		k.Reason = fmt.Sprintf("rule %s tripped on CPUs the driver and target share, and the target's utilisation was not measured (%s): the machine cannot be cleared, so the knee is not attributed", in.Rule, shares)
 	case in.Failed:
 		k.Attribution, k.Resource = KneeTarget, in.Rule
 		k.Reason = fmt.Sprintf("rule %s tripped with neither the driver nor the machine saturated (%s)", in.Rule, shares)

@@ -40,6 +40,8 @@ func TestAttributeKnee(t *testing.T) {
 		{"shared machine with room", shared, ramp(10, 0.20, 0.30), true, KneeTarget, "p99_latency"},
 		{"ramp ended before a knee", pinned, ramp(10, 0.3, 0.4), false, KneeNone, ""},
 		{"driver not measured cannot be cleared", pinned, ramp(10, -1, 0.5), true, KneeNone, "p99_latency"},
+		{"shared, target not measured: machine cannot be cleared", shared, ramp(10, 0.3, -1), true, KneeNone, "p99_latency"},
+		{"pinned, target not measured: the rule is the target's", pinned, ramp(10, 0.3, -1), true, KneeTarget, "p99_latency"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.base

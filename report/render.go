@@ -263,6 +263,9 @@ func (r *Report) Table(w io.Writer) error {
 	for _, p := range r.Phases {
 		if ml := p.MaxLoad; ml != nil {
 			fmt.Fprintf(w, "%s: peak %.0f req/s with %d users; stopped by %s (%s)\n", p.Name, ml.PeakThroughputRPS, ml.PeakUsers, ml.Reason, ml.Detail)
+			if k := ml.Knee; k != nil {
+				fmt.Fprintf(w, "  knee: %s: %s\n", k.Attribution, k.Reason)
+			}
 		}
 		if sr := p.Subscriptions; sr != nil {
 			fmt.Fprintf(w, "%s: %d subscriptions, %d/%d events received, %d lost, %d duplicated, p99 %.2f ms\n", p.Name, sr.Subscriptions, sr.Received, sr.Expected, sr.Lost, sr.Duplicated, sr.LatencyMs.P99)
