@@ -1039,7 +1039,7 @@ func (c *Config) Phases(p Profile, run string) []workloads.Phase {
 	out := make([]workloads.Phase, 0, len(p.Phases))
 	for i, ph := range p.Phases {
 		spec := p.spec(ph, c.Data.Donuts, i, run)
-		if spec.Model == workloads.Ramping {
+		if spec.Model == workloads.Ramping || spec.Model == workloads.RampingRate {
 			spec.DriverBurn = time.Duration(c.Inject.DriverCPUMicrosPerRequest) * time.Microsecond
 		}
 		out = append(out, spec)

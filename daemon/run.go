@@ -677,7 +677,9 @@ func saturationNotes(ps []report.Phase) []string {
 				notes = append(notes, fmt.Sprintf("Phase %s: target (%.0f%%) and driver (%.0f%%) together saturated the machine; compare per-request CPU, not CPU %% or throughput.", p.Name, s.CPUMachinePercent, p.DriverCPUPercent))
 			}
 		}
-		if o := p.Open; o != nil && (o.Dropped > 0 || o.Late > 0) {
+		// A ramping-rate phase drops arrivals at its knee by design; its
+		// max_load section says so.
+		if o := p.Open; o != nil && p.MaxLoad == nil && (o.Dropped > 0 || o.Late > 0) {
 			notes = append(notes, fmt.Sprintf("Phase %s: the driver fell behind its schedule (%d dropped, %d late of %d arrivals): the offered load was not the configured one.", p.Name, o.Dropped, o.Late, o.Arrivals))
 		}
 	}

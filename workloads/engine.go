@@ -256,6 +256,9 @@ type TimelinePoint struct {
 	// seconds: CPU time plus wait is the driver's CPU demand, which shows
 	// a driver starved by other work on its CPUs. Nil when not measured.
 	DriverWaitSeconds *float64 `json:"driver_wait_seconds"`
+	// ArrivalRPS is, in a ramping-rate phase, the intended arrival rate at
+	// the bucket's end (Users is then the requests in flight); 0 otherwise.
+	ArrivalRPS float64 `json:"arrival_rps,omitempty"`
 }
 
 // MaxTimelinePoints caps MaxLoadResult.Timeline: one hour of 1 s points,
@@ -389,7 +392,7 @@ func Run(ctx context.Context, target string, p Phase, client *http.Client, progr
 		}
 	}
 	switch p.Model.normalized() {
-	case Open:
+	case Open, RampingRate:
 		return e.runOpen(ctx, progress), nil
 	case Ramping:
 		return e.runRamping(ctx, progress), nil
@@ -732,12 +735,13 @@ func (e *engine) record(group int, o outcome, latency time.Duration) {
 	}
 	e.mu.Lock()
 	at := time.Since(e.start)
-	switch {
-	case e.steady != nil:
+	if e.steady != nil {
 		e.steady.completed(at)
-	case e.window != nil:
+	}
+	if e.window != nil { // ramping and ramping-rate
 		e.window.add(at, o.class, latency)
-	case e.open != nil:
+	}
+	if e.open != nil { // open and ramping-rate
 		e.open.completed(at, o)
 	}
 	e.mu.Unlock()

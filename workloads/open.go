@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -111,15 +112,48 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 	timer.Stop()
 	defer timer.Stop()
 
+	// A ramping-rate phase judges the failure rules every LoadBucket and
+	// stops at the first failure (maxLoad); an open one runs its schedule.
+	var m *maxLoadState
+	nextBucket := time.Duration(never)
+	if p.Model.normalized() == RampingRate {
+		m = &maxLoadState{}
+		e.window = newLoadWindow(p.Failure.Window)
+		nextBucket = LoadBucket
+	}
+
 	var inflight sync.WaitGroup
 	e.start = time.Now()
+	if m != nil {
+		m.lastCPU, m.haveCPU = e.cpuTime()
+		m.lastWait, m.haveWait = e.waitTime()
+		m.res.DriverCPUs = allowedCPUs()
+	}
 	stopReporter := e.startReporter(progress)
 	var hits uint64
 	aborted := false
 	for {
-		wait, stop := pacer.Pace(time.Since(e.start), hits)
+		now := time.Since(e.start)
+		for m != nil && now >= nextBucket && m.res.Reason == "" {
+			rate := pacer.RateAt(nextBucket)
+			e.closeBucket(m, nextBucket, never, int(e.active.Load()))
+			m.timeline[len(m.timeline)-1].ArrivalRPS = rate
+			nextBucket += LoadBucket
+		}
+		if m != nil && m.res.Reason != "" {
+			break
+		}
+		wait, stop := pacer.Pace(now, hits)
 		if stop {
 			break
+		}
+		if m != nil && now+wait > nextBucket {
+			// Close the bucket on time even when the next arrival is later.
+			if !sleepTimer(ctx, timer, nextBucket-now) {
+				aborted = true
+				break
+			}
+			continue
 		}
 		if !sleepTimer(ctx, timer, wait) {
 			aborted = true
@@ -139,6 +173,19 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 			})
 		default:
 			e.dropped.Add(1)
+			if m != nil {
+				e.mu.Lock()
+				e.window.add(time.Since(e.start), ClassDropped, 0)
+				e.mu.Unlock()
+			}
+		}
+	}
+	if m != nil && m.res.Reason == "" {
+		if aborted {
+			m.res.Reason, m.res.Detail = ReasonAborted, "the run was cancelled after "+time.Since(e.start).Round(time.Millisecond).String()
+		} else {
+			m.res.Reason = ReasonDuration
+			m.res.Detail = fmt.Sprintf("no failure up to the end of the ramp at %g requests/s", pacer.RateAt(p.Duration))
 		}
 	}
 	scheduled := p.Duration
@@ -181,6 +228,10 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 				p.TrimTail.String() + " leave nothing of the " + p.Duration.String() + " schedule"}
 	}
 	e.setSteady(&r, st)
+	if m != nil {
+		m.res.FinalUsers = int(e.active.Load())
+		e.finishMaxLoad(m, &r, end)
+	}
 	return r
 }
 

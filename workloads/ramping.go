@@ -149,21 +149,28 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 		n, g := len(users), len(p.Groups)
 		r.Operations[i].Users = n/g + btoi(i < n%g)
 	}
+	e.finishMaxLoad(&m, &r, end)
+	return r
+}
+
+// finishMaxLoad ends a max-load phase's result: its steady window is the
+// peak window (the best one judged without a failure), or, without one, the
+// whole phase marked as a fallback; and its MaxLoad is m's record.
+func (e *engine) finishMaxLoad(m *maxLoadState, r *Result, end time.Time) {
 	if m.havePeak {
 		span := time.Duration(math.Round(m.peak.Seconds/LoadBucket.Seconds())) * LoadBucket
 		st := steadyOutcome{window: Window{Start: m.peakEnd - span, End: m.peakEnd}, requests: m.peak.Requests}
-		e.setSteady(&r, st)
+		e.setSteady(r, st)
 		r.ThroughputRPS = m.res.PeakThroughputRPS
 		m.res.PeakWindowStart, m.res.PeakWindowEnd = r.SteadyStart, r.SteadyEnd
 		peak := m.peak
 		m.res.PeakWindow = &peak
 	} else {
-		e.setSteady(&r, steadyOutcome{window: Window{End: end.Sub(e.start)}, requests: r.Requests, fallback: true,
+		e.setSteady(r, steadyOutcome{window: Window{End: end.Sub(e.start)}, requests: r.Requests, fallback: true,
 			reason: "no window was judged without a failure before the phase stopped"})
 	}
 	m.res.Timeline = m.orderedTimeline()
 	r.MaxLoad = &m.res
-	return r
 }
 
 // closeBucket closes the bucket ending at offset t, when users users are

@@ -34,6 +34,10 @@ const (
 	ClassDecodeError = "decode_error"
 	// ClassOther: any other failure to send or read a request.
 	ClassOther = "other"
+	// ClassDropped is, in a ramping-rate phase's failure window only, an
+	// arrival the driver did not send because MaxInFlight requests were
+	// in flight; it is counted as dropped, not as a request, everywhere else.
+	ClassDropped = "dropped"
 )
 
 // The GraphQL documents sent, as seed 002's JMeter plans send them (one named
