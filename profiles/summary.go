@@ -93,6 +93,12 @@ type Summary struct {
 
 	// Notes explains figures that are missing or cover less than the window.
 	Notes []string `json:"notes,omitempty"`
+	// NotMeasured names the fields above (by their JSON names) that were not
+	// measured, with the reason: their values are 0 and mean nothing. The
+	// in-process sampler measures every field (CPUKnown and GCPercentKnown
+	// aside), so it leaves this empty; a target sampled from outside lacks
+	// what its runtime does not expose.
+	NotMeasured map[string]string `json:"not_measured,omitempty"`
 }
 
 // Summarize computes resource figures over the window between the first and last sample of ss (the steady
