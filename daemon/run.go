@@ -154,7 +154,13 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	if r.target = opts.Target; r.target == nil {
 		r.target, err = OpenTarget(ctx, cfg, r.dir, r.log)
 		if err != nil {
-			return r.abort(err)
+			rep, aerr := r.abort(err)
+			if CodeOf(err) == ExitUsage {
+				// A target that cannot be opened as configured (a PID
+				// that does not run): nothing ran.
+				aerr = WithCode(ExitUsage, aerr)
+			}
+			return rep, aerr
 		}
 		defer func() {
 			if err := r.target.Shutdown(context.WithoutCancel(ctx)); err != nil {
@@ -173,6 +179,11 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	r.rep.Target, r.rep.TargetPID = &info, info.PID
 	if info.External() {
 		r.rep.Notes = externalNotes(info, r.rep.Notes)
+	}
+	if pc := r.cfg.Profiling; pc.CPU || pc.Heap || pc.Goroutines {
+		if m := r.target.captureTools().missing; m != "" {
+			r.rep.Notes = append(r.rep.Notes, "Profiles: "+m+".")
+		}
 	}
 	if err := r.write(); err != nil {
 		return r.abort(err)
@@ -357,6 +368,12 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	kpis, rounds, err := evaluateKPIs(restBy, gqlBy, len(restBy), s.LookConfidence(), r.cfg.KPIs.limits())
 	if err != nil {
 		return r.abort(err)
+	}
+	if t := r.target.Info(); t.External() {
+		sourceKPIs(kpis, t)
+		for i := range rounds {
+			sourceKPIs(rounds[i].KPIs, t)
+		}
 	}
 	rep.KPIs, rep.Rounds, rep.Gate = kpis, rounds, r.prof.Gate
 	// A self-check's deltas are the noise itself; every other run is read
@@ -619,20 +636,26 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 // (whose window exists but holds few samples), so "more work never yields
 // less data" holds only if no fallback is measured.
 func newPhase(s *profiles.Sampler, res workloads.Result, cores int) report.Phase {
+	return newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) { return summarize(s, from, to, cores) }, res)
+}
+
+// newPhaseFrom is newPhase with the target's figures over a window given by
+// sum.
+func newPhaseFrom(sum func(from, to time.Time) (*profiles.Summary, error), res workloads.Result) report.Phase {
 	var (
-		sum  *profiles.Summary
-		serr error
+		steady *profiles.Summary
+		serr   error
 	)
 	if res.SteadyFallback {
 		serr = fmt.Errorf("no steady window (%s): lengthen the phase (more iterations) or shorten ramp_up, trim_head and trim_tail", res.SteadyFallbackReason)
 	} else {
-		sum, serr = summarize(s, res.SteadyStart, res.SteadyEnd, cores)
+		steady, serr = sum(res.SteadyStart, res.SteadyEnd)
 	}
-	p := report.NewPhase(res, sum, serr)
+	p := report.NewPhase(res, steady, serr)
 	if ml := res.MaxLoad; ml != nil {
 		p.MaxLoad = &report.MaxLoad{MaxLoadResult: *ml}
 		if ml.PeakWindowEnd.After(ml.PeakWindowStart) {
-			peak, err := summarize(s, ml.PeakWindowStart, ml.PeakWindowEnd, cores)
+			peak, err := sum(ml.PeakWindowStart, ml.PeakWindowEnd)
 			p.MaxLoad.PeakResources = peak
 			if err != nil {
 				p.MaxLoad.PeakResourcesError = err.Error()

@@ -406,7 +406,11 @@ func (r *Report) workloadSections(b *strings.Builder) {
 	}
 	if len(settled) > 0 {
 		b.WriteString("## Back to rest after each phase\n\n")
-		b.WriteString("After the settle period and a forced GC, compared with the sample taken before the phase (also after a forced GC).\n\n")
+		if settled[0].After.NoForcedGC {
+			b.WriteString("After the settle period, compared with the sample taken before the phase. No GC can be forced in a target soakd does not host: each live heap is as of the target's own last GC cycle; n/m: not measured.\n\n")
+		} else {
+			b.WriteString("After the settle period and a forced GC, compared with the sample taken before the phase (also after a forced GC).\n\n")
+		}
 		b.WriteString("| Phase | Goroutines before → after | Subscriptions open | Live heap before → after | Returned |\n|---|---:|---:|---:|---|\n")
 		for _, p := range settled {
 			a := p.After
@@ -414,7 +418,14 @@ func (r *Report) workloadSections(b *strings.Builder) {
 			if !a.Returned {
 				ret = "**no**"
 			}
-			fmt.Fprintf(b, "| %s | %d → %d | %d | %s → %s | %s |\n", p.Name, a.BaselineGoroutines, a.Goroutines, a.Subscribers, mib(a.BaselineHeapLiveBytes), mib(a.HeapLiveBytes), ret)
+			nm := func(key, v string) string {
+				if _, ok := a.NotMeasured[key]; ok {
+					return "n/m"
+				}
+				return v
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", p.Name, nm("goroutines", fmt.Sprintf("%d → %d", a.BaselineGoroutines, a.Goroutines)),
+				nm("subscribers", fmt.Sprintf("%d", a.Subscribers)), nm("heap_live_bytes", mib(a.BaselineHeapLiveBytes)+" → "+mib(a.HeapLiveBytes)), ret)
 		}
 		b.WriteString("\n")
 	}
@@ -440,7 +451,12 @@ func (r *Report) checkSections(b *strings.Builder) {
 		fmt.Fprintf(b, "## %s\n\n%s\n\n| Phase | Rule | Measured | Limit | Result | Detail |\n|---|---|---:|---:|---|---|\n", title, intro)
 		for _, c := range rows {
 			res := "pass"
-			if !c.Pass {
+			switch {
+			case c.Outcome == kpi.OutcomeNotMeasured:
+				res = "not measured"
+			case c.Outcome == kpi.OutcomeInconclusive:
+				res = "inconclusive"
+			case !c.Pass:
 				res = "**FAIL**"
 			}
 			fmt.Fprintf(b, "| %s | %s | %.4g %s | %.4g %s | %s | %s |\n", c.Phase, c.Title, c.Value, c.Unit, c.Limit, c.Unit, res, c.Detail)
@@ -460,7 +476,11 @@ func (r *Report) checkSections(b *strings.Builder) {
 	group("Subscription delivery", "delivery",
 		"Every subscription must receive each event of its id exactly once.")
 	group("Compared phases", "errors", "The compared phases must be error-free and measured.")
-	group("Return to rest", "rest", "After each phase, a settle period and forced GCs, the target must have released what the phase took.")
+	restIntro := "After each phase, a settle period and forced GCs, the target must have released what the phase took."
+	if r.Target.External() {
+		restIntro = "After each phase and a settle period, the target must have released what the phase took (no GC can be forced in a target soakd does not host)."
+	}
+	group("Return to rest", "rest", restIntro)
 	if len(r.Overhead) > 0 {
 		b.WriteString("## Where the overhead goes\n\n")
 		fmt.Fprintf(b, "Self (flat) CPU per request by function, from CPU profiles of the target over each compared phase's steady window, %s; each arm's CPU divided by the requests completed while its profiles ran. %s\n\n",

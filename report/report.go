@@ -214,6 +214,10 @@ type Samples struct {
 	// samples' sparse pause deltas index into.
 	PauseBuckets Bounds            `json:"pause_buckets"`
 	Samples      []profiles.Sample `json:"samples"`
+	// External are the samples of a target soakd does not host, each
+	// figure with its source and definition (Samples is then empty: the
+	// charts are drawn from the built-in sampler's samples only).
+	External []extsample.Sample `json:"external_samples,omitempty"`
 }
 
 // Bounds are histogram boundaries. runtime/metrics histograms start at -Inf
