@@ -352,6 +352,133 @@ func TestAttachToAMissingProcess(t *testing.T) {
 	}
 }
 
-var _ = bufio.NewScanner
-var _ = context.Background
-var _ = errors.New
+// commandSection is the target: section that has soakd start the external
+// server itself: a second soakd binary running `soakd serve`.
+func (s externalServer) commandSection(bin string) string {
+	return s.targetSection("command", fmt.Sprintf(`  argv: [%q, serve, --config, %q, --log-format, json]
+  env: {SOAKD_TEST_TARGET: "1"}
+  ready_url: %s
+  ready_timeout: 30s
+  stop_grace: 10s
+`, bin, s.config, s.url("/healthz")))
+}
+
+// TestCommandExternalTarget: soakd starts the server from a command line,
+// waits for it to answer, measures it from outside, keeps its output in the
+// run directory and stops it at the end.
+func TestCommandExternalTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	srv := newExternalServer(t)
+	_, out, code := runConfig(t, bin, tinyConfig+srv.commandSection(bin))
+	rep, raw := readExternalReport(t, out)
+	if code != 0 && code != 1 && code != 4 {
+		t.Fatalf("exit %d, want a verdict's code\n%s", code, raw)
+	}
+	if rep.Target == nil {
+		t.Fatalf("no target in the report:\n%s", raw)
+	}
+	pid := rep.Target.PID
+	checkExternalRun(t, rep, raw, "command", pid, srv)
+	if len(rep.Target.Argv) != 6 || rep.Target.Argv[0] != bin || rep.Target.Argv[1] != "serve" {
+		t.Errorf("argv %q, want the serve command", rep.Target.Argv)
+	}
+	// Stopped gracefully at the end: soakd serve exits 0 on SIGTERM.
+	if rep.Target.Exit != "exit status 0" {
+		t.Errorf("exit %q, want exit status 0 after SIGTERM", rep.Target.Exit)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the command target %d is still running after the run (kill 0: %v)", pid, err)
+	}
+	if _, err := http.Get(srv.url("/healthz")); err == nil {
+		t.Errorf("the command target still serves after the run")
+	}
+	logs, err := os.ReadFile(filepath.Join(out, "target.stderr.log"))
+	if err != nil || !strings.Contains(string(logs), "target listening") {
+		t.Errorf("target.stderr.log does not hold the server's log (%v):\n%.2000s", err, logs)
+	}
+	if _, err := os.Stat(filepath.Join(out, "target.stdout.log")); err != nil {
+		t.Errorf("no target.stdout.log: %v", err)
+	}
+}
+
+// TestCommandTargetDiesMidRun kills the command target during the second
+// phase: the run aborts at once (exit 3) with the target's exit status and
+// the end of its standard error, keeping the first phase.
+func TestCommandTargetDiesMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	srv := newExternalServer(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "long.yaml")
+	long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
+	cfg := long + srv.commandSection(bin) + "\ndata_dir: " + filepath.Join(dir, "data") + "\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfgPath, "--out", out, "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	sc := bufio.NewScanner(stderr)
+	targetPID, started := 0, false
+	for !started && sc.Scan() {
+		line := sc.Text()
+		log.WriteString(line + "\n")
+		var m struct {
+			Msg   string `json:"msg"`
+			Phase string `json:"phase"`
+			PID   int    `json:"pid"`
+		}
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch {
+		case m.Msg == "target command started":
+			targetPID = m.PID
+		case m.Msg == "driver started" && m.Phase == "graphql-load":
+			started = true
+		}
+	}
+	if targetPID == 0 || !started {
+		t.Fatalf("no target pid (%d) or graphql-load driver in the log:\n%s", targetPID, log.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	time.Sleep(500 * time.Millisecond) // mid-phase
+	if err := syscall.Kill(targetPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("target killed: got %v, want exit code 3", err)
+	}
+	// The phase would run for about a minute more: the run stops at once.
+	if d := time.Since(killed); d > 30*time.Second {
+		t.Errorf("the run took %s to notice its target died", d)
+	}
+	rep, raw := readExternalReport(t, out)
+	if rep.Status != "aborted" || !strings.Contains(rep.Error, "the target stopped serving") ||
+		!strings.Contains(rep.Error, fmt.Sprintf("(pid %d) exited: signal: killed", targetPID)) || !strings.Contains(rep.Error, "its last output:") {
+		t.Errorf("status %q error %q, want aborted with the target's exit status and the end of its stderr", rep.Status, rep.Error)
+	}
+	if rep.Target == nil || rep.Target.Exit != "signal: killed" {
+		t.Errorf("target: %+v, want exit signal: killed", rep.Target)
+	}
+	if len(rep.Phases) < 1 || rep.Phases[0].Name != "rest-control" || rep.Phases[0].Requests != 3000 {
+		t.Errorf("the finished phase must be kept:\n%s", raw)
+	}
+}
