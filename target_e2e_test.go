@@ -482,3 +482,53 @@ func TestCommandTargetDiesMidRun(t *testing.T) {
 		t.Errorf("the finished phase must be kept:\n%s", raw)
 	}
 }
+
+// TestAttachedTargetDisappears: an attached process that goes away mid-run
+// aborts the run (exit 3) with a reason that says so.
+func TestAttachedTargetDisappears(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	srv := newExternalServer(t)
+	serve := srv.start(t, bin)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "long.yaml")
+	long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
+	cfg := long + srv.targetSection("attach", fmt.Sprintf("  pid: %d\n", serve.Process.Pid)) + "\ndata_dir: " + filepath.Join(dir, "data") + "\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfgPath, "--out", out, "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		var m struct{ Msg, Phase string }
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Msg == "driver started" && m.Phase == "graphql-load" {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	time.Sleep(500 * time.Millisecond)
+	if err := serve.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("attached target killed: got %v, want exit code 3", err)
+	}
+	rep, _ := readExternalReport(t, out)
+	if rep.Status != "aborted" || !strings.Contains(rep.Error, fmt.Sprintf("the attached target process %d disappeared", serve.Process.Pid)) {
+		t.Errorf("status %q error %q, want aborted saying the attached process disappeared", rep.Status, rep.Error)
+	}
+}

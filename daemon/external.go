@@ -271,7 +271,13 @@ func extraFigure(s extsample.Sample, name string) extsample.Figure {
 	} else if s.Runtime.GCCycles.Reason != "" && !s.Runtime.GCCycles.Measured && s.Runtime.Runtime == extsample.RuntimeUnknown {
 		reason = s.Runtime.GCCycles.Reason
 	}
-	return extsample.Figure{Name: name, Source: "prometheus endpoint", Reason: reason}
+	return extsample.Figure{Name: name, Source: "prometheus endpoint", Definition: extraDefinitions[name], Reason: reason}
+}
+
+// extraDefinitions define the runtime-specific figures soakd reads.
+var extraDefinitions = map[string]string{
+	"goroutines":      "live goroutines (a Go runtime's figure)",
+	"heap_goal_bytes": "heap size at which the next GC cycle starts (a Go runtime's figure)",
 }
 
 // settle waits d after a phase, watching the periodic samples for the
