@@ -266,7 +266,7 @@ func (c *cli) runCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "run [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Run a suite once on the built-in target; exit with its verdict",
+		Short:                 "Run a suite once on the target (built-in unless target.kind says otherwise); exit with its verdict",
 		Args:                  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := daemon.ParseArms(arms)
