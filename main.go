@@ -266,7 +266,7 @@ func (c *cli) runCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "run [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Run a suite once on the built-in target; exit with its verdict",
+		Short:                 "Run a suite once on the target (built-in unless target.kind says otherwise); exit with its verdict",
 		Args:                  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := daemon.ParseArms(arms)
@@ -727,9 +727,9 @@ func buildOverrides(doc []byte, sets []string) (string, error) {
 }
 
 func (c *cli) driveCmd() *cobra.Command {
-	var config, target, spec, profile, phase, cpus string
+	var config, target, spec, profile, phase, cpus, graphqlURL, graphqlWSURL, restURL string
 	cmd := &cobra.Command{
-		Use:                   "drive --target URL (--spec FILE | --phase NAME [--profile NAME] [--config FILE]) [--cpus LIST]",
+		Use:                   "drive (--target URL | --graphql-url URL --rest-url URL [--graphql-ws-url URL]) (--spec FILE | --phase NAME [--profile NAME] [--config FILE]) [--cpus LIST]",
 		DisableFlagsInUseLine: true,
 		Short:                 "The load driver: run one phase against a target, JSON lines on stdout",
 		Long: `The load driver. soakd run starts it for every phase; it can also be run by
@@ -739,10 +739,8 @@ and writes JSON lines to standard output: progress about once a second, then
 the result (or an error).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if target == "" {
-				return daemon.Usagef("drive needs --target URL, e.g. --target http://127.0.0.1:8080")
-			}
-			if err := checkTargetURL(target); err != nil {
+			ep, err := driveEndpoints(target, graphqlURL, graphqlWSURL, restURL)
+			if err != nil {
 				return err
 			}
 			switch {
@@ -780,16 +778,49 @@ the result (or an error).`,
 				defer f.Close()
 				in = f
 			}
-			return workloads.Drive(cmd.Context(), in, c.stdout, target)
+			return workloads.DriveAt(cmd.Context(), in, c.stdout, ep)
 		},
 	}
-	cmd.Flags().StringVar(&target, "target", "", "base URL of the target, e.g. http://127.0.0.1:8080 (required)")
+	cmd.Flags().StringVar(&target, "target", "", "base URL of a target serving /graphql and /api/donuts/{id}, e.g. http://127.0.0.1:8080")
+	cmd.Flags().StringVar(&graphqlURL, "graphql-url", "", "the GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql (instead of, or overriding, --target's)")
+	cmd.Flags().StringVar(&graphqlWSURL, "graphql-ws-url", "", "the GraphQL websocket URL for subscriptions (default: --graphql-url with a ws scheme)")
+	cmd.Flags().StringVar(&restURL, "rest-url", "", "base URL of the REST twin, serving /api/donuts/{id} (instead of, or overriding, --target)")
 	cmd.Flags().StringVar(&spec, "spec", "", "phase spec as JSON from this file; - reads standard input")
 	cmd.Flags().StringVar(&config, "config", "", "with --phase: YAML file decoded on top of the embedded config.yaml")
 	cmd.Flags().StringVar(&profile, "profile", "", "with --phase: profile holding the phase (default: the config's default_profile)")
 	cmd.Flags().StringVar(&phase, "phase", "", "run this phase of the profile instead of reading --spec")
 	cmd.Flags().StringVar(&cpus, "cpus", "", "pin the driver to these CPUs, e.g. 1 or 2-3")
 	return cmd
+}
+
+// driveEndpoints builds the driver's endpoints from --target (everything
+// under one base URL) and the per-endpoint flags, which override it; without
+// --target both --graphql-url and --rest-url are needed.
+func driveEndpoints(target, graphqlURL, graphqlWSURL, restURL string) (workloads.Endpoints, error) {
+	var ep workloads.Endpoints
+	switch {
+	case target != "":
+		if err := checkTargetURL(target); err != nil {
+			return ep, err
+		}
+		var err error
+		if ep, err = workloads.BaseEndpoints(target); err != nil {
+			return ep, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--target: %w", err))
+		}
+	case graphqlURL == "" || restURL == "":
+		return ep, daemon.Usagef("drive needs --target URL, e.g. --target http://127.0.0.1:8080, or --graphql-url and --rest-url")
+	}
+	if graphqlURL != "" {
+		ep.GraphQL = graphqlURL
+	}
+	if restURL != "" {
+		ep.REST = restURL
+	}
+	ep.GraphQLWS = graphqlWSURL
+	if err := ep.Validate(); err != nil {
+		return ep, daemon.WithCode(daemon.ExitUsage, err)
+	}
+	return ep, nil
 }
 
 // checkTargetURL refuses a --target that is not an absolute http(s) URL,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
@@ -55,7 +54,7 @@ func (l cpuLayout) targetCount() int {
 // errors and own CPU per bucket) with the target's CPU over the same
 // seconds (samples), and judges whose limit the phase found
 // (kpi.AttributeKnee). window is the failure rules' window.
-func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []profiles.Sample, l cpuLayout, window time.Duration) ([]kpi.KneePoint, kpi.Knee) {
+func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []cpuReading, l cpuLayout, window time.Duration) ([]kpi.KneePoint, kpi.Knee) {
 	driverCPUs := ml.DriverCPUs
 	if driverCPUs < 1 {
 		driverCPUs = l.Machine
@@ -91,20 +90,28 @@ func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []profiles.Sam
 	return points, kpi.AttributeKnee(in)
 }
 
+// cpuReading is one reading of the target process's cumulative CPU time
+// (user + system, seconds); OK is false when it could not be read.
+type cpuReading struct {
+	Time       time.Time
+	CPUSeconds float64
+	OK         bool
+}
+
 // cpuShareAt is the target's CPU use (user + system) over the sample
 // interval holding t, as a share of cpus CPUs (0..1); false when no two
 // measured samples bracket t.
-func cpuShareAt(ss []profiles.Sample, t time.Time, cpus int) (float64, bool) {
+func cpuShareAt(ss []cpuReading, t time.Time, cpus int) (float64, bool) {
 	for i := 1; i < len(ss); i++ {
 		a, b := ss[i-1], ss[i]
 		if t.Before(a.Time) || !t.Before(b.Time) {
 			continue
 		}
 		dt := b.Time.Sub(a.Time).Seconds()
-		if a.ProcMissing || b.ProcMissing || dt <= 0 || cpus < 1 {
+		if !a.OK || !b.OK || dt <= 0 || cpus < 1 {
 			return 0, false
 		}
-		cpu := (b.UserCPUSeconds + b.SystemCPUSeconds) - (a.UserCPUSeconds + a.SystemCPUSeconds)
+		cpu := b.CPUSeconds - a.CPUSeconds
 		// Clamped to [0, 1]: a sample's timestamp and its CPU reading are
 		// not taken at the same instant, so a busy interval can read a
 		// little over its CPUs' capacity; no process uses more.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
@@ -16,13 +15,13 @@ import (
 // wanted all of its CPU makes the knee driver-bound.
 func TestKneeOfJoinsBothSides(t *testing.T) {
 	start := time.Unix(1000, 0)
-	var ss []profiles.Sample
+	var ss []cpuReading
 	for i := range 6 { // target: 0.5 s of CPU per second, then a jittery 1.2 s
 		cpu := 0.5 * float64(i)
 		if i == 5 {
 			cpu = 2.0 + 1.2
 		}
-		ss = append(ss, profiles.Sample{Time: start.Add(time.Duration(i) * time.Second), UserCPUSeconds: cpu})
+		ss = append(ss, cpuReading{Time: start.Add(time.Duration(i) * time.Second), CPUSeconds: cpu, OK: true})
 	}
 	f := func(v float64) *float64 { return &v }
 	ml := &workloads.MaxLoadResult{

@@ -56,7 +56,7 @@ type SoakOptions struct {
 type soaker struct {
 	cfg    *Config
 	store  *history.Store
-	target *Target
+	target RunTarget
 	log    *zap.Logger
 	rep    SoakReport
 	// claim, when set, takes the daemon's one run slot for a cycle (so the
@@ -85,7 +85,7 @@ func Soak(ctx context.Context, cfg *Config, opts SoakOptions) (*SoakReport, erro
 	if err := store.ReadOnly(); err != nil {
 		return nil, WithCode(ExitUsage, fmt.Errorf("cannot soak in data_dir %s: %w: %w", cfg.DataDir, history.ErrReadOnly, err))
 	}
-	target, err := StartTarget(ctx, cfg, log)
+	target, err := OpenTarget(ctx, cfg, cfg.DataDir, log)
 	if err != nil {
 		return nil, err
 	}

@@ -325,7 +325,7 @@ type opStats struct {
 type engine struct {
 	phase  Phase
 	client *http.Client
-	base   *url.URL
+	ep     endpoints
 	start  time.Time
 	ops    []*opStats
 
@@ -375,7 +375,20 @@ func Run(ctx context.Context, target string, p Phase, client *http.Client, progr
 	if err := p.Validate(); err != nil {
 		return Result{}, fmt.Errorf("invalid phase: %w", err)
 	}
-	base, err := parseTarget(target)
+	ep, err := BaseEndpoints(target)
+	if err != nil {
+		return Result{}, err
+	}
+	return RunAt(ctx, ep, p, client, progress)
+}
+
+// RunAt is Run against endpoints that need not share one base URL: a
+// GraphQL server and its REST twin apart (see Endpoints).
+func RunAt(ctx context.Context, target Endpoints, p Phase, client *http.Client, progress func(Progress)) (Result, error) {
+	if err := p.Validate(); err != nil {
+		return Result{}, fmt.Errorf("invalid phase: %w", err)
+	}
+	ep, err := target.parse()
 	if err != nil {
 		return Result{}, err
 	}
@@ -383,11 +396,11 @@ func Run(ctx context.Context, target string, p Phase, client *http.Client, progr
 		client = NewClient(p.Connections(), p.RequestTimeout)
 		defer client.CloseIdleConnections()
 	}
-	e := newEngine(p, client, base)
+	e := newEngineAt(p, client, ep)
 	// Build one user per group up front, so that a phase whose requests
 	// cannot be built fails before sending anything.
 	for gi := range p.Groups {
-		if _, err := newUser(p, base, 0, userSlot{group: gi}); err != nil {
+		if _, err := newUserAt(p, ep, 0, userSlot{group: gi}); err != nil {
 			return Result{}, err
 		}
 	}
@@ -402,10 +415,15 @@ func Run(ctx context.Context, target string, p Phase, client *http.Client, progr
 
 // newEngine returns the engine of phase p, before its model-specific state is set.
 func newEngine(p Phase, client *http.Client, base *url.URL) *engine {
+	return newEngineAt(p, client, endpointsOf(base))
+}
+
+// newEngineAt returns the engine of phase p driven at ep.
+func newEngineAt(p Phase, client *http.Client, ep endpoints) *engine {
 	e := &engine{
 		phase:    p,
 		client:   client,
-		base:     base,
+		ep:       ep,
 		ops:      make([]*opStats, len(p.Groups)),
 		examples: make(map[string][]string),
 		cpuTime:  processCPUTime,
@@ -491,7 +509,7 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 	users := make([]*user, len(order))
 	for i, slot := range order {
 		var err error
-		if users[i], err = newUser(p, e.base, i, slot); err != nil {
+		if users[i], err = newUserAt(p, e.ep, i, slot); err != nil {
 			return Result{}, err
 		}
 	}
@@ -504,7 +522,7 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 			}
 		}
 		var err error
-		if subs, err = OpenSubscribers(ctx, e.base.String(), p.Subscriptions, ids, e.probe); err != nil {
+		if subs, err = openSubscribersAt(ctx, e.ep.ws, p.Subscriptions, ids, e.probe); err != nil {
 			return Result{}, fmt.Errorf("cannot open subscriptions: %w", err)
 		}
 	}
@@ -567,7 +585,7 @@ func (e *engine) probe(ctx context.Context, id string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.phase.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base.String()+"/graphql", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.ep.graphql, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("cannot build probe: %w", err)
 	}

@@ -91,6 +91,11 @@ type call struct {
 // newUser prebuilds everything about user index of the phase that does not
 // change between its requests.
 func newUser(p Phase, target *url.URL, index int, slot userSlot) (*user, error) {
+	return newUserAt(p, endpointsOf(target), index, slot)
+}
+
+// newUserAt is newUser driven at ep.
+func newUserAt(p Phase, ep endpoints, index int, slot userSlot) (*user, error) {
 	g := p.Groups[slot.group]
 	u := &user{
 		index:  index,
@@ -101,14 +106,13 @@ func newUser(p Phase, target *url.URL, index int, slot userSlot) (*user, error) 
 		donuts: p.Donuts,
 		header: http.Header{"Baggage": {baggage(p)}},
 	}
-	base := target.String()
 	switch g.Operation {
 	case RESTGet:
-		u.url = base + "/api/donuts/"
+		u.url = ep.rest + "/api/donuts/"
 	case RESTPut:
-		u.url = base + "/api/donuts/" + url.PathEscape(writerID(index))
+		u.url = ep.rest + "/api/donuts/" + url.PathEscape(writerID(index))
 	case GraphQLQuery, GraphQLMutation:
-		u.url = base + "/graphql"
+		u.url = ep.graphql
 	}
 	if g.Operation != RESTGet {
 		u.header.Set("Content-Type", "application/json")
