@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -269,7 +270,8 @@ func TestClosedDurationCapVirtualTime(t *testing.T) {
 // cannot read its CPU time.
 func TestRampingBucketsCarryDriverCPU(t *testing.T) {
 	p := rampPhase(Ramp{Start: 1, Step: 1, Every: time.Second, Max: 5}, Failure{Window: 2 * time.Second, MaxErrorRatio: 0.5}, time.Minute)
-	e := newEngine(p, http.DefaultClient, nil)
+	base, _ := url.Parse("http://127.0.0.1:1")
+	e := newEngine(p, http.DefaultClient, base)
 	e.window = newLoadWindow(p.Failure.Window)
 	clock := []time.Duration{0, 300 * time.Millisecond, 1200 * time.Millisecond}
 	e.cpuTime = func() (time.Duration, bool) {
