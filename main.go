@@ -395,6 +395,21 @@ func (c *cli) clientFlags(cmd *cobra.Command) func() (client, error) {
 	}
 }
 
+// clientCommand builds a control API client command: its --api and
+// --config flags, and run called with the client they give.
+func (c *cli) clientCommand(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cl client, args []string) error) *cobra.Command {
+	cmd := &cobra.Command{Use: use, DisableFlagsInUseLine: true, Short: short, Args: args}
+	newClient := c.clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := newClient()
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), cl, args)
+	}
+	return cmd
+}
+
 // clientTimeout bounds each control API call of the client commands: the
 // API answers from memory and disk, so a daemon that takes longer is stuck
 // or unreachable.
@@ -427,19 +442,8 @@ func (cl client) clientError(err error) error {
 }
 
 func (c *cli) runsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   "runs [--api URL]",
-		DisableFlagsInUseLine: true,
-		Short:                 "List the runs a soakd serve knows, newest first",
-		Args:                  exactArgs(0, "no arguments"),
-	}
-	newClient := c.clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cl, err := newClient()
-		if err != nil {
-			return err
-		}
-		runs, err := cl.List(cmd.Context())
+	return c.clientCommand("runs [--api URL]", "List the runs a soakd serve knows, newest first", exactArgs(0, "no arguments"), func(ctx context.Context, cl client, _ []string) error {
+		runs, err := cl.List(ctx)
 		if err != nil {
 			return cl.clientError(err)
 		}
@@ -455,10 +459,9 @@ func (c *cli) runsCmd() *cobra.Command {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		cl.readOnlyNote(cmd.Context(), c.stdout)
+		cl.readOnlyNote(ctx, c.stdout)
 		return nil
-	}
-	return cmd
+	})
 }
 
 // readOnlyNote prints why the daemon's history is read-only, when it is.
@@ -492,26 +495,14 @@ func (cl client) pickRun(ctx context.Context, args []string, running bool) (stri
 }
 
 func (c *cli) statusCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   "status [ID] [--api URL]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Show a run (default: the newest) with its KPI table and reasons",
-		Args:                  maxArgs(1, "one run id"),
-	}
-	newClient := c.clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := newClient()
+	return c.clientCommand("status [ID] [--api URL]", "Show a run (default: the newest) with its KPI table and reasons", maxArgs(1, "one run id"), func(ctx context.Context, cl client, args []string) error {
+		id, err := cl.pickRun(ctx, args, false)
 		if err != nil {
 			return err
 		}
-		id, err := cl.pickRun(cmd.Context(), args, false)
-		if err != nil {
-			return err
-		}
-		_, err = cl.show(cmd.Context(), c.stdout, id)
+		_, err = cl.show(ctx, c.stdout, id)
 		return err
-	}
-	return cmd
+	})
 }
 
 // show prints run id's summary and, once it has one, its KPI table with
@@ -540,51 +531,27 @@ func (cl client) show(ctx context.Context, w io.Writer, id string) (api.RunSumma
 }
 
 func (c *cli) stopCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   "stop [ID] [--api URL]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Stop a run gracefully (default: the one in progress)",
-		Args:                  maxArgs(1, "one run id"),
-	}
-	newClient := c.clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := newClient()
+	return c.clientCommand("stop [ID] [--api URL]", "Stop a run gracefully (default: the one in progress)", maxArgs(1, "one run id"), func(ctx context.Context, cl client, args []string) error {
+		id, err := cl.pickRun(ctx, args, true)
 		if err != nil {
 			return err
 		}
-		id, err := cl.pickRun(cmd.Context(), args, true)
-		if err != nil {
-			return err
-		}
-		if err := cl.Stop(cmd.Context(), id); err != nil {
+		if err := cl.Stop(ctx, id); err != nil {
 			return cl.clientError(err)
 		}
 		fmt.Fprintf(c.stdout, "stopping run %s\n", id)
 		return nil
-	}
-	return cmd
+	})
 }
 
 func (c *cli) baselineCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   "baseline ID [--api URL]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Mark a run as the baseline retention keeps",
-		Args:                  exactArgs(1, "one run id"),
-	}
-	newClient := c.clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := newClient()
-		if err != nil {
-			return err
-		}
-		if err := cl.SetBaseline(cmd.Context(), args[0]); err != nil {
+	return c.clientCommand("baseline ID [--api URL]", "Mark a run as the baseline retention keeps", exactArgs(1, "one run id"), func(ctx context.Context, cl client, args []string) error {
+		if err := cl.SetBaseline(ctx, args[0]); err != nil {
 			return cl.clientError(err)
 		}
 		fmt.Fprintf(c.stdout, "run %s is the baseline\n", args[0])
 		return nil
-	}
-	return cmd
+	})
 }
 
 func (c *cli) startCmd() *cobra.Command {
