@@ -60,9 +60,13 @@ type Config struct {
 // starts from a command line. The server must answer the donut API (README
 // "The target's API"): GraphQL at GraphQLURL, the REST twin under RESTURL.
 type TargetConfig struct {
-	// Kind is builtin (soakd hosts GraphQL and REST in its own process),
-	// attach (a running process, by PID) or command (soakd starts it).
+	// Kind is builtin (soakd hosts GraphQL and REST, in a process of its
+	// own), attach (a running process, by PID) or command (soakd starts it).
 	Kind string `yaml:"kind"`
+	// InProcess (builtin) runs the built-in target inside the orchestrating
+	// soakd process instead of its own `soakd target` child: its heap
+	// then also holds the reports, logs and driver results (for comparison).
+	InProcess bool `yaml:"in_process"`
 	// GraphQLURL is the GraphQL endpoint (http or https), e.g.
 	// http://127.0.0.1:4000/graphql.
 	GraphQLURL string `yaml:"graphql_url"`
@@ -992,6 +996,7 @@ func (c *Config) validateTarget() []FieldError {
 	only("target.metrics_url", t.MetricsURL != "", ext...)
 	only("target.pprof_url", t.PprofURL != "", ext...)
 	only("target.allow_non_loopback", t.AllowNonLoopback, ext...)
+	only("target.in_process", t.InProcess, report.TargetBuiltin)
 	only("target.pid", t.PID != 0, report.TargetAttach)
 	only("target.pid_file", t.PIDFile != "", report.TargetAttach)
 	only("target.argv", len(t.Argv) > 0, report.TargetCommand)

@@ -221,8 +221,8 @@ func (t *ExternalTarget) driverArgs() []string {
 	return []string{"--graphql-url", t.ep.GraphQL, "--graphql-ws-url", t.ep.GraphQLWS, "--rest-url", t.ep.REST}
 }
 
-func (t *ExternalTarget) runMetrics() *metrics.Metrics { return t.m }
-func (t *ExternalTarget) ownProcess() bool             { return false }
+func (t *ExternalTarget) runMetrics() metricsSink { return t.m }
+func (t *ExternalTarget) hosted() bool            { return false }
 
 // setPhase takes a sample at the phase's edge, as the built-in sampler
 // does, so a phase's first sample is at its start.
