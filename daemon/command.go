@@ -72,6 +72,9 @@ type procSpec struct {
 	stdout, stderr io.Writer
 	// stdin, when set, is its standard input.
 	stdin io.Reader
+	// logsOptional starts it even when its log files cannot be created
+	// (a read-only data_dir): its output is then not kept.
+	logsOptional bool
 }
 
 // startProcess starts spec.argv in its own process group, its output kept
@@ -79,26 +82,35 @@ type procSpec struct {
 func startProcess(spec procSpec, log *zap.Logger) (*commandProc, error) {
 	p := &commandProc{what: spec.what, log: log, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{})}
 	out, err := newBoundedFile(filepath.Join(spec.logDir, TargetStdoutFile), maxTargetLog)
-	if err != nil {
+	var errf *boundedFile
+	if err == nil {
+		if errf, err = newBoundedFile(filepath.Join(spec.logDir, TargetStderrFile), maxTargetLog); err != nil {
+			out.Close()
+		}
+	}
+	switch {
+	case err == nil:
+		p.files = []*boundedFile{out, errf}
+	case spec.logsOptional:
+		log.Warn("the target's output is not kept", zap.Error(err))
+	default:
 		return nil, err
 	}
-	errf, err := newBoundedFile(filepath.Join(spec.logDir, TargetStderrFile), maxTargetLog)
-	if err != nil {
-		out.Close()
-		return nil, err
+	stdout, stderr := []io.Writer{}, []io.Writer{p.stderr}
+	if p.files != nil {
+		stdout, stderr = append(stdout, out), append(stderr, errf)
 	}
-	p.files = []*boundedFile{out, errf}
+	if spec.stdout != nil {
+		stdout = append(stdout, spec.stdout)
+	}
+	if spec.stderr != nil {
+		stderr = append(stderr, spec.stderr)
+	}
 	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
 	cmd.Stdin = spec.stdin
-	cmd.Stdout, cmd.Stderr = io.Writer(out), io.MultiWriter(errf, p.stderr)
-	if spec.stdout != nil {
-		cmd.Stdout = io.MultiWriter(out, spec.stdout)
-	}
-	if spec.stderr != nil {
-		cmd.Stderr = io.MultiWriter(errf, p.stderr, spec.stderr)
-	}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(stdout...), io.MultiWriter(stderr...)
 	// Output still held open by a grandchild must not hold Wait forever.
 	cmd.WaitDelay = 5 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -139,7 +151,7 @@ func startCommand(ctx context.Context, tc TargetConfig, logDir string, secrets [
 	}
 	p.graceKey = "target.stop_grace "
 	log.Info("target command started", zap.Strings("argv", tc.Argv), zap.Int("pid", p.pid()),
-		zap.String("stdout", p.files[0].path), zap.String("stderr", p.files[1].path))
+		zap.String("stdout", p.logPath(0)), zap.String("stderr", p.logPath(1)))
 	if err := p.awaitReady(ctx, tc.ReadyURL, tc.ReadyTimeout); err != nil {
 		if serr := p.stop(context.WithoutCancel(ctx), tc.StopGrace); serr != nil {
 			log.Warn("target stop", zap.Error(serr))
@@ -199,6 +211,15 @@ func (p *commandProc) awaitReady(ctx context.Context, url string, timeout time.D
 		case <-tick.C:
 		}
 	}
+}
+
+// logPath is the path of its log file i (0 stdout, 1 stderr), or "" when
+// its output is not kept.
+func (p *commandProc) logPath(i int) string {
+	if i >= len(p.files) {
+		return ""
+	}
+	return p.files[i].path
 }
 
 // pid is the process id.

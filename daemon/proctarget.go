@@ -96,11 +96,11 @@ func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, lo
 	argv := []string{exe, "target", "--config", f.Name(), "--log-format", "json"}
 	env := commandEnv(os.Environ(), map[string]string{TargetTokenEnv: t.token}, driverSecrets(cfg))
 	t.proc, err = startProcess(procSpec{argv: argv, env: env, what: "the target process (soakd target)", logDir: logDir,
-		stdout: tap, stderr: t.relay}, t.log)
+		stdout: tap, stderr: t.relay, logsOptional: true}, t.log)
 	if err != nil {
 		return nil, err
 	}
-	t.log.Info("target process started", zap.Int("pid", t.proc.pid()), zap.String("stdout", t.proc.files[0].path), zap.String("stderr", t.proc.files[1].path))
+	t.log.Info("target process started", zap.Int("pid", t.proc.pid()), zap.String("stdout", t.proc.logPath(0)), zap.String("stderr", t.proc.logPath(1)))
 	if err := t.awaitReady(ctx, tap, cfg.Target.ReadyTimeout); err != nil {
 		t.stopProcess()
 		return nil, err
