@@ -1061,10 +1061,10 @@ func (c *Config) validateTarget() []FieldError {
 		bad("inject", "plants a regression in the built-in target, which is not the target for target.kind %s; remove it", t.Kind)
 	}
 	if c.Pinning.Target != "" {
-		bad("pinning.target", "pins soakd's own process, which is not the target for target.kind %s; pin the server yourself (taskset, a cgroup cpuset) and leave pinning unset", t.Kind)
+		bad("pinning.target", "pins the built-in target's process, which is not the target for target.kind %s; pin the server yourself (taskset, a cgroup cpuset) and leave pinning unset", t.Kind)
 	}
 	if c.Profiling.Pyroscope.ServerAddress != "" {
-		bad("profiling.pyroscope.server_address", "pushes soakd's own profiles, which are not the target's for target.kind %s; remove it", t.Kind)
+		bad("profiling.pyroscope.server_address", "pushes the built-in target's profiles, which are not the target's for target.kind %s; remove it", t.Kind)
 	}
 	return ps
 }

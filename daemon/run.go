@@ -276,7 +276,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	base := r.target.baseline(ctx)
 	pc := r.cfg.Profiling
 	if role == roleNone {
-		// The CPU profiler keeps its own growing tables in this heap:
+		// The CPU profiler keeps its own growing tables in the target's heap:
 		// only the compared phases, whose breakdown needs it, pay for it,
 		// so the memory profile measures the server alone.
 		pc.CPU = false

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -295,12 +296,23 @@ func (c *targetControl) settle(w http.ResponseWriter, r *http.Request) {
 	reply(w, a)
 }
 
+// profilePath checks a path the orchestrator asks a profile to be written
+// to: absolute, and named as a capture is (.pb.gz, .txt), so a token
+// holder cannot have the target overwrite just any file.
+func profilePath(w http.ResponseWriter, p string) bool {
+	if !filepath.IsAbs(p) || !(strings.HasSuffix(p, ".pb.gz") || strings.HasSuffix(p, ".txt")) {
+		http.Error(w, fmt.Sprintf("%q is not an absolute path to a .pb.gz or .txt profile", p), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
 // write answers a request to write a profile to a path of the run
 // directory with f.
 func (c *targetControl) write(f func(string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var p ctlPath
-		if !decode(w, r, &p) {
+		if !decode(w, r, &p) || !profilePath(w, p.Path) {
 			return
 		}
 		if err := f(p.Path); err != nil {
@@ -313,7 +325,7 @@ func (c *targetControl) write(f func(string) error) http.HandlerFunc {
 
 func (c *targetControl) cpuStart(w http.ResponseWriter, r *http.Request) {
 	var p ctlPath
-	if !decode(w, r, &p) {
+	if !decode(w, r, &p) || !profilePath(w, p.Path) {
 		return
 	}
 	c.mu.Lock()

@@ -147,8 +147,11 @@ func TestTargetControlSurface(t *testing.T) {
 	}
 	code, body = ctlDo(t, ready.ControlURL, "s3cret", "GET", "/soakd/samples?after="+last.Format(time.RFC3339Nano), "")
 	s = report.Samples{}
-	if err := json.Unmarshal([]byte(body), &s); code != http.StatusOK || err != nil || len(s.Samples) == 0 || s.Samples[0].Phase != "p1" || !s.Samples[0].Time.After(last) {
-		t.Errorf("samples after %s: HTTP %d (%v) %+v", last, code, err, s.Samples)
+	// Only samples after last, the one SetPhase took among them (a
+	// periodic one may come first).
+	if err := json.Unmarshal([]byte(body), &s); code != http.StatusOK || err != nil || len(s.Samples) == 0 || !s.Samples[0].Time.After(last) ||
+		s.Samples[len(s.Samples)-1].Phase != "p1" || len(s.PauseBuckets) != 0 {
+		t.Errorf("samples after %s: HTTP %d (%v) %+v", last, code, err, s)
 	}
 	code, body = ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/baseline", "")
 	var rest ctlRest
@@ -174,6 +177,11 @@ func TestTargetControlSurface(t *testing.T) {
 	for _, f := range []string{"h.pb.gz", "g.txt", "c.pb.gz"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("profile %s not written: %v", f, err)
+		}
+	}
+	for _, bad := range []string{"relative.pb.gz", filepath.Join(dir, "config.yaml")} {
+		if code, _ := ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/heap", fmt.Sprintf(`{"Path":%q}`, bad)); code != http.StatusBadRequest {
+			t.Errorf("a heap profile to %s: HTTP %d, want 400", bad, code)
 		}
 	}
 	if code, _ := ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/cpu/stop", ""); code != http.StatusConflict {
