@@ -193,7 +193,7 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	if !r.target.hosted() && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
 		// Pyroscope profiles this process, which is not the target.
 		r.cfg.Profiling.Pyroscope.ServerAddress = ""
-		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles soakd's own process, which is not the target.")
+		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles the built-in target's process, which is not the target.")
 	}
 	if r.cfg.Profiling.Pyroscope.ServerAddress != "" && r.cfg.Profiling.CPU {
 		// Go has one CPU profiler per process and pyroscope-go restarts it
