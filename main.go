@@ -161,7 +161,7 @@ func (c *cli) root() *cobra.Command {
 		cmd.GroupID = "client"
 		root.AddCommand(cmd)
 	}
-	for _, cmd := range []*cobra.Command{c.driveCmd(), c.reportCmd(), c.compareCmd(), c.configCmd()} {
+	for _, cmd := range []*cobra.Command{c.driveCmd(), c.targetCmd(), c.reportCmd(), c.compareCmd(), c.configCmd()} {
 		cmd.GroupID = "tools"
 		root.AddCommand(cmd)
 	}
@@ -799,6 +799,45 @@ func checkTargetURL(target string) error {
 		return daemon.Usagef("--target must be a URL with a scheme and host, such as http://127.0.0.1:8080 (got %q)", target)
 	}
 	return nil
+}
+
+func (c *cli) targetCmd() *cobra.Command {
+	var config string
+	cmd := &cobra.Command{
+		Use:                   "target [--config FILE]",
+		DisableFlagsInUseLine: true,
+		Short:                 "The built-in target alone, as soakd run, soak and serve start it: the process they measure",
+		Long: `The built-in target alone: GraphQL and the REST control group on server.listen,
+with /metrics, /debug/pprof/ and the in-process sampler, and nothing else of
+soakd. soakd run, soak and serve start it as their child, so the process they
+measure holds the server only. Once it serves it prints one JSON line on
+standard output, {"url": ..., "control_url": ..., "pid": ...}; the control
+surface (loopback only) answers only requests carrying the token given in
+` + daemon.TargetTokenEnv + `. It stops on SIGTERM or Ctrl-C (exit 0).`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(c.logFormat, c.stderr)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = log.Sync() }()
+			cfg, err := loadConfig(config)
+			if err != nil {
+				return err
+			}
+			for _, w := range cfg.Warnings {
+				log.Warn(w)
+			}
+			if k := cfg.Target.Kind; k != "" && k != report.TargetBuiltin {
+				return daemon.Usagef("soakd target serves the built-in target; the config's target.kind is %s", k)
+			}
+			token := os.Getenv(daemon.TargetTokenEnv)
+			_ = os.Unsetenv(daemon.TargetTokenEnv)
+			return daemon.ServeTarget(cmd.Context(), cfg, daemon.TargetOptions{Log: log, Stdout: c.stdout, Token: token})
+		},
+	}
+	configFlag(cmd, &config)
+	return cmd
 }
 
 func (c *cli) configCmd() *cobra.Command {

@@ -30,12 +30,13 @@ func freePort(t *testing.T) int {
 }
 
 // externalServer is a real GraphQL + REST server soakd does not host in the
-// run under test: a second soakd binary running `soakd serve`, whose target
-// serves /graphql, /api/donuts/{id}, /metrics (client_golang with runtime
-// metrics) and /debug/pprof/ on a fixed loopback port.
+// run under test: a second soakd binary running `soakd target` (the built-in
+// target alone), which serves /graphql, /api/donuts/{id}, /metrics
+// (client_golang with runtime metrics) and /debug/pprof/ on a fixed loopback
+// port.
 type externalServer struct {
 	port   int
-	config string // the serve config file
+	config string // the target's config file
 }
 
 func newExternalServer(t *testing.T) externalServer {
@@ -53,10 +54,10 @@ func (s externalServer) url(path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", s.port, path)
 }
 
-// start runs `soakd serve` and waits for its target to answer.
+// start runs `soakd target` and waits for it to answer.
 func (s externalServer) start(t *testing.T, bin string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--config", s.config, "--log-format", "json")
+	cmd := exec.Command(bin, "target", "--config", s.config, "--log-format", "json")
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -263,7 +264,7 @@ func checkExternalRun(t *testing.T, rep externalReport, raw []byte, kind string,
 }
 
 // TestAttachExternalTarget measures a server soakd does not host, attached
-// to by PID: a second soakd running `soakd serve`, which the run must leave
+// to by PID: a second soakd running `soakd target`, which the run must leave
 // running.
 func TestAttachExternalTarget(t *testing.T) {
 	if testing.Short() {
@@ -353,9 +354,9 @@ func TestAttachToAMissingProcess(t *testing.T) {
 }
 
 // commandSection is the target: section that has soakd start the external
-// server itself: a second soakd binary running `soakd serve`.
+// server itself: a second soakd binary running `soakd target`.
 func (s externalServer) commandSection(bin string) string {
-	return s.targetSection("command", fmt.Sprintf(`  argv: [%q, serve, --config, %q, --log-format, json]
+	return s.targetSection("command", fmt.Sprintf(`  argv: [%q, target, --config, %q, --log-format, json]
   env: {SOAKD_TEST_TARGET: "1"}
   ready_url: %s
   ready_timeout: 30s
@@ -382,10 +383,10 @@ func TestCommandExternalTarget(t *testing.T) {
 	}
 	pid := rep.Target.PID
 	checkExternalRun(t, rep, raw, "command", pid, srv)
-	if len(rep.Target.Argv) != 6 || rep.Target.Argv[0] != bin || rep.Target.Argv[1] != "serve" {
-		t.Errorf("argv %q, want the serve command", rep.Target.Argv)
+	if len(rep.Target.Argv) != 6 || rep.Target.Argv[0] != bin || rep.Target.Argv[1] != "target" {
+		t.Errorf("argv %q, want the target command", rep.Target.Argv)
 	}
-	// Stopped gracefully at the end: soakd serve exits 0 on SIGTERM.
+	// Stopped gracefully at the end: soakd target exits 0 on SIGTERM.
 	if rep.Target.Exit != "exit status 0" {
 		t.Errorf("exit %q, want exit status 0 after SIGTERM", rep.Target.Exit)
 	}

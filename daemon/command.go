@@ -34,11 +34,14 @@ const maxTargetLog = 16 << 20
 // readyPoll is how often ready_url is tried while a command target starts.
 const readyPoll = 100 * time.Millisecond
 
-// commandProc is a target process soakd started (target.kind command): it
-// runs in its own process group, with its output in bounded log files.
+// commandProc is a target process soakd started (target.kind command, or
+// the built-in target run as `soakd target`): it runs in its own process
+// group, dies with soakd (Pdeathsig), and its output is kept in bounded log
+// files.
 type commandProc struct {
-	cmd    *exec.Cmd
-	argv0  string
+	cmd *exec.Cmd
+	// what names the process in messages: "the target command /usr/bin/x".
+	what   string
 	log    *zap.Logger
 	stderr *tailBuffer // the end of its standard error, quoted when it dies
 	files  []*boundedFile
@@ -46,32 +49,68 @@ type commandProc struct {
 	exited chan struct{}
 	// stopping is set when soakd stops it: its exit is then no failure.
 	stopping atomic.Bool
+	// graceKey names the setting of the stop grace in messages.
+	graceKey string
 }
 
-// startCommand starts tc.Argv with tc.Env added to soakd's environment (less
-// secrets) in tc.Dir, its output in logDir, and waits until tc.ReadyURL
-// answers HTTP 200 within tc.ReadyTimeout. A process that exits first, or
-// does not get ready in time, is stopped and the error says why, quoting
-// its standard error.
-func startCommand(ctx context.Context, tc TargetConfig, logDir string, secrets []string, log *zap.Logger) (*commandProc, error) {
-	if len(tc.Argv) == 0 {
-		return nil, Usagef("target.argv: no command to start")
+// startError is a process that could not be started at all.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
+
+// procSpec is a process for startProcess to start.
+type procSpec struct {
+	argv []string
+	env  []string // its whole environment
+	dir  string
+	// what names it in messages ("the target command /usr/bin/x").
+	what string
+	// logDir receives TargetStdoutFile and TargetStderrFile.
+	logDir string
+	// stdout and stderr, when set, also see its output (after the files).
+	stdout, stderr io.Writer
+	// stdin, when set, is its standard input.
+	stdin io.Reader
+	// logsOptional starts it even when its log files cannot be created
+	// (a read-only data_dir): its output is then not kept.
+	logsOptional bool
+}
+
+// startProcess starts spec.argv in its own process group, its output kept
+// in spec.logDir, and returns at once; a goroutine waits for it (exited).
+func startProcess(spec procSpec, log *zap.Logger) (*commandProc, error) {
+	p := &commandProc{what: spec.what, log: log, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{})}
+	out, err := newBoundedFile(filepath.Join(spec.logDir, TargetStdoutFile), maxTargetLog)
+	var errf *boundedFile
+	if err == nil {
+		if errf, err = newBoundedFile(filepath.Join(spec.logDir, TargetStderrFile), maxTargetLog); err != nil {
+			out.Close()
+		}
 	}
-	p := &commandProc{argv0: tc.Argv[0], log: log, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{})}
-	out, err := newBoundedFile(filepath.Join(logDir, TargetStdoutFile), maxTargetLog)
-	if err != nil {
+	switch {
+	case err == nil:
+		p.files = []*boundedFile{out, errf}
+	case spec.logsOptional:
+		log.Warn("the target's output is not kept", zap.Error(err))
+	default:
 		return nil, err
 	}
-	errf, err := newBoundedFile(filepath.Join(logDir, TargetStderrFile), maxTargetLog)
-	if err != nil {
-		out.Close()
-		return nil, err
+	stdout, stderr := []io.Writer{}, []io.Writer{p.stderr}
+	if p.files != nil {
+		stdout, stderr = append(stdout, out), append(stderr, errf)
 	}
-	p.files = []*boundedFile{out, errf}
-	cmd := exec.Command(tc.Argv[0], tc.Argv[1:]...)
-	cmd.Dir = tc.Dir
-	cmd.Env = commandEnv(os.Environ(), tc.Env, secrets)
-	cmd.Stdout, cmd.Stderr = out, io.MultiWriter(errf, p.stderr)
+	if spec.stdout != nil {
+		stdout = append(stdout, spec.stdout)
+	}
+	if spec.stderr != nil {
+		stderr = append(stderr, spec.stderr)
+	}
+	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
+	cmd.Dir = spec.dir
+	cmd.Env = spec.env
+	cmd.Stdin = spec.stdin
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(stdout...), io.MultiWriter(stderr...)
 	// Output still held open by a grandchild must not hold Wait forever.
 	cmd.WaitDelay = 5 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -83,7 +122,7 @@ func startCommand(ctx context.Context, tc TargetConfig, logDir string, secrets [
 	}
 	if err := cmd.Start(); err != nil {
 		p.closeFiles()
-		return nil, WithCode(ExitUsage, fmt.Errorf("target.argv: cannot start %s: %w", tc.Argv[0], err))
+		return nil, &startError{err: fmt.Errorf("cannot start %s: %w", spec.argv[0], err)}
 	}
 	p.cmd = cmd
 	go func() {
@@ -91,7 +130,28 @@ func startCommand(ctx context.Context, tc TargetConfig, logDir string, secrets [
 		p.closeFiles()
 		close(p.exited)
 	}()
-	log.Info("target command started", zap.Strings("argv", tc.Argv), zap.Int("pid", p.pid()), zap.String("stdout", out.path), zap.String("stderr", errf.path))
+	return p, nil
+}
+
+// startCommand starts tc.Argv with tc.Env added to soakd's environment (less
+// secrets) in tc.Dir, its output in logDir, and waits until tc.ReadyURL
+// answers HTTP 200 within tc.ReadyTimeout. A process that exits first, or
+// does not get ready in time, is stopped and the error says why, quoting
+// its standard error.
+func startCommand(ctx context.Context, tc TargetConfig, logDir string, secrets []string, log *zap.Logger) (*commandProc, error) {
+	if len(tc.Argv) == 0 {
+		return nil, Usagef("target.argv: no command to start")
+	}
+	p, err := startProcess(procSpec{argv: tc.Argv, env: commandEnv(os.Environ(), tc.Env, secrets), dir: tc.Dir,
+		what: "the target command " + tc.Argv[0], logDir: logDir}, log)
+	if _, ok := errors.AsType[*startError](err); ok {
+		return nil, WithCode(ExitUsage, fmt.Errorf("target.argv: %w", err))
+	} else if err != nil {
+		return nil, err
+	}
+	p.graceKey = "target.stop_grace "
+	log.Info("target command started", zap.Strings("argv", tc.Argv), zap.Int("pid", p.pid()),
+		zap.String("stdout", p.logPath(0)), zap.String("stderr", p.logPath(1)))
 	if err := p.awaitReady(ctx, tc.ReadyURL, tc.ReadyTimeout); err != nil {
 		if serr := p.stop(context.WithoutCancel(ctx), tc.StopGrace); serr != nil {
 			log.Warn("target stop", zap.Error(serr))
@@ -142,15 +202,24 @@ func (p *commandProc) awaitReady(ctx context.Context, url string, timeout time.D
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("the target command exited before %s answered: %w", url, p.exitError())
+			return fmt.Errorf("%s exited before %s answered: %w", p.what, url, p.exitError())
 		case <-ctx.Done():
 			return fmt.Errorf("stopped waiting for the target to get ready: %w", ctx.Err())
 		case <-deadline.C:
-			return fmt.Errorf("the target command (pid %d) did not answer %s with HTTP 200 within target.ready_timeout %s (last: %s)%s",
-				p.pid(), url, timeout, last, p.stderr.context())
+			return fmt.Errorf("%s (pid %d) did not answer %s with HTTP 200 within target.ready_timeout %s (last: %s)%s",
+				p.what, p.pid(), url, timeout, last, p.stderr.context())
 		case <-tick.C:
 		}
 	}
+}
+
+// logPath is the path of its log file i (0 stdout, 1 stderr), or "" when
+// its output is not kept.
+func (p *commandProc) logPath(i int) string {
+	if i >= len(p.files) {
+		return ""
+	}
+	return p.files[i].path
 }
 
 // pid is the process id.
@@ -170,7 +239,7 @@ func (p *commandProc) exitStatus() string {
 // exitError is the error of a process that exited: its status and the tail
 // of its standard error.
 func (p *commandProc) exitError() error {
-	return fmt.Errorf("the target command %s (pid %d) exited: %s%s", p.argv0, p.pid(), p.exitStatus(), p.stderr.context())
+	return fmt.Errorf("%s (pid %d) exited: %s%s", p.what, p.pid(), p.exitStatus(), p.stderr.context())
 }
 
 // stop ends the process group: SIGTERM, grace to exit, then SIGKILL. It
@@ -188,7 +257,7 @@ func (p *commandProc) stop(ctx context.Context, grace time.Duration) error {
 	defer t.Stop()
 	select {
 	case <-p.exited:
-		p.log.Info("target command stopped", zap.String("exit", p.exitStatus()))
+		p.log.Info("target stopped", zap.String("process", p.what), zap.String("exit", p.exitStatus()))
 		return nil
 	case <-t.C:
 	case <-ctx.Done():
@@ -196,9 +265,9 @@ func (p *commandProc) stop(ctx context.Context, grace time.Duration) error {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	select {
 	case <-p.exited:
-		return fmt.Errorf("the target command (pid %d) did not exit within target.stop_grace %s of SIGTERM: killed", pgid, grace)
+		return fmt.Errorf("%s (pid %d) did not exit within %s%s of SIGTERM: killed", p.what, pgid, p.graceKey, grace)
 	case <-time.After(10 * time.Second):
-		return fmt.Errorf("the target command (pid %d) did not exit even after SIGKILL", pgid)
+		return fmt.Errorf("%s (pid %d) did not exit even after SIGKILL", p.what, pgid)
 	}
 }
 

@@ -60,9 +60,13 @@ type Config struct {
 // starts from a command line. The server must answer the donut API (README
 // "The target's API"): GraphQL at GraphQLURL, the REST twin under RESTURL.
 type TargetConfig struct {
-	// Kind is builtin (soakd hosts GraphQL and REST in its own process),
-	// attach (a running process, by PID) or command (soakd starts it).
+	// Kind is builtin (soakd hosts GraphQL and REST, in a process of its
+	// own), attach (a running process, by PID) or command (soakd starts it).
 	Kind string `yaml:"kind"`
+	// InProcess (builtin) runs the built-in target inside the orchestrating
+	// soakd process instead of its own `soakd target` child: its heap
+	// then also holds the reports, logs and driver results (for comparison).
+	InProcess bool `yaml:"in_process"`
 	// GraphQLURL is the GraphQL endpoint (http or https), e.g.
 	// http://127.0.0.1:4000/graphql.
 	GraphQLURL string `yaml:"graphql_url"`
@@ -992,6 +996,7 @@ func (c *Config) validateTarget() []FieldError {
 	only("target.metrics_url", t.MetricsURL != "", ext...)
 	only("target.pprof_url", t.PprofURL != "", ext...)
 	only("target.allow_non_loopback", t.AllowNonLoopback, ext...)
+	only("target.in_process", t.InProcess, report.TargetBuiltin)
 	only("target.pid", t.PID != 0, report.TargetAttach)
 	only("target.pid_file", t.PIDFile != "", report.TargetAttach)
 	only("target.argv", len(t.Argv) > 0, report.TargetCommand)
@@ -1056,10 +1061,10 @@ func (c *Config) validateTarget() []FieldError {
 		bad("inject", "plants a regression in the built-in target, which is not the target for target.kind %s; remove it", t.Kind)
 	}
 	if c.Pinning.Target != "" {
-		bad("pinning.target", "pins soakd's own process, which is not the target for target.kind %s; pin the server yourself (taskset, a cgroup cpuset) and leave pinning unset", t.Kind)
+		bad("pinning.target", "pins the built-in target's process, which is not the target for target.kind %s; pin the server yourself (taskset, a cgroup cpuset) and leave pinning unset", t.Kind)
 	}
 	if c.Profiling.Pyroscope.ServerAddress != "" {
-		bad("profiling.pyroscope.server_address", "pushes soakd's own profiles, which are not the target's for target.kind %s; remove it", t.Kind)
+		bad("profiling.pyroscope.server_address", "pushes the built-in target's profiles, which are not the target's for target.kind %s; remove it", t.Kind)
 	}
 	return ps
 }

@@ -127,10 +127,10 @@ func driverCommand(ctx context.Context, exe string, target []string, cpus string
 }
 
 // driverSecrets names the environment variables holding secrets soakd
-// reads under cfg: SOAKD_CONTROL_TOKEN and the one named by
+// reads under cfg: SOAKD_CONTROL_TOKEN, SOAKD_TARGET_TOKEN and the one named by
 // profiling.pyroscope.basic_auth_password_env. A driver needs none of them.
 func driverSecrets(cfg *Config) []string {
-	secrets := []string{TokenEnv}
+	secrets := []string{TokenEnv, TargetTokenEnv}
 	if name := cfg.Profiling.Pyroscope.BasicAuthPasswordEnv; name != "" {
 		secrets = append(secrets, name)
 	}
@@ -144,8 +144,11 @@ func driverSecrets(cfg *Config) []string {
 // level and message; its other fields come along as one "fields" object.
 type lineLogger struct {
 	log *zap.Logger
-	mu  sync.Mutex
-	buf []byte
+	// what names a line that is not a JSON log entry ("driver output"
+	// when empty).
+	what string
+	mu   sync.Mutex
+	buf  []byte
 }
 
 // maxRelayedLine bounds one relayed line in bytes; a longer line is cut, so
@@ -207,7 +210,11 @@ func (l *lineLogger) emit(line []byte) {
 			return
 		}
 	}
-	l.log.Warn("driver output", zap.ByteString("line", line))
+	what := l.what
+	if what == "" {
+		what = "driver output"
+	}
+	l.log.Warn(what, zap.ByteString("line", line))
 }
 
 // driverUsage is a driver process's CPU time (user + system, from the OS

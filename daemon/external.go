@@ -221,8 +221,8 @@ func (t *ExternalTarget) driverArgs() []string {
 	return []string{"--graphql-url", t.ep.GraphQL, "--graphql-ws-url", t.ep.GraphQLWS, "--rest-url", t.ep.REST}
 }
 
-func (t *ExternalTarget) runMetrics() *metrics.Metrics { return t.m }
-func (t *ExternalTarget) ownProcess() bool             { return false }
+func (t *ExternalTarget) runMetrics() metricsSink { return t.m }
+func (t *ExternalTarget) hosted() bool            { return false }
 
 // setPhase takes a sample at the phase's edge, as the built-in sampler
 // does, so a phase's first sample is at its start.
@@ -370,7 +370,7 @@ func (t *ExternalTarget) samples(from time.Time) *report.Samples {
 func (t *ExternalTarget) captureTools() captureTools {
 	base := t.cfg.PprofURL
 	if base == "" {
-		return captureTools{missing: "no pprof files: the target is not soakd's own process and target.pprof_url is not set"}
+		return captureTools{missing: "no pprof files: soakd does not host the target and target.pprof_url is not set"}
 	}
 	base = strings.TrimRight(base, "/") + "/"
 	return captureTools{
@@ -688,7 +688,7 @@ func externalMemoryChecks(p report.Phase, ss []extsample.Sample, m MemoryConfig)
 		}
 		switch c.Name {
 		case kpi.RuleHeapReturned, kpi.RuleSurvivorGrowth:
-			c.Definition += "; the target is not soakd's own process, so no GC can be forced: each live heap is as of the target's own last GC cycle, read from its metrics endpoint"
+			c.Definition += "; soakd does not host the target, so no GC can be forced in it: each live heap is as of the target's own last GC cycle, read from its metrics endpoint"
 		case kpi.RuleSteadyAllocation:
 			c.Definition += "; the allocation counter is read from the target's metrics endpoint"
 		case kpi.RuleGoroutinesReturned:

@@ -43,7 +43,7 @@ func overrideRules() []overrideRule {
 		{Path: "data", Why: "the target's donut store and event broker were seeded when it started" + restart},
 		{Path: "sampler", Why: "the sampler belongs to the running target" + restart},
 		{Path: "inject", Why: "a planted regression is wired into the target when it starts" + restart},
-		{Path: "pinning", Why: "the target is this long-lived daemon process: pinning sets the CPU mask of all its threads, " +
+		{Path: "pinning", Why: "the target is a long-lived process (the daemon's child, or the daemon itself with target.in_process): pinning sets the CPU mask of all its threads, " +
 			"which would outlive the run (and the drivers' CPUs must stay disjoint from the target's)" + restart},
 		// The daemon's.
 		{Path: "data_dir", Why: "the run history and the noise floor live in the daemon's data directory" + restart},

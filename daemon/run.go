@@ -138,20 +138,8 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted (inject: GraphQL requests allocate %d bytes, leak %d bytes and burn %d µs of CPU each; the driver burns %d µs of its own CPU per max-load request); these numbers are not the server's own.",
 			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest, in.DriverCPUMicrosPerRequest))
 	}
-	ownProcess := r.cfg.Target.Kind == "" || r.cfg.Target.Kind == report.TargetBuiltin
-	if opts.Target != nil {
-		ownProcess = opts.Target.ownProcess()
-	}
-	if ownProcess {
-		if err := r.pin(); err != nil {
-			return r.abort(err)
-		}
-	} else {
-		r.rep.Notes = append(r.rep.Notes, "Not pinned by soakd: the target is a process soakd does not host (pin it yourself, with taskset or a cgroup cpuset, if the machine has cores to spare).")
-	}
-
 	if r.target = opts.Target; r.target == nil {
-		r.target, err = OpenTarget(ctx, cfg, r.dir, r.log)
+		r.target, err = OpenTarget(ctx, cfg, opts.Executable, r.dir, r.log)
 		if err != nil {
 			rep, aerr := r.abort(err)
 			if CodeOf(err) == ExitUsage {
@@ -174,6 +162,21 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 			}
 		}()
 	}
+	switch t := r.target.(type) {
+	case *processTarget:
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The built-in target runs as a process of its own (soakd target, pid %d), the child of the orchestrating soakd (pid %d): "+
+			"soakd's reports, logs, history and decoding of the drivers' results are not in the measured heap, GC or CPU.", t.ready.PID, os.Getpid()))
+	case *Target:
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The built-in target runs inside the orchestrating soakd process (pid %d, target.in_process): "+
+			"its heap, GC and CPU also carry soakd's reports, logs and decoding of the drivers' results.", os.Getpid()))
+	}
+	if r.target.hosted() {
+		if err := r.pin(); err != nil {
+			return r.abort(err)
+		}
+	} else {
+		r.rep.Notes = append(r.rep.Notes, "Not pinned by soakd: the target is a process soakd does not host (pin it yourself, with taskset or a cgroup cpuset, if the machine has cores to spare).")
+	}
 	info := r.target.Info()
 	r.rep.Target, r.rep.TargetPID = &info, info.PID
 	if info.External() {
@@ -187,10 +190,10 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	if err := r.write(); err != nil {
 		return r.abort(err)
 	}
-	if !ownProcess && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
+	if !r.target.hosted() && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
 		// Pyroscope profiles this process, which is not the target.
 		r.cfg.Profiling.Pyroscope.ServerAddress = ""
-		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles soakd's own process, which is not the target.")
+		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles the built-in target's process, which is not the target.")
 	}
 	if r.cfg.Profiling.Pyroscope.ServerAddress != "" && r.cfg.Profiling.CPU {
 		// Go has one CPU profiler per process and pyroscope-go restarts it
@@ -273,7 +276,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	base := r.target.baseline(ctx)
 	pc := r.cfg.Profiling
 	if role == roleNone {
-		// The CPU profiler keeps its own growing tables in this heap:
+		// The CPU profiler keeps its own growing tables in the target's heap:
 		// only the compared phases, whose breakdown needs it, pay for it,
 		// so the memory profile measures the server alone.
 		pc.CPU = false
@@ -517,12 +520,18 @@ func (r *run) abort(err error) (*report.Report, error) {
 	return rep, WithCode(ExitAborted, err)
 }
 
-// pin pins the target (this process) when the config asks for it (drivers
-// pin themselves with --cpus), then records the CPUs the target's threads
-// may really run on, read back from the kernel (pin.Affinity), so a mask
-// left by an earlier pin or set outside soakd (taskset, a cgroup cpuset)
-// is reported too; drivers started unpinned inherit that mask.
+// pin pins the built-in target (its process, or this one) when the config
+// asks for it (drivers pin themselves with --cpus; soakd itself, when the
+// target is a process of its own, goes on the drivers' CPUs), then records
+// the CPUs the target's threads may really run on, read back from the
+// kernel (pin.Affinity), so a mask left by an earlier pin or set outside
+// soakd (taskset, a cgroup cpuset) is reported too; drivers started
+// unpinned inherit soakd's mask.
 func (r *run) pin() error {
+	var target hostedTarget = thisProcess{}
+	if ht, ok := r.target.(hostedTarget); ok {
+		target = ht
+	}
 	pc := r.cfg.Pinning
 	var driver []int
 	if pc.Target != "" {
@@ -533,11 +542,18 @@ func (r *run) pin() error {
 		if driver, err = pin.Parse(pc.Driver); err != nil {
 			return WithCode(ExitUsage, fmt.Errorf("pinning.driver: %w", err))
 		}
-		if err := pin.Process(t); err != nil {
+		if err := target.pinCPUs(t); err != nil {
 			return fmt.Errorf("cannot pin the target to CPUs %v: %w", t, err)
 		}
+		if _, child := r.target.(*processTarget); child {
+			// The orchestrator's own work (decoding the drivers' output,
+			// writing reports) stays off the target's CPUs.
+			if err := pin.Process(driver); err != nil {
+				return fmt.Errorf("cannot pin soakd itself to the drivers' CPUs %v: %w", driver, err)
+			}
+		}
 	}
-	cpus, uniform, err := pin.Affinity()
+	cpus, uniform, err := target.affinity()
 	if err != nil && pc.Target != "" {
 		return fmt.Errorf("cannot read back the target's CPUs: %w", err)
 	}
@@ -572,7 +588,11 @@ func (r *run) startPyroscope() (func() error, error) {
 	if py.BasicAuthPasswordEnv != "" {
 		o.BasicAuthPassword = os.Getenv(py.BasicAuthPasswordEnv)
 	}
-	stop, err := profiles.StartPyroscope(o, r.log)
+	start := func(o profiles.PyroscopeOptions) (func() error, error) { return profiles.StartPyroscope(o, r.log) }
+	if ht, ok := r.target.(hostedTarget); ok {
+		start = ht.startPyroscope
+	}
+	stop, err := start(o)
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the pyroscope push: %w", err)
 	}
@@ -656,7 +676,7 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 // the whole phase would give a shorter phase more data than a longer one
 // (whose window exists but holds few samples), so "more work never yields
 // less data" holds only if no fallback is measured.
-func newPhase(s *profiles.Sampler, res workloads.Result, cores int) report.Phase {
+func newPhase(s sampleSource, res workloads.Result, cores int) report.Phase {
 	return newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) { return summarize(s, from, to, cores) }, res)
 }
 
@@ -695,7 +715,7 @@ const minSteadySamples = 3
 
 // summarize reduces the target's samples inside [from, to] to resource
 // figures.
-func summarize(s *profiles.Sampler, from, to time.Time, cores int) (*profiles.Summary, error) {
+func summarize(s sampleSource, from, to time.Time, cores int) (*profiles.Summary, error) {
 	ss := s.Samples(from, to)
 	if len(ss) < minSteadySamples {
 		return nil, fmt.Errorf("only %d samples in the %.1fs steady window (at least %d needed): lower sampler.interval or lengthen the phase", len(ss), to.Sub(from).Seconds(), minSteadySamples)

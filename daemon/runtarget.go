@@ -9,15 +9,19 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/kpi"
 	"github.com/soakd/soakd/metrics"
+	"github.com/soakd/soakd/pin"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 
-// RunTarget is the server a run measures: the built-in target this process
-// hosts (*Target, from StartTarget) or a server soakd does not host
-// (*ExternalTarget, attached to by PID or started from a command).
+// RunTarget is the server a run measures: the built-in target, run by soakd
+// as a process of its own (*processTarget, `soakd target`) or in soakd's own
+// process (*Target, from StartTarget, with target.in_process), or a server
+// soakd does not host (*ExternalTarget, attached to by PID or started from
+// a command).
 // OpenTarget opens whichever target.kind names. Runs and the sampling,
 // settling and capturing they do go through it, so they work with either.
 type RunTarget interface {
@@ -35,10 +39,10 @@ type RunTarget interface {
 	// driverArgs are the `soakd drive` flags that point a driver at it.
 	driverArgs() []string
 	// runMetrics are soakd's own series (phase marker, KPI results).
-	runMetrics() *metrics.Metrics
-	// ownProcess is true when the target is this process: pinning and the
-	// Pyroscope push apply to it.
-	ownProcess() bool
+	runMetrics() metricsSink
+	// hosted is true for the built-in target, in process or not: soakd
+	// pins it (hostedTarget) and pushes its profiles to Pyroscope.
+	hosted() bool
 	// baseline forces GCs where it can and returns the state a phase starts from.
 	baseline(ctx context.Context) restState
 	// setPhase marks the samples taken from now on as the phase's.
@@ -56,6 +60,38 @@ type RunTarget interface {
 	// cpuReadings are the target process's cumulative CPU time readings
 	// between from and to, for its utilisation through a max-load ramp.
 	cpuReadings(from, to time.Time) []cpuReading
+}
+
+// metricsSink takes soakd's own series of a run: *metrics.Metrics on the
+// target's registry, or the same calls sent to the target's process.
+type metricsSink interface {
+	PhaseStarted(run, phase, arm string)
+	PhaseEnded()
+	DriverProgress(phase, arm string, p metrics.DriverProgress)
+	DriverResult(res workloads.Result)
+	KPIResults(rows []kpi.Result)
+	CheckResults(checks []metrics.CheckOutcome)
+	RunVerdict(verdict string)
+}
+
+// hostedTarget is what soakd does to the built-in target's process beyond
+// RunTarget: pin it, read back its CPUs, push its profiles to Pyroscope.
+type hostedTarget interface {
+	pinCPUs(cpus []int) error
+	affinity() (cpus []int, uniform bool, err error)
+	startPyroscope(o profiles.PyroscopeOptions) (stop func() error, err error)
+}
+
+var (
+	_ hostedTarget = (*Target)(nil)
+	_ hostedTarget = (*processTarget)(nil)
+)
+
+// sampleSource is where a built-in target's samples are read: its sampler,
+// or their mirror in the orchestrating process.
+type sampleSource interface {
+	Samples(from, to time.Time) []profiles.Sample
+	PauseBuckets() []float64
 }
 
 // restState is the target's state a phase is judged to return to: live
@@ -119,7 +155,7 @@ func (t *Target) Info() report.TargetInfo {
 	return report.TargetInfo{
 		Kind: report.TargetBuiltin, PID: os.Getpid(),
 		GraphQLURL: u + "/graphql", GraphQLWSURL: ws, RESTURL: u,
-		Runtime: "go", RuntimeBasis: "the built-in target is soakd's own process",
+		Runtime: "go", RuntimeBasis: "the built-in target, in soakd's own process (target.in_process)",
 		Figures: builtinFigures(os.Getpid()),
 	}
 }
@@ -155,10 +191,25 @@ func (t *Target) Done() <-chan struct{} { return t.failed.done() }
 // Err says why the server stopped serving; nil while it serves.
 func (t *Target) Err() error { return t.failed.get() }
 
-func (t *Target) driverArgs() []string         { return []string{"--target", t.URL()} }
-func (t *Target) runMetrics() *metrics.Metrics { return t.Metrics }
-func (t *Target) ownProcess() bool             { return true }
-func (t *Target) setPhase(name string)         { t.Sampler.SetPhase(name) }
+func (t *Target) driverArgs() []string    { return []string{"--target", t.URL()} }
+func (t *Target) runMetrics() metricsSink { return t.Metrics }
+func (t *Target) hosted() bool            { return true }
+func (t *Target) setPhase(name string)    { t.Sampler.SetPhase(name) }
+
+func (t *Target) pinCPUs(cpus []int) error                        { return thisProcess{}.pinCPUs(cpus) }
+func (t *Target) affinity() (cpus []int, uniform bool, err error) { return thisProcess{}.affinity() }
+func (t *Target) startPyroscope(o profiles.PyroscopeOptions) (func() error, error) {
+	return thisProcess{log: t.log}.startPyroscope(o)
+}
+
+// thisProcess is soakd's own process as a hostedTarget.
+type thisProcess struct{ log *zap.Logger }
+
+func (thisProcess) pinCPUs(cpus []int) error                        { return pin.Process(cpus) }
+func (thisProcess) affinity() (cpus []int, uniform bool, err error) { return pin.Affinity() }
+func (p thisProcess) startPyroscope(o profiles.PyroscopeOptions) (func() error, error) {
+	return profiles.StartPyroscope(o, p.log)
+}
 
 // baseline forces GCs, so each phase starts from the same heap state, and
 // samples.
@@ -181,7 +232,11 @@ func (t *Target) memoryChecks(p report.Phase, m MemoryConfig) []report.Check {
 }
 
 func (t *Target) cpuReadings(from, to time.Time) []cpuReading {
-	ss := t.Sampler.Samples(from, to)
+	return cpuReadingsOf(t.Sampler.Samples(from, to))
+}
+
+// cpuReadingsOf are the built-in sampler's CPU readings of ss.
+func cpuReadingsOf(ss []profiles.Sample) []cpuReading {
 	out := make([]cpuReading, len(ss))
 	for i, smp := range ss {
 		out[i] = cpuReading{Time: smp.Time, CPUSeconds: smp.UserCPUSeconds + smp.SystemCPUSeconds, OK: !smp.ProcMissing}
@@ -207,12 +262,22 @@ func (t *Target) captureTools() captureTools {
 	}
 }
 
-// OpenTarget opens the target cfg.Target names: the built-in target
-// (StartTarget), or a server soakd does not host, attached to by PID or
-// started from a command whose output goes to logDir. Stop it with Shutdown.
-func OpenTarget(ctx context.Context, cfg *Config, logDir string, log *zap.Logger) (RunTarget, error) {
+// OpenTarget opens the target cfg.Target names: the built-in target, as a
+// process of its own (`exe target`, its output in logDir) or, with
+// target.in_process or no soakd binary to start (exe ""), in this process
+// (StartTarget); or a server soakd does not host, attached to by PID or
+// started from a command whose output goes to logDir. Stop it with
+// Shutdown.
+func OpenTarget(ctx context.Context, cfg *Config, exe, logDir string, log *zap.Logger) (RunTarget, error) {
 	switch cfg.Target.Kind {
 	case "", report.TargetBuiltin:
+		if !cfg.Target.InProcess && exe != "" {
+			t, err := startProcessTarget(ctx, cfg, exe, logDir, log)
+			if err != nil {
+				return nil, err
+			}
+			return t, nil
+		}
 		t, err := StartTarget(ctx, cfg, log)
 		if err != nil {
 			return nil, err

@@ -97,7 +97,7 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 	if err != nil {
 		return WithCode(ExitUsage, fmt.Errorf("cannot listen on api.listen %q: %w", cfg.API.Listen, err))
 	}
-	target, err := OpenTarget(ctx, cfg, cfg.DataDir, log)
+	target, err := OpenTarget(ctx, cfg, opts.Executable, cfg.DataDir, log)
 	if err != nil {
 		_ = ln.Close()
 		return err

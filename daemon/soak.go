@@ -85,7 +85,7 @@ func Soak(ctx context.Context, cfg *Config, opts SoakOptions) (*SoakReport, erro
 	if err := store.ReadOnly(); err != nil {
 		return nil, WithCode(ExitUsage, fmt.Errorf("cannot soak in data_dir %s: %w: %w", cfg.DataDir, history.ErrReadOnly, err))
 	}
-	target, err := OpenTarget(ctx, cfg, cfg.DataDir, log)
+	target, err := OpenTarget(ctx, cfg, opts.Executable, cfg.DataDir, log)
 	if err != nil {
 		return nil, err
 	}

@@ -167,8 +167,8 @@ profiling:
     server_address: http://127.0.0.1:4040
 `)
 	has(t, ps, "inject", 0, "plants a regression in the built-in target")
-	has(t, ps, "pinning.target", 0, "pins soakd's own process")
-	has(t, ps, "profiling.pyroscope.server_address", 0, "pushes soakd's own profiles")
+	has(t, ps, "pinning.target", 0, "pins the built-in target's process")
+	has(t, ps, "profiling.pyroscope.server_address", 0, "pushes the built-in target's profiles")
 }
 
 // TestTargetOverrideRefused: a run on `soakd serve` cannot switch the

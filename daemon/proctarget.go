@@ -1,0 +1,495 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/metrics"
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/workloads"
+)
+
+// processTarget is the built-in target run as a process of its own: soakd
+// starts `soakd target` as its child and drives it over the child's
+// control surface (targetControl), so the heap measured holds the server
+// and nothing of the orchestrator (reports, history, the control API,
+// logging, driver results). Every RunTarget method does in the child what
+// *Target does in process: the sampler, forced GCs, settling, profiles
+// and soakd's series all live there; the samples are mirrored here for
+// the report.
+type processTarget struct {
+	log    *zap.Logger
+	proc   *commandProc
+	relay  *lineLogger
+	ready  TargetReady
+	token  string
+	client *http.Client
+	grace  time.Duration
+	failed *failSignal
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	m      *remoteMetrics
+
+	// mu guards the mirror of the child's samples.
+	mu         sync.Mutex
+	buckets    []float64
+	mirror     []profiles.Sample
+	maxSamples int
+}
+
+var _ RunTarget = (*processTarget)(nil)
+
+// controlTimeout bounds one control request (settle adds its own wait).
+const controlTimeout = 30 * time.Second
+
+// startProcessTarget starts `exe target` with cfg (written to a temporary
+// file the child reads at once), its output kept in logDir and its log
+// relayed through log, and waits for its ready line.
+func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, log *zap.Logger) (*processTarget, error) {
+	yml, err := EffectiveYAML(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp("", "soakd-target-*.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("cannot pass the configuration to the target process: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(yml); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot pass the configuration to the target process: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("cannot pass the configuration to the target process: %w", err)
+	}
+	t := &processTarget{
+		log: log.Named("target"), token: randomToken(), failed: newFailSignal(),
+		grace:      cfg.Server.ShutdownGrace + 5*time.Second,
+		maxSamples: cmpOrInt(cfg.Sampler.MaxSamples, profiles.DefaultMaxSamples),
+		client: &http.Client{Transport: &http.Transport{
+			// One connection, kept open: the child's goroutine count
+			// (judged against its baseline) sees the same control
+			// connection before and after each phase.
+			MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, IdleConnTimeout: 0,
+			DisableCompression: true,
+		}},
+	}
+	t.m = &remoteMetrics{t: t}
+	t.relay = &lineLogger{log: log.With(zap.String("source", "target")), what: "target output"}
+	tap := &firstLine{ch: make(chan string, 1)}
+	argv := []string{exe, "target", "--config", f.Name(), "--log-format", "json"}
+	env := commandEnv(os.Environ(), map[string]string{TargetTokenEnv: t.token}, driverSecrets(cfg))
+	t.proc, err = startProcess(procSpec{argv: argv, env: env, what: "the target process (soakd target)", logDir: logDir,
+		stdout: tap, stderr: t.relay, logsOptional: true}, t.log)
+	if err != nil {
+		return nil, err
+	}
+	t.log.Info("target process started", zap.Int("pid", t.proc.pid()), zap.String("stdout", t.proc.logPath(0)), zap.String("stderr", t.proc.logPath(1)))
+	if err := t.awaitReady(ctx, tap, cfg.Target.ReadyTimeout); err != nil {
+		t.stopProcess()
+		return nil, err
+	}
+	var s report.Samples
+	if err := t.call(ctx, http.MethodGet, "samples", nil, &s); err != nil {
+		t.stopProcess()
+		return nil, fmt.Errorf("the target process does not answer on its control surface: %w", err)
+	}
+	t.buckets, t.mirror = s.PauseBuckets, s.Samples
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	t.stop = stop
+	t.wg.Go(func() {
+		select {
+		case <-t.proc.exited:
+			if !t.proc.stopping.Load() {
+				t.failed.set(t.proc.exitError())
+			}
+		case <-wctx.Done():
+		}
+	})
+	t.log.Info("target ready", zap.Int("pid", t.ready.PID), zap.String("url", t.ready.URL))
+	return t, nil
+}
+
+func cmpOrInt(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// awaitReady waits for the child's ready line (TargetReady).
+func (t *processTarget) awaitReady(ctx context.Context, tap *firstLine, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	select {
+	case line := <-tap.ch:
+		if err := json.Unmarshal([]byte(line), &t.ready); err != nil || t.ready.URL == "" || t.ready.ControlURL == "" {
+			return fmt.Errorf("the target process (pid %d) printed %q, not its ready line", t.proc.pid(), line)
+		}
+		if t.ready.PID != t.proc.pid() {
+			return fmt.Errorf("the target process (pid %d) says it is pid %d", t.proc.pid(), t.ready.PID)
+		}
+		return nil
+	case <-t.proc.exited:
+		return fmt.Errorf("the target process exited before it served: %w", t.proc.exitError())
+	case <-ctx.Done():
+		return fmt.Errorf("stopped waiting for the target to get ready: %w", ctx.Err())
+	case <-deadline.C:
+		return fmt.Errorf("the target process (pid %d) did not serve within target.ready_timeout %s%s", t.proc.pid(), timeout, t.proc.stderr.context())
+	}
+}
+
+// stopProcess stops a child that failed to get ready.
+func (t *processTarget) stopProcess() {
+	if err := t.proc.stop(context.Background(), t.grace); err != nil {
+		t.log.Warn("target stop", zap.Error(err))
+	}
+	t.relay.Flush()
+}
+
+// firstLine passes on the first line written to it and ignores the rest;
+// it never fails a write, so the output's other writers see everything.
+type firstLine struct {
+	mu   sync.Mutex
+	buf  []byte
+	done bool
+	ch   chan string
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
+		return len(p), nil
+	}
+	f.buf = append(f.buf, p...)
+	if i := bytes.IndexByte(f.buf, '\n'); i >= 0 {
+		f.done = true
+		f.ch <- string(f.buf[:i])
+		f.buf = nil
+	} else if len(f.buf) > 64<<10 {
+		f.done = true
+		f.ch <- string(f.buf[:256])
+		f.buf = nil
+	}
+	return len(p), nil
+}
+
+// call makes one control request: in (when not nil) as the JSON body,
+// the JSON answer into out (when not nil). A request that fails because
+// the child died says so, with its exit status.
+func (t *processTarget) call(ctx context.Context, method, path string, in, out any) error {
+	select {
+	case <-t.proc.exited:
+		return t.proc.exitError()
+	default:
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, controlTimeout)
+		defer cancel()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.ready.ControlURL+controlPrefix+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			// The child's sockets close as it dies, a moment before
+			// Wait returns its status.
+			select {
+			case <-t.proc.exited:
+				return t.proc.exitError()
+			case <-time.After(2 * time.Second):
+			}
+		}
+		return fmt.Errorf("control %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("control %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(msg)))
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("control %s: bad answer: %w", path, err)
+	}
+	return nil
+}
+
+// refresh adds the child's samples taken since the last one mirrored,
+// keeping at most maxSamples (the child's ring size). It is a no-op once
+// the child is gone: the mirror keeps what it had.
+func (t *processTarget) refresh() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := ""
+	if n := len(t.mirror); n > 0 {
+		q = "?after=" + url.QueryEscape(t.mirror[n-1].Time.Format(time.RFC3339Nano))
+	}
+	var s report.Samples
+	if err := t.call(context.Background(), http.MethodGet, "samples"+q, nil, &s); err != nil {
+		if t.failed.get() == nil {
+			t.log.Warn("cannot read the target's samples", zap.Error(err))
+		}
+		return
+	}
+	t.mirror = append(t.mirror, s.Samples...)
+	if over := len(t.mirror) - t.maxSamples; over > 0 {
+		t.mirror = slices.Delete(t.mirror, 0, over)
+	}
+}
+
+// Samples returns the mirrored samples whose Time is in [from, to]: the
+// sampleSource the summaries read.
+func (t *processTarget) Samples(from, to time.Time) []profiles.Sample {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []profiles.Sample
+	for _, s := range t.mirror {
+		if !s.Time.Before(from) && !s.Time.After(to) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// PauseBuckets are the child's pause histogram boundaries.
+func (t *processTarget) PauseBuckets() []float64 { return slices.Clone(t.buckets) }
+
+// Info describes the built-in target in its own process.
+func (t *processTarget) Info() report.TargetInfo {
+	u := t.ready.URL
+	info := report.TargetInfo{
+		Kind: report.TargetBuiltin, PID: t.ready.PID,
+		GraphQLURL: u + "/graphql", GraphQLWSURL: "ws" + u[len("http"):] + "/graphql", RESTURL: u,
+		Runtime: "go", RuntimeBasis: "the built-in target, run by soakd as a process of its own (soakd target)",
+		Figures: builtinFigures(t.ready.PID),
+	}
+	if !t.proc.stopping.Load() {
+		info.Exit = t.proc.exitStatus() // it died on its own
+	}
+	return info
+}
+
+// Done is closed when the child exits on its own.
+func (t *processTarget) Done() <-chan struct{} { return t.failed.done() }
+
+// Err says how the child ended; nil while it serves.
+func (t *processTarget) Err() error { return t.failed.get() }
+
+// Shutdown stops the child: SIGTERM (it shuts its server down within
+// server.shutdown_grace), then SIGKILL.
+func (t *processTarget) Shutdown(ctx context.Context) error {
+	if t.stop != nil {
+		t.stop()
+	}
+	t.wg.Wait()
+	err := t.proc.stop(ctx, t.grace)
+	t.relay.Flush()
+	t.client.CloseIdleConnections()
+	return err
+}
+
+func (t *processTarget) driverArgs() []string    { return []string{"--target", t.ready.URL} }
+func (t *processTarget) runMetrics() metricsSink { return t.m }
+func (t *processTarget) hosted() bool            { return true }
+
+// setPhase marks the child's samples from now on as the phase's.
+func (t *processTarget) setPhase(name string) {
+	if err := t.call(context.Background(), http.MethodPost, "phase", ctlPhase{Name: name}, nil); err != nil && t.failed.get() == nil {
+		t.log.Warn("cannot set the target's phase", zap.Error(err))
+	}
+}
+
+// baseline forces GCs in the child and returns its state.
+func (t *processTarget) baseline(ctx context.Context) restState {
+	var r ctlRest
+	if err := t.call(ctx, http.MethodPost, "baseline", nil, &r); err != nil {
+		why := "the target process did not answer: " + err.Error()
+		return restState{goroutinesWhy: why, heapLiveWhy: why}
+	}
+	return restState{goroutines: r.Goroutines, heapLive: r.HeapLiveBytes}
+}
+
+// settle runs the settle period in the child (settle), so it watches and
+// forces GCs exactly as in process.
+func (t *processTarget) settle(ctx context.Context, base restState, d time.Duration) (report.After, error) {
+	a := report.After{BaselineGoroutines: base.goroutines, BaselineHeapLiveBytes: base.heapLive, ReturnedAfterSeconds: -1}
+	cctx, cancel := context.WithTimeout(ctx, d+controlTimeout)
+	defer cancel()
+	err := t.call(cctx, http.MethodPost, "settle", ctlSettle{BaselineGoroutines: base.goroutines, BaselineHeapLiveBytes: base.heapLive, Duration: d}, &a)
+	if err != nil {
+		if ctx.Err() != nil {
+			return a, ctx.Err()
+		}
+		return a, err
+	}
+	return a, nil
+}
+
+func (t *processTarget) phase(res workloads.Result, cores int) report.Phase {
+	t.refresh()
+	return newPhase(t, res, cores)
+}
+
+func (t *processTarget) memoryChecks(p report.Phase, m MemoryConfig) []report.Check {
+	t.refresh()
+	return memoryChecks(p, t.Samples(p.SteadyStart, p.SteadyEnd), m)
+}
+
+func (t *processTarget) cpuReadings(from, to time.Time) []cpuReading {
+	t.refresh()
+	return cpuReadingsOf(t.Samples(from, to))
+}
+
+func (t *processTarget) samples(from time.Time) *report.Samples {
+	t.refresh()
+	return &report.Samples{PauseBuckets: t.PauseBuckets(), Samples: t.Samples(from, time.Now().Add(time.Hour))}
+}
+
+// captureTools has the child write its profiles into the run directory.
+func (t *processTarget) captureTools() captureTools {
+	write := func(what string) func(string) error {
+		return func(path string) error {
+			return t.call(context.Background(), http.MethodPost, what, ctlPath{Path: absPath(path)}, nil)
+		}
+	}
+	return captureTools{
+		heap:       write("heap"),
+		goroutines: write("goroutines"),
+		startCPU: func(path string) (cpuProfiler, error) {
+			if err := t.call(context.Background(), http.MethodPost, "cpu/start", ctlPath{Path: absPath(path)}, nil); err != nil {
+				return nil, err
+			}
+			return remoteCPU{t}, nil
+		},
+	}
+}
+
+// remoteCPU is a CPU profile running in the child.
+type remoteCPU struct{ t *processTarget }
+
+func (c remoteCPU) Stop() error {
+	return c.t.call(context.Background(), http.MethodPost, "cpu/stop", nil, nil)
+}
+
+// absPath makes p absolute, for the child (which has soakd's working
+// directory, but need not keep it).
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// pinCPUs pins the child to cpus.
+func (t *processTarget) pinCPUs(cpus []int) error {
+	return t.call(context.Background(), http.MethodPost, "pin", ctlCPUs{CPUs: cpus}, nil)
+}
+
+// affinity reads back the child's CPUs.
+func (t *processTarget) affinity() ([]int, bool, error) {
+	var a ctlAffinity
+	if err := t.call(context.Background(), http.MethodGet, "affinity", nil, &a); err != nil {
+		return nil, false, err
+	}
+	if a.Error != "" {
+		return a.CPUs, a.Uniform, errors.New(a.Error)
+	}
+	return a.CPUs, a.Uniform, nil
+}
+
+// startPyroscope starts the push of the child's profiles.
+func (t *processTarget) startPyroscope(o profiles.PyroscopeOptions) (func() error, error) {
+	if o.ServerAddress == "" {
+		return func() error { return nil }, nil
+	}
+	if err := t.call(context.Background(), http.MethodPost, "pyroscope/start", o, nil); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() error {
+		var err error
+		once.Do(func() { err = t.call(context.Background(), http.MethodPost, "pyroscope/stop", nil, nil) })
+		return err
+	}, nil
+}
+
+// remoteMetrics sets soakd's series on the child's registry, so its
+// /metrics carries them under the same names as in process.
+type remoteMetrics struct{ t *processTarget }
+
+func (m *remoteMetrics) send(c ctlMetrics) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.t.call(ctx, http.MethodPost, "metrics", c, nil); err != nil && m.t.failed.get() == nil {
+		m.t.log.Warn("cannot set the target's metrics", zap.String("op", c.Op), zap.Error(err))
+	}
+}
+
+func (m *remoteMetrics) PhaseStarted(run, phase, arm string) {
+	m.send(ctlMetrics{Op: opPhaseStarted, Run: run, Phase: phase, Arm: arm})
+}
+func (m *remoteMetrics) PhaseEnded() { m.send(ctlMetrics{Op: opPhaseEnded}) }
+func (m *remoteMetrics) DriverProgress(phase, arm string, p metrics.DriverProgress) {
+	m.send(ctlMetrics{Op: opDriverProgress, Phase: phase, Arm: arm, Progress: &p})
+}
+
+// DriverResult sends only what metrics.DriverResult reads of res.
+func (m *remoteMetrics) DriverResult(res workloads.Result) {
+	r := workloads.Result{Phase: res.Phase, Arm: res.Arm, Requests: res.Requests, Errors: res.Errors,
+		ErrorsByClass: res.ErrorsByClass, LatencyMs: res.LatencyMs}
+	if o := res.Open; o != nil {
+		r.Open = &workloads.OpenResult{Dropped: o.Dropped}
+	}
+	if s := res.Subscriptions; s != nil {
+		r.Subscriptions = &workloads.SubscriptionResult{Expected: s.Expected, Received: s.Received, Lost: s.Lost, Duplicated: s.Duplicated}
+	}
+	if ml := res.MaxLoad; ml != nil {
+		r.MaxLoad = &workloads.MaxLoadResult{Failed: ml.Failed, UsersAtFailure: ml.UsersAtFailure,
+			PeakThroughputRPS: ml.PeakThroughputRPS, PeakUsers: ml.PeakUsers}
+	}
+	m.send(ctlMetrics{Op: opDriverResult, Result: &r})
+}
+func (m *remoteMetrics) KPIResults(rows []kpi.Result) {
+	m.send(ctlMetrics{Op: opKPIResults, KPIs: rows})
+}
+func (m *remoteMetrics) CheckResults(checks []metrics.CheckOutcome) {
+	m.send(ctlMetrics{Op: opCheckResults, Checks: checks})
+}
+func (m *remoteMetrics) RunVerdict(verdict string) {
+	m.send(ctlMetrics{Op: opRunVerdict, Verdict: verdict})
+}

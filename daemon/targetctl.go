@@ -1,0 +1,453 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/api"
+	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/metrics"
+	"github.com/soakd/soakd/pin"
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/workloads"
+)
+
+// The built-in target as a process of its own: `soakd target` (ServeTarget)
+// hosts StartTarget's server and nothing else of soakd, and answers the
+// orchestrating soakd (processTarget) on a control surface: a second
+// listener, on loopback, whose every request must carry the token the
+// orchestrator passed in TargetTokenEnv.
+
+// TargetTokenEnv is the environment variable `soakd target` reads its
+// control token from. Without it the control surface refuses every
+// request (the token is then random and known to nobody).
+const TargetTokenEnv = "SOAKD_TARGET_TOKEN"
+
+// controlPrefix is the path every control endpoint lives under.
+const controlPrefix = "/soakd/"
+
+// maxControlBody bounds a control request's body.
+const maxControlBody = 4 << 20
+
+// TargetReady is the line `soakd target` prints on standard output once it
+// serves: its target's base URL and its control surface's.
+type TargetReady struct {
+	URL        string `json:"url"`
+	ControlURL string `json:"control_url"`
+	PID        int    `json:"pid"`
+}
+
+// TargetOptions configure ServeTarget.
+type TargetOptions struct {
+	Log *zap.Logger
+	// Stdout receives the ready line (TargetReady as JSON).
+	Stdout io.Writer
+	// Token is the control token; "" refuses every control request.
+	Token string
+}
+
+// ServeTarget runs `soakd target`: the built-in target (StartTarget) and
+// its control surface on a loopback listener of its own, until ctx ends
+// (SIGTERM) or the target stops serving on its own (an error then).
+func ServeTarget(ctx context.Context, cfg *Config, opts TargetOptions) error {
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	token := opts.Token
+	if token == "" {
+		token = randomToken() // nobody knows it: the control surface is closed
+		log.Info("no control token given (" + TargetTokenEnv + "): the control endpoints refuse every request")
+	}
+	t, err := StartTarget(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = t.Shutdown(context.WithoutCancel(ctx))
+		return fmt.Errorf("cannot listen for the control surface: %w", err)
+	}
+	ctl := &targetControl{t: t, token: []byte(token), log: log.Named("control")}
+	srv := &http.Server{
+		Handler:           ctl.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          zap.NewStdLog(log.Named("control")),
+	}
+	ctlErr := make(chan error, 1)
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			ctlErr <- err
+		}
+	}()
+	ready := TargetReady{URL: t.URL(), ControlURL: "http://" + ln.Addr().String(), PID: os.Getpid()}
+	line, _ := json.Marshal(ready)
+	if opts.Stdout != nil {
+		if _, err := fmt.Fprintf(opts.Stdout, "%s\n", line); err != nil {
+			log.Warn("cannot print the ready line", zap.Error(err))
+		}
+	}
+	log.Info("target serving", zap.String("url", ready.URL), zap.String("control", ready.ControlURL))
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: signal received")
+	case <-t.Done():
+		serveErr = fmt.Errorf("the target stopped serving: %w", t.Err())
+	case err := <-ctlErr:
+		serveErr = fmt.Errorf("the control surface stopped serving: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	ctl.release()
+	if err := t.Shutdown(context.WithoutCancel(ctx)); err != nil {
+		serveErr = errors.Join(serveErr, err)
+	}
+	return serveErr
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand panics instead)
+	return hex.EncodeToString(b)
+}
+
+// targetControl is the control surface of `soakd target`.
+type targetControl struct {
+	t     *Target
+	token []byte
+	log   *zap.Logger
+
+	mu        sync.Mutex
+	cpu       *profiles.CPUProfile // the CPU profile in progress, if any
+	pyroscope func() error         // stops the Pyroscope push, if one runs
+}
+
+// release stops what the control surface started: a CPU profile, a
+// Pyroscope push.
+func (c *targetControl) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cpu != nil {
+		_ = c.cpu.Stop()
+		c.cpu = nil
+	}
+	if c.pyroscope != nil {
+		if err := c.pyroscope(); err != nil {
+			c.log.Warn("pyroscope flush", zap.Error(err))
+		}
+		c.pyroscope = nil
+	}
+}
+
+// Control requests and answers, shared with processTarget.
+type (
+	ctlPath   struct{ Path string }
+	ctlPhase  struct{ Name string }
+	ctlRest   struct{ Goroutines, HeapLiveBytes uint64 }
+	ctlSettle struct {
+		BaselineGoroutines, BaselineHeapLiveBytes uint64
+		Duration                                  time.Duration
+	}
+	ctlCPUs     struct{ CPUs []int }
+	ctlAffinity struct {
+		CPUs    []int
+		Uniform bool
+		Error   string
+	}
+	// ctlMetrics is one call on the target's soakd series (runMetrics).
+	ctlMetrics struct {
+		Op              string
+		Run, Phase, Arm string                  `json:",omitempty"`
+		Progress        *metrics.DriverProgress `json:",omitempty"`
+		Result          *workloads.Result       `json:",omitempty"`
+		KPIs            []kpi.Result            `json:",omitempty"`
+		Checks          []metrics.CheckOutcome  `json:",omitempty"`
+		Verdict         string                  `json:",omitempty"`
+	}
+)
+
+// Operations of ctlMetrics.
+const (
+	opPhaseStarted   = "phase_started"
+	opPhaseEnded     = "phase_ended"
+	opDriverProgress = "driver_progress"
+	opDriverResult   = "driver_result"
+	opKPIResults     = "kpi_results"
+	opCheckResults   = "check_results"
+	opRunVerdict     = "run_verdict"
+)
+
+func (c *targetControl) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /soakd/samples", c.samples)
+	mux.HandleFunc("POST /soakd/phase", c.phase)
+	mux.HandleFunc("POST /soakd/baseline", c.baseline)
+	mux.HandleFunc("POST /soakd/settle", c.settle)
+	mux.HandleFunc("POST /soakd/heap", c.write(profiles.HeapProfile))
+	mux.HandleFunc("POST /soakd/goroutines", c.write(profiles.GoroutineDump))
+	mux.HandleFunc("POST /soakd/cpu/start", c.cpuStart)
+	mux.HandleFunc("POST /soakd/cpu/stop", c.cpuStop)
+	mux.HandleFunc("POST /soakd/metrics", c.metrics)
+	mux.HandleFunc("POST /soakd/pin", c.pin)
+	mux.HandleFunc("GET /soakd/affinity", c.affinity)
+	mux.HandleFunc("POST /soakd/pyroscope/start", c.pyroscopeStart)
+	mux.HandleFunc("POST /soakd/pyroscope/stop", c.pyroscopeStop)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil || !api.IsLoopback(host) {
+			http.Error(w, "the control surface answers loopback only", http.StatusForbidden)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), c.token) != 1 {
+			http.Error(w, "missing or wrong control token", http.StatusUnauthorized)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxControlBody)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// decode reads the request's JSON body into v, answering 400 when it
+// cannot.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		http.Error(w, "bad request body: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if v == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// samples answers the samples taken after the time in ?after= (RFC 3339,
+// nanoseconds); without it, all of them and the pause buckets.
+func (c *targetControl) samples(w http.ResponseWriter, r *http.Request) {
+	var after time.Time
+	if s := r.URL.Query().Get("after"); s != "" {
+		var err error
+		if after, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			http.Error(w, "bad ?after=: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	ss := c.t.Sampler.Samples(after, time.Now().Add(time.Hour))
+	for len(ss) > 0 && !ss[0].Time.After(after) {
+		ss = ss[1:]
+	}
+	s := report.Samples{Samples: ss}
+	if after.IsZero() {
+		s.PauseBuckets = c.t.Sampler.PauseBuckets()
+	}
+	reply(w, s)
+}
+
+func (c *targetControl) phase(w http.ResponseWriter, r *http.Request) {
+	var p ctlPhase
+	if decode(w, r, &p) {
+		c.t.setPhase(p.Name)
+		reply(w, nil)
+	}
+}
+
+func (c *targetControl) baseline(w http.ResponseWriter, r *http.Request) {
+	st := c.t.baseline(r.Context())
+	reply(w, ctlRest{Goroutines: st.goroutines, HeapLiveBytes: st.heapLive})
+}
+
+func (c *targetControl) settle(w http.ResponseWriter, r *http.Request) {
+	var s ctlSettle
+	if !decode(w, r, &s) {
+		return
+	}
+	a, err := c.t.settle(r.Context(), restState{goroutines: s.BaselineGoroutines, heapLive: s.BaselineHeapLiveBytes}, s.Duration)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	reply(w, a)
+}
+
+// profilePath checks a path the orchestrator asks a profile to be written
+// to: absolute, and named as a capture is (.pb.gz, .txt), so a token
+// holder cannot have the target overwrite just any file.
+func profilePath(w http.ResponseWriter, p string) bool {
+	if !filepath.IsAbs(p) || !(strings.HasSuffix(p, ".pb.gz") || strings.HasSuffix(p, ".txt")) {
+		http.Error(w, fmt.Sprintf("%q is not an absolute path to a .pb.gz or .txt profile", p), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+// write answers a request to write a profile to a path of the run
+// directory with f.
+func (c *targetControl) write(f func(string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var p ctlPath
+		if !decode(w, r, &p) || !profilePath(w, p.Path) {
+			return
+		}
+		if err := f(p.Path); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		reply(w, nil)
+	}
+}
+
+func (c *targetControl) cpuStart(w http.ResponseWriter, r *http.Request) {
+	var p ctlPath
+	if !decode(w, r, &p) || !profilePath(w, p.Path) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cpu != nil {
+		http.Error(w, profiles.ErrCPUProfilerBusy.Error(), http.StatusConflict)
+		return
+	}
+	prof, err := profiles.StartCPUProfile(p.Path)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	c.cpu = prof
+	reply(w, nil)
+}
+
+func (c *targetControl) cpuStop(w http.ResponseWriter, _ *http.Request) {
+	c.mu.Lock()
+	prof := c.cpu
+	c.cpu = nil
+	c.mu.Unlock()
+	if prof == nil {
+		http.Error(w, "no cpu profile is running", http.StatusConflict)
+		return
+	}
+	if err := prof.Stop(); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	reply(w, nil)
+}
+
+func (c *targetControl) metrics(w http.ResponseWriter, r *http.Request) {
+	var m ctlMetrics
+	if !decode(w, r, &m) {
+		return
+	}
+	tm := c.t.Metrics
+	switch m.Op {
+	case opPhaseStarted:
+		tm.PhaseStarted(m.Run, m.Phase, m.Arm)
+	case opPhaseEnded:
+		tm.PhaseEnded()
+	case opDriverProgress:
+		if m.Progress == nil {
+			http.Error(w, "driver_progress without progress", http.StatusBadRequest)
+			return
+		}
+		tm.DriverProgress(m.Phase, m.Arm, *m.Progress)
+	case opDriverResult:
+		if m.Result == nil {
+			http.Error(w, "driver_result without result", http.StatusBadRequest)
+			return
+		}
+		tm.DriverResult(*m.Result)
+	case opKPIResults:
+		tm.KPIResults(m.KPIs)
+	case opCheckResults:
+		tm.CheckResults(m.Checks)
+	case opRunVerdict:
+		tm.RunVerdict(m.Verdict)
+	default:
+		http.Error(w, fmt.Sprintf("unknown metrics operation %q", m.Op), http.StatusBadRequest)
+		return
+	}
+	reply(w, nil)
+}
+
+func (c *targetControl) pin(w http.ResponseWriter, r *http.Request) {
+	var p ctlCPUs
+	if !decode(w, r, &p) {
+		return
+	}
+	if err := pin.Process(p.CPUs); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	reply(w, nil)
+}
+
+func (c *targetControl) affinity(w http.ResponseWriter, _ *http.Request) {
+	cpus, uniform, err := pin.Affinity()
+	a := ctlAffinity{CPUs: cpus, Uniform: uniform}
+	if err != nil {
+		a.Error = err.Error()
+	}
+	reply(w, a)
+}
+
+func (c *targetControl) pyroscopeStart(w http.ResponseWriter, r *http.Request) {
+	var o profiles.PyroscopeOptions
+	if !decode(w, r, &o) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pyroscope != nil {
+		http.Error(w, "the pyroscope push is already running", http.StatusConflict)
+		return
+	}
+	stop, err := profiles.StartPyroscope(o, c.log.Named("pyroscope"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.pyroscope = stop
+	reply(w, nil)
+}
+
+func (c *targetControl) pyroscopeStop(w http.ResponseWriter, _ *http.Request) {
+	c.mu.Lock()
+	stop := c.pyroscope
+	c.pyroscope = nil
+	c.mu.Unlock()
+	if stop == nil {
+		reply(w, nil)
+		return
+	}
+	if err := stop(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	reply(w, nil)
+}

@@ -1,0 +1,330 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/report"
+)
+
+// childEnv makes this test binary act as `soakd target` (testTargetChild)
+// when processTarget starts it: the daemon package cannot build soakd.
+const childEnv = "SOAKD_TEST_TARGET_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(testTargetChild())
+	}
+	os.Exit(m.Run())
+}
+
+// testTargetChild is `soakd target --config FILE` for processTarget tests:
+// the embedded defaults are ../config.yaml.
+func testTargetChild() int {
+	var path string
+	for i, a := range os.Args {
+		if a == "--config" && i+1 < len(os.Args) {
+			path = os.Args[i+1]
+		}
+	}
+	def, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	user, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cfg, err := LoadConfig(def, user, path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	log, _ := zap.NewProduction()
+	if err := ServeTarget(ctx, cfg, TargetOptions{Log: log, Stdout: os.Stdout, Token: os.Getenv(TargetTokenEnv)}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	return 0
+}
+
+// ctlDo sends one control request with token (none when "") and
+// returns the status and body.
+func ctlDo(t *testing.T, base, token, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestTargetControlSurface: `soakd target` prints its ready line, its
+// control surface refuses every request without the right token, and with
+// it samples, forces GCs and reports the rest state, settles, writes
+// profiles and sets soakd's series on the target's /metrics.
+func TestTargetControlSurface(t *testing.T) {
+	cfg := testConfig(t, "sampler:\n  interval: 50ms\n")
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- ServeTarget(ctx, cfg, TargetOptions{Log: zap.NewNop(), Stdout: pw, Token: "s3cret"})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no ready line: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	var ready TargetReady
+	if err := json.Unmarshal([]byte(line), &ready); err != nil || ready.PID != os.Getpid() ||
+		!strings.HasPrefix(ready.URL, "http://127.0.0.1:") || !strings.HasPrefix(ready.ControlURL, "http://127.0.0.1:") {
+		t.Fatalf("ready line %q (%v)", line, err)
+	}
+	endpoints := []struct{ method, path, body string }{
+		{"GET", "/soakd/samples", ""},
+		{"POST", "/soakd/phase", `{"Name":"x"}`},
+		{"POST", "/soakd/baseline", ""},
+		{"POST", "/soakd/settle", `{"Duration":1000000}`},
+		{"POST", "/soakd/heap", `{"Path":"/tmp/never"}`},
+		{"POST", "/soakd/goroutines", `{"Path":"/tmp/never"}`},
+		{"POST", "/soakd/cpu/start", `{"Path":"/tmp/never"}`},
+		{"POST", "/soakd/cpu/stop", ""},
+		{"POST", "/soakd/metrics", `{"Op":"run_verdict","Verdict":"fail"}`},
+		{"POST", "/soakd/pin", `{"CPUs":[0]}`},
+		{"GET", "/soakd/affinity", ""},
+		{"POST", "/soakd/pyroscope/start", `{"ServerAddress":"http://127.0.0.1:1"}`},
+		{"POST", "/soakd/pyroscope/stop", ""},
+		{"GET", "/soakd/nothing", ""},
+	}
+	for _, e := range endpoints {
+		for _, tok := range []string{"", "wrong", "s3cret-but-longer"} {
+			if code, body := ctlDo(t, ready.ControlURL, tok, e.method, e.path, e.body); code != http.StatusUnauthorized {
+				t.Errorf("%s %s with token %q: HTTP %d %s, want 401", e.method, e.path, tok, code, body)
+			}
+		}
+	}
+	// The target's own endpoints stay open; the control paths are not there.
+	if code, _ := get(t, ready.URL+"/soakd/samples"); code != http.StatusNotFound {
+		t.Errorf("the target's listener answers /soakd/samples with %d, want 404", code)
+	}
+
+	code, body := ctlDo(t, ready.ControlURL, "s3cret", "GET", "/soakd/samples", "")
+	var s report.Samples
+	if err := json.Unmarshal([]byte(body), &s); code != http.StatusOK || err != nil || len(s.Samples) == 0 || len(s.PauseBuckets) == 0 {
+		t.Fatalf("samples: HTTP %d (%v) %d samples, %d buckets", code, err, len(s.Samples), len(s.PauseBuckets))
+	}
+	last := s.Samples[len(s.Samples)-1].Time
+	if code, _ := ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/phase", `{"Name":"p1"}`); code != http.StatusNoContent {
+		t.Errorf("phase: HTTP %d", code)
+	}
+	code, body = ctlDo(t, ready.ControlURL, "s3cret", "GET", "/soakd/samples?after="+last.Format(time.RFC3339Nano), "")
+	s = report.Samples{}
+	// Only samples after last, the one SetPhase took among them (a
+	// periodic one may come first).
+	if err := json.Unmarshal([]byte(body), &s); code != http.StatusOK || err != nil || len(s.Samples) == 0 || !s.Samples[0].Time.After(last) ||
+		s.Samples[len(s.Samples)-1].Phase != "p1" || len(s.PauseBuckets) != 0 {
+		t.Errorf("samples after %s: HTTP %d (%v) %+v", last, code, err, s)
+	}
+	code, body = ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/baseline", "")
+	var rest ctlRest
+	if err := json.Unmarshal([]byte(body), &rest); code != http.StatusOK || err != nil || rest.Goroutines == 0 || rest.HeapLiveBytes == 0 {
+		t.Errorf("baseline: HTTP %d %s", code, body)
+	}
+	code, body = ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/settle",
+		fmt.Sprintf(`{"BaselineGoroutines":%d,"BaselineHeapLiveBytes":%d,"Duration":200000000}`, rest.Goroutines+100, rest.HeapLiveBytes))
+	var after report.After
+	if err := json.Unmarshal([]byte(body), &after); code != http.StatusOK || err != nil || !after.Returned || after.SettleSeconds < 0.2 || after.HeapLiveBytes == 0 {
+		t.Errorf("settle: HTTP %d %s", code, body)
+	}
+	dir := t.TempDir()
+	for _, w := range []struct{ path, file string }{{"/soakd/heap", "h.pb.gz"}, {"/soakd/goroutines", "g.txt"}, {"/soakd/cpu/start", "c.pb.gz"}, {"/soakd/cpu/stop", ""}} {
+		body := ""
+		if w.file != "" {
+			body = fmt.Sprintf(`{"Path":%q}`, filepath.Join(dir, w.file))
+		}
+		if code, msg := ctlDo(t, ready.ControlURL, "s3cret", "POST", w.path, body); code != http.StatusNoContent {
+			t.Errorf("%s: HTTP %d %s", w.path, code, msg)
+		}
+	}
+	for _, f := range []string{"h.pb.gz", "g.txt", "c.pb.gz"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("profile %s not written: %v", f, err)
+		}
+	}
+	for _, bad := range []string{"relative.pb.gz", filepath.Join(dir, "config.yaml")} {
+		if code, _ := ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/heap", fmt.Sprintf(`{"Path":%q}`, bad)); code != http.StatusBadRequest {
+			t.Errorf("a heap profile to %s: HTTP %d, want 400", bad, code)
+		}
+	}
+	if code, _ := ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/cpu/stop", ""); code != http.StatusConflict {
+		t.Errorf("cpu/stop with none running: HTTP %d, want 409", code)
+	}
+	for _, m := range []string{
+		`{"Op":"phase_started","Run":"r1","Phase":"p1","Arm":"graphql"}`,
+		`{"Op":"driver_progress","Phase":"p1","Arm":"graphql","Progress":{"Requests":10,"ActiveUsers":2}}`,
+		`{"Op":"kpi_results","KPIs":[{"name":"gc_percent","rest":1,"graphql":2,"gated":true,"pass":true,"outcome":"pass"}]}`,
+		`{"Op":"run_verdict","Verdict":"pass"}`,
+	} {
+		if code, msg := ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/metrics", m); code != http.StatusNoContent {
+			t.Errorf("metrics %s: HTTP %d %s", m, code, msg)
+		}
+	}
+	if code, _ := ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/metrics", `{"Op":"nope"}`); code != http.StatusBadRequest {
+		t.Errorf("an unknown metrics operation: HTTP %d, want 400", code)
+	}
+	_, scrape := get(t, ready.URL+"/metrics")
+	for _, want := range []string{`soakd_run_verdict{verdict="pass"} 1`, `soakd_phase_info{arm="graphql",phase="p1",run="r1"} 1`,
+		`soakd_driver_requests_total{arm="graphql",phase="p1"} 10`, `soakd_kpi_pass{kpi="gc_percent"} 1`} {
+		if !strings.Contains(scrape, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("ServeTarget on cancel: %v", err)
+	}
+}
+
+// TestProcessTarget: the built-in target as a child process, driven
+// through every RunTarget method over its control surface; a child that
+// dies is seen at once, with its exit status.
+func TestProcessTarget(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(childEnv, "1")
+	cfg := testConfig(t, "sampler:\n  interval: 50ms\n")
+	logDir := t.TempDir()
+	rt, err := OpenTarget(t.Context(), cfg, exe, logDir, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Shutdown(context.Background())
+	pt, ok := rt.(*processTarget)
+	if !ok {
+		t.Fatalf("OpenTarget gave %T, want a *processTarget", rt)
+	}
+	info := rt.Info()
+	if info.Kind != report.TargetBuiltin || info.PID == os.Getpid() || info.PID != pt.proc.pid() || !strings.Contains(info.Figures[0].Source, fmt.Sprint(info.PID)) {
+		t.Fatalf("info %+v: want builtin, the child's pid", info)
+	}
+	start := time.Now()
+	base := rt.baseline(t.Context())
+	if base.goroutines == 0 || base.heapLive == 0 || base.heapLiveWhy != "" {
+		t.Errorf("baseline %+v", base)
+	}
+	rt.setPhase("p1")
+	rt.runMetrics().PhaseStarted("r1", "p1", "rest")
+	for range 20 {
+		if code, _ := get(t, info.RESTURL+"/api/donuts/1"); code != http.StatusOK {
+			t.Fatalf("GET /api/donuts/1: %d", code)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	rt.setPhase("")
+	rt.runMetrics().PhaseEnded()
+	rt.runMetrics().RunVerdict("pass")
+	a, err := rt.settle(t.Context(), base, 200*time.Millisecond)
+	if err != nil || !a.Returned || a.BaselineHeapLiveBytes != base.heapLive || a.HeapLiveBytes == 0 {
+		t.Errorf("settle: %+v, %v", a, err)
+	}
+	s := rt.samples(start)
+	phased := 0
+	for _, smp := range s.Samples {
+		if smp.Phase == "p1" {
+			phased++
+		}
+	}
+	if len(s.PauseBuckets) == 0 || phased < 2 {
+		t.Errorf("samples: %d buckets, %d of %d samples in p1", len(s.PauseBuckets), phased, len(s.Samples))
+	}
+	if r := rt.cpuReadings(start, time.Now()); len(r) < 2 || r[len(r)-1].CPUSeconds <= 0 {
+		t.Errorf("cpu readings: %+v", r)
+	}
+	tools := rt.captureTools()
+	dir := t.TempDir()
+	if err := tools.heap(filepath.Join(dir, "h.pb.gz")); err != nil {
+		t.Error(err)
+	}
+	if err := tools.goroutines(filepath.Join(dir, "g.txt")); err != nil {
+		t.Error(err)
+	}
+	cpu, err := tools.startCPU(filepath.Join(dir, "c.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tools.startCPU(filepath.Join(dir, "c2.pb.gz")); err == nil {
+		t.Error("a second CPU profile started while one runs")
+	}
+	if err := cpu.Stop(); err != nil {
+		t.Error(err)
+	}
+	for _, f := range []string{"h.pb.gz", "g.txt", "c.pb.gz"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("profile %s not written by the child: %v", f, err)
+		}
+	}
+	if cpus, _, err := pt.affinity(); err != nil || len(cpus) == 0 {
+		t.Errorf("affinity: %v, %v", cpus, err)
+	}
+	if _, scrape := get(t, info.RESTURL+"/metrics"); !strings.Contains(scrape, `soakd_run_verdict{verdict="pass"} 1`) {
+		t.Error("the run verdict is not on the child's /metrics")
+	}
+	if b, err := os.ReadFile(filepath.Join(logDir, TargetStderrFile)); err != nil || !strings.Contains(string(b), "target listening") {
+		t.Errorf("the child's log is not kept in %s (%v)", TargetStderrFile, err)
+	}
+
+	// A child that dies ends the target at once, saying how.
+	if err := syscall.Kill(info.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rt.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after the child was killed")
+	}
+	if err := rt.Err(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("(pid %d) exited: signal: killed", info.PID)) {
+		t.Errorf("Err: %v", err)
+	}
+	if got := rt.Info().Exit; got != "signal: killed" {
+		t.Errorf("exit %q, want signal: killed", got)
+	}
+	if s2 := rt.samples(start); len(s2.Samples) < len(s.Samples) {
+		t.Errorf("the mirror lost samples once the child died: %d, had %d", len(s2.Samples), len(s.Samples))
+	}
+	if b := rt.baseline(t.Context()); b.heapLiveWhy == "" {
+		t.Error("a baseline of a dead child reads as measured")
+	}
+	if err := rt.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown after the child died: %v", err)
+	}
+}
