@@ -3,7 +3,7 @@ GO    ?= go
 BIN   := bin/soakd
 PKGS  := ./...
 
-.PHONY: all build run test vet fmt-check generate check-generate fuzz dashboards stack clean gate-check
+.PHONY: all build run test vet fmt-check generate check-generate fuzz dashboards stack clean gate-check bench-driver
 
 all: build
 
@@ -51,6 +51,10 @@ gate-check:
 	N=$(N) scripts/gate-check.sh
 
 N ?= 5
+
+## bench-driver: the driver's CPU per request against wrk's, REST GET and GraphQL query (~2 min; needs wrk; not in CI)
+bench-driver:
+	scripts/bench-driver.sh
 
 ## dashboards: regenerate grafana/dashboards/*.json from grafana/*.go
 dashboards:
