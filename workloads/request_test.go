@@ -53,15 +53,15 @@ func TestValidateBytes(t *testing.T) {
 				wantID, wantFlavor = "w3", "VANILLA"
 			}
 			b := []byte(c.body)
-			if got := canonical(b, c.writes, wantID, wantFlavor); got != c.fast {
+			if got := canonical(b, c.writes, []byte(wantID), wantFlavor); got != c.fast {
 				t.Errorf("canonical: got %v, want %v", got, c.fast)
 			}
-			class, msg := validate(b, c.writes, wantID, wantFlavor)
+			class, msg := validate(b, c.writes, []byte(wantID), wantFlavor)
 			if class != c.class {
 				t.Errorf("validate: got %q (%s), want %q", class, msg, c.class)
 			}
 			// The bytes never decide otherwise than the full decode.
-			if slow, _ := decodeValidate(b, c.writes, wantID, wantFlavor); slow != class {
+			if slow, _ := decodeValidate(b, c.writes, []byte(wantID), wantFlavor); slow != class {
 				t.Errorf("validate says %q, the full decode %q", class, slow)
 			}
 		})
@@ -73,8 +73,8 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte(`{"data":{"donut":{"id":"7","name":"donut-7","flavor":"STRAWBERRY"}}}`), false)
 	f.Add([]byte(`{"data":{"addOrUpdateDonut":{"id":"7","name":"x","flavor":"STRAWBERRY"}}} `), true)
 	f.Fuzz(func(t *testing.T, body []byte, writes bool) {
-		fast, _ := validate(body, writes, "7", "STRAWBERRY")
-		slow, _ := decodeValidate(body, writes, "7", "STRAWBERRY")
+		fast, _ := validate(body, writes, []byte("7"), "STRAWBERRY")
+		slow, _ := decodeValidate(body, writes, []byte("7"), "STRAWBERRY")
 		if fast != slow {
 			t.Fatalf("%q: validate %q, full decode %q", body, fast, slow)
 		}
@@ -83,8 +83,9 @@ func FuzzValidate(f *testing.F) {
 
 func TestValidateAllocs(t *testing.T) {
 	body := []byte(`{"data":{"donut":{"id":"7","name":"donut-7","flavor":"STRAWBERRY"}}}`)
+	id := []byte("7")
 	if n := testing.AllocsPerRun(100, func() {
-		if c, m := validate(body, false, "7", "STRAWBERRY"); c != "" {
+		if c, m := validate(body, false, id, "STRAWBERRY"); c != "" {
 			t.Fatal(m)
 		}
 	}); n != 0 {
