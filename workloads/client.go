@@ -108,7 +108,11 @@ func (c *Client) sender(base *url.URL) sender {
 				timeout = dialTimeout
 			}
 			d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-			return d.Dial("tcp", addr)
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			return wrapConn(c), nil
 		},
 	}
 	c.hosts[key] = hc
