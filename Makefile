@@ -11,9 +11,15 @@ all: build
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) .
 
-## run: run the default (quick) suite once; exits with the verdict's code
+## run: run the default (quick) suite once. A verdict (pass 0, fail 1,
+## inconclusive 4) ends the demo cleanly, naming the code `soakd run` gives
+## CI; bad usage (2) or an aborted run (3) fails it.
 run: build
-	./$(BIN) run
+	@./$(BIN) run; code=$$?; \
+	case $$code in \
+	  0|1|4) echo "make run: a verdict was reached; in CI, soakd run exits $$code (0 pass, 1 fail, 4 inconclusive)";; \
+	  *) echo "make run: soakd run exited $$code (2 bad usage or configuration, 3 aborted): no verdict"; exit $$code;; \
+	esac
 
 ## test: format, vet, generated-code and race-enabled tests (what CI runs)
 test: fmt-check vet check-generate
@@ -42,6 +48,7 @@ fuzz:
 	$(GO) test ./control -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLRequest -fuzztime $(FUZZTIME)
 	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLLimits -fuzztime $(FUZZTIME)
+	$(GO) test ./graph -run '^$$' -fuzz FuzzWebsocketGuard -fuzztime $(FUZZTIME)
 	$(GO) test ./api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseBaggage -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)

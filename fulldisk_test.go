@@ -95,9 +95,6 @@ func TestServeFullDisk(t *testing.T) {
 
 	// A restart on the full disk: up, read-only, and it says why.
 	d2 := startServe(t, bin, cfg)
-	if !strings.Contains(d2.stderr.String(), "read-only") {
-		t.Errorf("the daemon's log does not say the history is read-only:\n%s", d2.stderr.String())
-	}
 	out, stderr, code := runSoakd(t, bin, "runs", "--api", d2.api)
 	if code != 0 || !strings.Contains(out, "history is read-only, no run can start") || !strings.Contains(out, run.ID) {
 		t.Errorf("soakd runs on a read-only history: exit %d\n%s%s", code, out, stderr)
@@ -109,5 +106,9 @@ func TestServeFullDisk(t *testing.T) {
 	}
 	if code := d2.stop(t); code != 0 {
 		t.Errorf("soakd serve (read-only) on SIGTERM: exit %d\n%s", code, d2.stderr.String())
+	}
+	// Read once the daemon has exited (its stderr is written until then).
+	if !strings.Contains(d2.stderr.String(), "read-only") {
+		t.Errorf("the daemon's log does not say the history is read-only:\n%s", d2.stderr.String())
 	}
 }

@@ -266,7 +266,7 @@ func (c *cli) runCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:                   "run [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Run a suite once on the built-in target; exit with its verdict",
+		Short:                 "Run a suite once on the target (built-in unless target.kind says otherwise); exit with its verdict",
 		Args:                  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := daemon.ParseArms(arms)
@@ -395,6 +395,21 @@ func (c *cli) clientFlags(cmd *cobra.Command) func() (client, error) {
 	}
 }
 
+// clientCommand builds a control API client command: its --api and
+// --config flags, and run called with the client they give.
+func (c *cli) clientCommand(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cl client, args []string) error) *cobra.Command {
+	cmd := &cobra.Command{Use: use, DisableFlagsInUseLine: true, Short: short, Args: args}
+	newClient := c.clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := newClient()
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), cl, args)
+	}
+	return cmd
+}
+
 // clientTimeout bounds each control API call of the client commands: the
 // API answers from memory and disk, so a daemon that takes longer is stuck
 // or unreachable.
@@ -427,19 +442,8 @@ func (cl client) clientError(err error) error {
 }
 
 func (c *cli) runsCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   "runs [--api URL]",
-		DisableFlagsInUseLine: true,
-		Short:                 "List the runs a soakd serve knows, newest first",
-		Args:                  exactArgs(0, "no arguments"),
-	}
-	newClient := c.clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cl, err := newClient()
-		if err != nil {
-			return err
-		}
-		runs, err := cl.List(cmd.Context())
+	return c.clientCommand("runs [--api URL]", "List the runs a soakd serve knows, newest first", exactArgs(0, "no arguments"), func(ctx context.Context, cl client, _ []string) error {
+		runs, err := cl.List(ctx)
 		if err != nil {
 			return cl.clientError(err)
 		}
@@ -455,10 +459,9 @@ func (c *cli) runsCmd() *cobra.Command {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		cl.readOnlyNote(cmd.Context(), c.stdout)
+		cl.readOnlyNote(ctx, c.stdout)
 		return nil
-	}
-	return cmd
+	})
 }
 
 // readOnlyNote prints why the daemon's history is read-only, when it is.
@@ -492,26 +495,14 @@ func (cl client) pickRun(ctx context.Context, args []string, running bool) (stri
 }
 
 func (c *cli) statusCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   "status [ID] [--api URL]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Show a run (default: the newest) with its KPI table and reasons",
-		Args:                  maxArgs(1, "one run id"),
-	}
-	newClient := c.clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := newClient()
+	return c.clientCommand("status [ID] [--api URL]", "Show a run (default: the newest) with its KPI table and reasons", maxArgs(1, "one run id"), func(ctx context.Context, cl client, args []string) error {
+		id, err := cl.pickRun(ctx, args, false)
 		if err != nil {
 			return err
 		}
-		id, err := cl.pickRun(cmd.Context(), args, false)
-		if err != nil {
-			return err
-		}
-		_, err = cl.show(cmd.Context(), c.stdout, id)
+		_, err = cl.show(ctx, c.stdout, id)
 		return err
-	}
-	return cmd
+	})
 }
 
 // show prints run id's summary and, once it has one, its KPI table with
@@ -540,51 +531,27 @@ func (cl client) show(ctx context.Context, w io.Writer, id string) (api.RunSumma
 }
 
 func (c *cli) stopCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   "stop [ID] [--api URL]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Stop a run gracefully (default: the one in progress)",
-		Args:                  maxArgs(1, "one run id"),
-	}
-	newClient := c.clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := newClient()
+	return c.clientCommand("stop [ID] [--api URL]", "Stop a run gracefully (default: the one in progress)", maxArgs(1, "one run id"), func(ctx context.Context, cl client, args []string) error {
+		id, err := cl.pickRun(ctx, args, true)
 		if err != nil {
 			return err
 		}
-		id, err := cl.pickRun(cmd.Context(), args, true)
-		if err != nil {
-			return err
-		}
-		if err := cl.Stop(cmd.Context(), id); err != nil {
+		if err := cl.Stop(ctx, id); err != nil {
 			return cl.clientError(err)
 		}
 		fmt.Fprintf(c.stdout, "stopping run %s\n", id)
 		return nil
-	}
-	return cmd
+	})
 }
 
 func (c *cli) baselineCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:                   "baseline ID [--api URL]",
-		DisableFlagsInUseLine: true,
-		Short:                 "Mark a run as the baseline retention keeps",
-		Args:                  exactArgs(1, "one run id"),
-	}
-	newClient := c.clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := newClient()
-		if err != nil {
-			return err
-		}
-		if err := cl.SetBaseline(cmd.Context(), args[0]); err != nil {
+	return c.clientCommand("baseline ID [--api URL]", "Mark a run as the baseline retention keeps", exactArgs(1, "one run id"), func(ctx context.Context, cl client, args []string) error {
+		if err := cl.SetBaseline(ctx, args[0]); err != nil {
 			return cl.clientError(err)
 		}
 		fmt.Fprintf(c.stdout, "run %s is the baseline\n", args[0])
 		return nil
-	}
-	return cmd
+	})
 }
 
 func (c *cli) startCmd() *cobra.Command {
@@ -727,9 +694,9 @@ func buildOverrides(doc []byte, sets []string) (string, error) {
 }
 
 func (c *cli) driveCmd() *cobra.Command {
-	var config, target, spec, profile, phase, cpus string
+	var config, target, spec, profile, phase, cpus, graphqlURL, graphqlWSURL, restURL string
 	cmd := &cobra.Command{
-		Use:                   "drive --target URL (--spec FILE | --phase NAME [--profile NAME] [--config FILE]) [--cpus LIST]",
+		Use:                   "drive (--target URL | --graphql-url URL --rest-url URL [--graphql-ws-url URL]) (--spec FILE | --phase NAME [--profile NAME] [--config FILE]) [--cpus LIST]",
 		DisableFlagsInUseLine: true,
 		Short:                 "The load driver: run one phase against a target, JSON lines on stdout",
 		Long: `The load driver. soakd run starts it for every phase; it can also be run by
@@ -739,10 +706,8 @@ and writes JSON lines to standard output: progress about once a second, then
 the result (or an error).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if target == "" {
-				return daemon.Usagef("drive needs --target URL, e.g. --target http://127.0.0.1:8080")
-			}
-			if err := checkTargetURL(target); err != nil {
+			ep, err := driveEndpoints(target, graphqlURL, graphqlWSURL, restURL)
+			if err != nil {
 				return err
 			}
 			switch {
@@ -780,16 +745,49 @@ the result (or an error).`,
 				defer f.Close()
 				in = f
 			}
-			return workloads.Drive(cmd.Context(), in, c.stdout, target)
+			return workloads.DriveAt(cmd.Context(), in, c.stdout, ep)
 		},
 	}
-	cmd.Flags().StringVar(&target, "target", "", "base URL of the target, e.g. http://127.0.0.1:8080 (required)")
+	cmd.Flags().StringVar(&target, "target", "", "base URL of a target serving /graphql and /api/donuts/{id}, e.g. http://127.0.0.1:8080")
+	cmd.Flags().StringVar(&graphqlURL, "graphql-url", "", "the GraphQL endpoint, e.g. http://127.0.0.1:4000/graphql (instead of, or overriding, --target's)")
+	cmd.Flags().StringVar(&graphqlWSURL, "graphql-ws-url", "", "the GraphQL websocket URL for subscriptions (default: --graphql-url with a ws scheme)")
+	cmd.Flags().StringVar(&restURL, "rest-url", "", "base URL of the REST twin, serving /api/donuts/{id} (instead of, or overriding, --target)")
 	cmd.Flags().StringVar(&spec, "spec", "", "phase spec as JSON from this file; - reads standard input")
 	cmd.Flags().StringVar(&config, "config", "", "with --phase: YAML file decoded on top of the embedded config.yaml")
 	cmd.Flags().StringVar(&profile, "profile", "", "with --phase: profile holding the phase (default: the config's default_profile)")
 	cmd.Flags().StringVar(&phase, "phase", "", "run this phase of the profile instead of reading --spec")
 	cmd.Flags().StringVar(&cpus, "cpus", "", "pin the driver to these CPUs, e.g. 1 or 2-3")
 	return cmd
+}
+
+// driveEndpoints builds the driver's endpoints from --target (everything
+// under one base URL) and the per-endpoint flags, which override it; without
+// --target both --graphql-url and --rest-url are needed.
+func driveEndpoints(target, graphqlURL, graphqlWSURL, restURL string) (workloads.Endpoints, error) {
+	var ep workloads.Endpoints
+	switch {
+	case target != "":
+		if err := checkTargetURL(target); err != nil {
+			return ep, err
+		}
+		var err error
+		if ep, err = workloads.BaseEndpoints(target); err != nil {
+			return ep, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--target: %w", err))
+		}
+	case graphqlURL == "" || restURL == "":
+		return ep, daemon.Usagef("drive needs --target URL, e.g. --target http://127.0.0.1:8080, or --graphql-url and --rest-url")
+	}
+	if graphqlURL != "" {
+		ep.GraphQL = graphqlURL
+	}
+	if restURL != "" {
+		ep.REST = restURL
+	}
+	ep.GraphQLWS = graphqlWSURL
+	if err := ep.Validate(); err != nil {
+		return ep, daemon.WithCode(daemon.ExitUsage, err)
+	}
+	return ep, nil
 }
 
 // checkTargetURL refuses a --target that is not an absolute http(s) URL,

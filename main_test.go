@@ -144,7 +144,10 @@ func TestEndToEndRun(t *testing.T) {
 		Verdict   string `json:"verdict"`
 		Status    string `json:"status"`
 		TargetPID int    `json:"target_pid"`
-		KPIs      []struct {
+		Host      struct {
+			Soakd string `json:"soakd_version"`
+		} `json:"host"`
+		KPIs []struct {
 			Name      string   `json:"name"`
 			Unit      string   `json:"unit"`
 			REST      *float64 `json:"rest"`
@@ -212,6 +215,10 @@ func TestEndToEndRun(t *testing.T) {
 	}
 	if len(rep.Phases) != 3 {
 		t.Fatalf("phases: got %d, want 3", len(rep.Phases))
+	}
+	// The report names the build that measured it, as --version does.
+	if version, _, _ := runSoakd(t, bin, "--version"); rep.Host.Soakd == "" || "soakd "+rep.Host.Soakd != strings.TrimSpace(version) {
+		t.Errorf("report.json's soakd_version %q does not match --version %q", rep.Host.Soakd, version)
 	}
 	pids := map[int]bool{rep.TargetPID: true}
 	for _, p := range rep.Phases {

@@ -5,7 +5,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -19,11 +18,12 @@ type capture struct {
 	dir   string
 	phase string
 	cfg   ProfilingConfig
+	tools captureTools
 	log   *zap.Logger
 	users int // users of a closed phase with a known count; 0 otherwise
 	files []string
 
-	cpu      *profiles.CPUProfile
+	cpu      cpuProfiler
 	cpuFile  string
 	started  bool
 	stopped  bool
@@ -31,8 +31,8 @@ type capture struct {
 	stopReq  int64
 }
 
-func newCapture(dir string, spec workloads.Phase, cfg ProfilingConfig, log *zap.Logger) *capture {
-	c := &capture{dir: dir, phase: spec.Name, cfg: cfg, log: log.With(zap.String("phase", spec.Name))}
+func newCapture(dir string, spec workloads.Phase, cfg ProfilingConfig, tools captureTools, log *zap.Logger) *capture {
+	c := &capture{dir: dir, phase: spec.Name, cfg: cfg, tools: tools, log: log.With(zap.String("phase", spec.Name))}
 	if spec.Model == "" || spec.Model == workloads.Closed {
 		c.users = spec.Users()
 	}
@@ -44,7 +44,7 @@ func (c *capture) path(kind string) string { return filepath.Join(c.dir, c.phase
 // before runs just before the driver starts.
 func (c *capture) before() {
 	if c.cfg.Heap {
-		c.write("heap-before.pb.gz", profiles.HeapProfile)
+		c.write("heap-before.pb.gz", c.tools.heap)
 	}
 	if c.users == 0 {
 		c.startCPU(0)
@@ -69,10 +69,10 @@ func (c *capture) after(requests int64) {
 		c.stopCPU(requests)
 	}
 	if c.cfg.Heap {
-		c.write("heap-after.pb.gz", profiles.HeapProfile)
+		c.write("heap-after.pb.gz", c.tools.heap)
 	}
 	if c.cfg.Goroutines {
-		c.write("goroutine-after.txt", profiles.GoroutineDump)
+		c.write("goroutine-after.txt", c.tools.goroutines)
 	}
 }
 
@@ -87,10 +87,10 @@ func (c *capture) cpuProfile() (string, int64) {
 
 func (c *capture) startCPU(requests int64) {
 	c.started = true
-	if !c.cfg.CPU {
+	if !c.cfg.CPU || c.tools.startCPU == nil {
 		return
 	}
-	p, err := profiles.StartCPUProfile(c.path("cpu.pb.gz"))
+	p, err := c.tools.startCPU(c.path("cpu.pb.gz"))
 	if err != nil {
 		c.log.Warn("no cpu profile for this phase", zap.Error(err))
 		return
@@ -113,6 +113,9 @@ func (c *capture) stopCPU(requests int64) {
 }
 
 func (c *capture) write(kind string, f func(string) error) {
+	if f == nil {
+		return // the target offers no such capture (captureTools.missing says why)
+	}
 	if err := f(c.path(kind)); err != nil {
 		c.log.Warn("profile not written", zap.String("kind", kind), zap.Error(err))
 		return

@@ -8,7 +8,8 @@ import (
 	"io"
 	"maps"
 	"net"
-	"net/url"
+	neturl "net/url"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/soakd/soakd/api"
+	"github.com/soakd/soakd/extsample"
 	"github.com/soakd/soakd/kpi"
 	"github.com/soakd/soakd/pin"
 	"github.com/soakd/soakd/profiles"
@@ -29,6 +31,7 @@ import (
 // it, so a user file names only what it changes (a profile given in a user
 // file replaces the embedded profile of the same name as a whole).
 type Config struct {
+	Target         TargetConfig       `yaml:"target"`
 	Server         ServerConfig       `yaml:"server"`
 	GraphQL        GraphQLConfig      `yaml:"graphql"`
 	Data           DataConfig         `yaml:"data"`
@@ -50,6 +53,59 @@ type Config struct {
 	// Warnings are what loading the configuration had to say without
 	// refusing it (a deprecated key, say); commands log each one.
 	Warnings []string `yaml:"-"`
+}
+
+// TargetConfig selects the server a run measures: soakd's built-in target
+// (the default), a running server attached to by PID, or a server soakd
+// starts from a command line. The server must answer the donut API (README
+// "The target's API"): GraphQL at GraphQLURL, the REST twin under RESTURL.
+type TargetConfig struct {
+	// Kind is builtin (soakd hosts GraphQL and REST in its own process),
+	// attach (a running process, by PID) or command (soakd starts it).
+	Kind string `yaml:"kind"`
+	// GraphQLURL is the GraphQL endpoint (http or https), e.g.
+	// http://127.0.0.1:4000/graphql.
+	GraphQLURL string `yaml:"graphql_url"`
+	// GraphQLWSURL is its websocket URL for subscriptions (ws or wss);
+	// empty: GraphQLURL with a ws scheme.
+	GraphQLWSURL string `yaml:"graphql_ws_url"`
+	// RESTURL is the base URL of the REST twin: it serves
+	// RESTURL/api/donuts/{id}. It may be another server than GraphQL's.
+	RESTURL string `yaml:"rest_url"`
+	// MetricsURL is the target's Prometheus endpoint, scraped for its
+	// runtime figures (GC, allocation, heap); empty: OS figures only.
+	MetricsURL string `yaml:"metrics_url"`
+	// PprofURL is a Go target's /debug/pprof/ base; when set, heap
+	// profiles and goroutine dumps are fetched from it around each phase.
+	PprofURL string `yaml:"pprof_url"`
+	// Runtime is go, node, dotnet, jvm, or auto (told from the series the
+	// metrics endpoint exposes).
+	Runtime string `yaml:"runtime"`
+	// PID (attach) is the process to measure; PIDFile names a file holding
+	// it instead, read when the run starts.
+	PID     int    `yaml:"pid"`
+	PIDFile string `yaml:"pid_file"`
+	// Argv (command) is the command line soakd starts: program and
+	// arguments, no shell. Env adds to (or overrides) soakd's environment,
+	// less the secrets soakd reads; Dir is its working directory.
+	Argv []string          `yaml:"argv"`
+	Env  map[string]string `yaml:"env"`
+	Dir  string            `yaml:"dir"`
+	// ReadyURL (command) must answer HTTP 200 within ReadyTimeout of the
+	// start before the run begins.
+	ReadyURL     string        `yaml:"ready_url"`
+	ReadyTimeout time.Duration `yaml:"ready_timeout"`
+	// StopGrace (command) is how long the process gets after SIGTERM, at
+	// the end, before SIGKILL.
+	StopGrace time.Duration `yaml:"stop_grace"`
+	// AllowNonLoopback permits URLs off loopback: load and scrapes then
+	// leave this machine, so it takes this explicit opt-in.
+	AllowNonLoopback bool `yaml:"allow_non_loopback"`
+}
+
+// external reports whether the target is a server soakd does not host.
+func (t TargetConfig) external() bool {
+	return t.Kind == report.TargetAttach || t.Kind == report.TargetCommand
 }
 
 // ServerConfig configures the target's HTTP server (the process measured).
@@ -294,6 +350,11 @@ type InjectConfig struct {
 	// this many µs of CPU (a calibrated busy loop): a CPU regression of
 	// known size, to prove the gate detects one.
 	GraphQLCPUMicrosPerRequest int `yaml:"graphql_cpu_us_per_request"`
+	// DriverCPUMicrosPerRequest makes the driver burn about this many µs
+	// of its own CPU after every request of a max-load phase: a load
+	// generator made slow on purpose, to prove a driver-bound knee is
+	// labelled as such and not blamed on the server.
+	DriverCPUMicrosPerRequest int `yaml:"driver_cpu_us_per_request"`
 }
 
 // MetricsConfig configures /metrics beyond what is always exposed.
@@ -497,6 +558,8 @@ func (c *Config) Clone() *Config {
 	cp.KPIs = c.KPIs.clone()
 	cp.Profiling = c.Profiling.clone()
 	cp.Warnings = slices.Clone(c.Warnings)
+	cp.Target.Argv = slices.Clone(c.Target.Argv)
+	cp.Target.Env = maps.Clone(c.Target.Env)
 	if c.Profiles != nil {
 		cp.Profiles = make(map[string]Profile, len(c.Profiles))
 		for name, p := range c.Profiles {
@@ -673,6 +736,7 @@ func (c *Config) Validate() []FieldError {
 		}
 	}
 
+	ps = append(ps, c.validateTarget()...)
 	if host, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
 		bad("server.listen", "must be host:port, like 127.0.0.1:8080 or 127.0.0.1:0 (got %q)", c.Server.Listen)
 	} else if !c.Server.AllowNonLoopback && !api.IsLoopback(host) {
@@ -774,7 +838,7 @@ func (c *Config) Validate() []FieldError {
 		bad("profiling.overhead_top", "must be between 0 and 100 (got %d)", c.Profiling.OverheadTop)
 	}
 	if py := c.Profiling.Pyroscope; py.ServerAddress != "" {
-		if u, err := url.Parse(py.ServerAddress); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if u, err := neturl.Parse(py.ServerAddress); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("profiling.pyroscope.server_address", "must be an http(s) URL like http://127.0.0.1:4040 (got %q)", py.ServerAddress)
 		}
 		if py.ApplicationName == "" {
@@ -817,6 +881,9 @@ func (c *Config) Validate() []FieldError {
 	}
 	if v := c.Inject.GraphQLCPUMicrosPerRequest; v < 0 || v > 100000 {
 		bad("inject.graphql_cpu_us_per_request", "must be between 0 and 100000 µs (got %d)", v)
+	}
+	if v := c.Inject.DriverCPUMicrosPerRequest; v < 0 || v > 100000 {
+		bad("inject.driver_cpu_us_per_request", "must be between 0 and 100000 µs (got %d)", v)
 	}
 	if v := c.Inject.GraphQLLeakBytesPerRequest; v < 0 || v > 1<<20 {
 		bad("inject.graphql_leak_bytes_per_request", "must be between 0 and 1048576 (got %d)", v)
@@ -882,6 +949,118 @@ func (c *Config) Validate() []FieldError {
 		ps = append(ps, c.Profiles[name].measurable("profiles."+name, c.Sampler.Interval)...)
 	}
 	slices.SortStableFunc(ps, func(a, b FieldError) int { return strings.Compare(a.Path, b.Path) })
+	return ps
+}
+
+// validateTarget checks the target: section: the keys its kind needs, no
+// key another kind reads, URLs of the right scheme on loopback unless
+// target.allow_non_loopback, and the built-in target's own settings left
+// alone when it is not the target.
+func (c *Config) validateTarget() []FieldError {
+	var ps []FieldError
+	bad := func(path, format string, args ...any) {
+		ps = append(ps, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	t := c.Target
+	switch t.Kind {
+	case report.TargetBuiltin, report.TargetAttach, report.TargetCommand:
+	default:
+		bad("target.kind", "must be builtin, attach or command (got %q)", t.Kind)
+		return ps
+	}
+	switch extsample.Runtime(t.Runtime) {
+	case extsample.RuntimeGo, extsample.RuntimeNode, extsample.RuntimeDotNet, extsample.RuntimeJVM, "auto":
+	default:
+		bad("target.runtime", "must be go, node, dotnet, jvm or auto (got %q)", t.Runtime)
+	}
+	if t.ReadyTimeout < time.Second || t.ReadyTimeout > time.Hour {
+		bad("target.ready_timeout", "must be between 1s and 1h (got %s)", t.ReadyTimeout)
+	}
+	if t.StopGrace < 0 || t.StopGrace > 10*time.Minute {
+		bad("target.stop_grace", "must be between 0s and 10m (got %s)", t.StopGrace)
+	}
+	// Keys that belong to other kinds.
+	only := func(path string, set bool, kinds ...string) {
+		if set && !slices.Contains(kinds, t.Kind) {
+			bad(path, "is read only for target.kind %s; target.kind is %s", strings.Join(kinds, " or "), t.Kind)
+		}
+	}
+	ext := []string{report.TargetAttach, report.TargetCommand}
+	only("target.graphql_url", t.GraphQLURL != "", ext...)
+	only("target.graphql_ws_url", t.GraphQLWSURL != "", ext...)
+	only("target.rest_url", t.RESTURL != "", ext...)
+	only("target.metrics_url", t.MetricsURL != "", ext...)
+	only("target.pprof_url", t.PprofURL != "", ext...)
+	only("target.allow_non_loopback", t.AllowNonLoopback, ext...)
+	only("target.pid", t.PID != 0, report.TargetAttach)
+	only("target.pid_file", t.PIDFile != "", report.TargetAttach)
+	only("target.argv", len(t.Argv) > 0, report.TargetCommand)
+	only("target.env", len(t.Env) > 0, report.TargetCommand)
+	only("target.dir", t.Dir != "", report.TargetCommand)
+	only("target.ready_url", t.ReadyURL != "", report.TargetCommand)
+	if !t.external() {
+		return ps
+	}
+
+	url := func(path, raw string, required bool, schemes ...string) {
+		if raw == "" {
+			if required {
+				bad(path, "must be set for target.kind %s (an %s URL)", t.Kind, strings.Join(schemes, " or "))
+			}
+			return
+		}
+		u, err := neturl.Parse(raw)
+		if err != nil || !slices.Contains(schemes, u.Scheme) || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			bad(path, "must be an absolute %s URL without query or fragment, like %s://127.0.0.1:8080/... (got %q)", strings.Join(schemes, " or "), schemes[0], raw)
+			return
+		}
+		if !t.AllowNonLoopback && !api.IsLoopback(u.Hostname()) {
+			bad(path, "%s is not on loopback: soakd would send load (and mutations) or scrapes off this machine; "+
+				"use 127.0.0.1, ::1 or localhost, or set target.allow_non_loopback: true", raw)
+		}
+	}
+	url("target.graphql_url", t.GraphQLURL, true, "http", "https")
+	url("target.graphql_ws_url", t.GraphQLWSURL, false, "ws", "wss")
+	url("target.rest_url", t.RESTURL, true, "http", "https")
+	url("target.metrics_url", t.MetricsURL, false, "http", "https")
+	url("target.pprof_url", t.PprofURL, false, "http", "https")
+	if t.PprofURL != "" && t.Runtime != "go" && t.Runtime != "auto" {
+		bad("target.pprof_url", "is a Go target's /debug/pprof/; target.runtime is %s", t.Runtime)
+	}
+	switch t.Kind {
+	case report.TargetAttach:
+		switch {
+		case t.PID == 0 && t.PIDFile == "":
+			bad("target.pid", "attach needs the process to measure: set target.pid or target.pid_file")
+		case t.PID != 0 && t.PIDFile != "":
+			bad("target.pid", "set target.pid or target.pid_file, not both")
+		case t.PID < 0:
+			bad("target.pid", "must be a positive process id (got %d)", t.PID)
+		case t.PID == os.Getpid():
+			bad("target.pid", "%d is soakd itself; use target.kind builtin to measure the built-in target", t.PID)
+		}
+	case report.TargetCommand:
+		if len(t.Argv) == 0 || t.Argv[0] == "" {
+			bad("target.argv", "command needs the program to start and its arguments, e.g. [/usr/local/bin/server, --port, \"8080\"]")
+		}
+		for k := range t.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				bad("target.env", "%q is not an environment variable name", k)
+			}
+		}
+		url("target.ready_url", t.ReadyURL, true, "http", "https")
+	}
+	// The built-in target's settings mean nothing for another server:
+	// refuse those that would silently do nothing.
+	if in := c.Inject; in != (InjectConfig{}) {
+		bad("inject", "plants a regression in the built-in target, which is not the target for target.kind %s; remove it", t.Kind)
+	}
+	if c.Pinning.Target != "" {
+		bad("pinning.target", "pins soakd's own process, which is not the target for target.kind %s; pin the server yourself (taskset, a cgroup cpuset) and leave pinning unset", t.Kind)
+	}
+	if c.Profiling.Pyroscope.ServerAddress != "" {
+		bad("profiling.pyroscope.server_address", "pushes soakd's own profiles, which are not the target's for target.kind %s; remove it", t.Kind)
+	}
 	return ps
 }
 
@@ -1030,7 +1209,11 @@ func (p Profile) validate(path string) []FieldError {
 func (c *Config) Phases(p Profile, run string) []workloads.Phase {
 	out := make([]workloads.Phase, 0, len(p.Phases))
 	for i, ph := range p.Phases {
-		out = append(out, p.spec(ph, c.Data.Donuts, i, run))
+		spec := p.spec(ph, c.Data.Donuts, i, run)
+		if spec.Model == workloads.Ramping || spec.Model == workloads.RampingRate {
+			spec.DriverBurn = time.Duration(c.Inject.DriverCPUMicrosPerRequest) * time.Microsecond
+		}
+		out = append(out, spec)
 	}
 	return out
 }

@@ -37,7 +37,7 @@ const driverGrace = 5 * time.Second
 //
 // secrets names the environment variables the driver must not inherit
 // (driverSecrets).
-func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, secrets []string, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
+func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string, cpus string, secrets []string, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return workloads.Result{}, driverUsage{}, fmt.Errorf("cannot encode the phase spec: %w", err)
@@ -102,10 +102,11 @@ func runDriver(ctx context.Context, log *zap.Logger, exe, target, cpus string, s
 }
 
 // driverCommand returns the command running `soakd drive` (exe) against
-// target, pinned to cpus when not empty, with this process's environment
+// target (the flags naming its URLs: --target, or --graphql-url and
+// --rest-url), pinned to cpus when not empty, with this process's environment
 // less the variables named in secrets. Cancelling ctx sends it SIGTERM.
-func driverCommand(ctx context.Context, exe, target, cpus string, secrets []string) *exec.Cmd {
-	args := []string{"drive", "--target", target, "--spec", "-", "--log-format", "json"}
+func driverCommand(ctx context.Context, exe string, target []string, cpus string, secrets []string) *exec.Cmd {
+	args := append(append([]string{"drive"}, target...), "--spec", "-", "--log-format", "json")
 	if cpus != "" {
 		args = append(args, "--cpus", cpus)
 	}

@@ -82,7 +82,7 @@ func TestDriverEnvHasNoSecrets(t *testing.T) {
 	t.Setenv("SOAKD_TEST_PYROSCOPE_PASSWORD", "pyroscope-secret")
 	t.Setenv("SOAKD_TEST_KEPT", "kept")
 	cfg := testConfig(t, "profiling:\n  pyroscope:\n    basic_auth_password_env: SOAKD_TEST_PYROSCOPE_PASSWORD\n")
-	cmd := driverCommand(t.Context(), "/bin/true", "http://127.0.0.1:1", "1", driverSecrets(cfg))
+	cmd := driverCommand(t.Context(), "/bin/true", []string{"--target", "http://127.0.0.1:1"}, "1", driverSecrets(cfg))
 	if cmd.Env == nil {
 		t.Fatal("cmd.Env is nil: the driver inherits the whole environment")
 	}

@@ -37,6 +37,7 @@ func overrideRules() []overrideRule {
 		{Path: "profiling.pyroscope.basic_auth_user", Why: push},
 		{Path: "profiling.pyroscope.basic_auth_password_env", Why: push},
 		// The running target's, built once when it started.
+		{Path: "target", Why: "the daemon measures one target, opened (or started, or attached to) when the daemon started" + restart},
 		{Path: "server", Why: "the target's HTTP server is already listening with the daemon's settings" + restart},
 		{Path: "graphql", Why: "the target's GraphQL handler (limits, caches, websockets) is built once when it starts" + restart},
 		{Path: "data", Why: "the target's donut store and event broker were seeded when it started" + restart},

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -43,8 +42,9 @@ type RunOptions struct {
 	Terminal bool
 	// Target, when set, is a running target to measure (a soak's cycles
 	// share one, so drift across cycles is the same process's); otherwise
-	// RunSuite starts and stops its own.
-	Target *Target
+	// RunSuite opens its own (OpenTarget: the built-in target, or the
+	// server target.kind names) and stops what it started.
+	Target RunTarget
 	// RunID names the run; "" means the UTC start time.
 	RunID string
 }
@@ -70,7 +70,7 @@ type run struct {
 	log    *zap.Logger
 	dir    string
 	rep    *report.Report
-	target *Target
+	target RunTarget
 	start  time.Time
 	// noiseRecorded is true once a self-check stored its noise floor.
 	noiseRecorded bool
@@ -135,23 +135,62 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		return nil, fmt.Errorf("cannot write the run directory: %w", err)
 	}
 	if in := cfg.Inject; in != (InjectConfig{}) {
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted in the GraphQL arm (inject: %d bytes allocated, %d bytes leaked and %d µs of CPU burnt per request); these numbers are not the server's own.",
-			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest))
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted (inject: GraphQL requests allocate %d bytes, leak %d bytes and burn %d µs of CPU each; the driver burns %d µs of its own CPU per max-load request); these numbers are not the server's own.",
+			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest, in.DriverCPUMicrosPerRequest))
 	}
-	if err := r.pin(); err != nil {
-		return r.abort(err)
+	ownProcess := r.cfg.Target.Kind == "" || r.cfg.Target.Kind == report.TargetBuiltin
+	if opts.Target != nil {
+		ownProcess = opts.Target.ownProcess()
+	}
+	if ownProcess {
+		if err := r.pin(); err != nil {
+			return r.abort(err)
+		}
+	} else {
+		r.rep.Notes = append(r.rep.Notes, "Not pinned by soakd: the target is a process soakd does not host (pin it yourself, with taskset or a cgroup cpuset, if the machine has cores to spare).")
 	}
 
 	if r.target = opts.Target; r.target == nil {
-		r.target, err = StartTarget(ctx, cfg, r.log)
+		r.target, err = OpenTarget(ctx, cfg, r.dir, r.log)
 		if err != nil {
-			return r.abort(err)
+			rep, aerr := r.abort(err)
+			if CodeOf(err) == ExitUsage {
+				// A target that cannot be opened as configured (a PID
+				// that does not run): nothing ran.
+				aerr = WithCode(ExitUsage, aerr)
+			}
+			return rep, aerr
 		}
 		defer func() {
 			if err := r.target.Shutdown(context.WithoutCancel(ctx)); err != nil {
 				r.log.Warn("target shutdown", zap.Error(err))
 			}
+			// The report says how a command target ended.
+			if info := r.target.Info(); info.Exit != "" && r.rep.Target != nil && r.rep.Target.Exit == "" {
+				r.rep.Target.Exit = info.Exit
+				if err := r.rep.Write(r.dir, nil); err != nil {
+					r.log.Warn("cannot write the report", zap.Error(err))
+				}
+			}
 		}()
+	}
+	info := r.target.Info()
+	r.rep.Target, r.rep.TargetPID = &info, info.PID
+	if info.External() {
+		r.rep.Notes = externalNotes(info, r.rep.Notes)
+	}
+	if pc := r.cfg.Profiling; pc.CPU || pc.Heap || pc.Goroutines {
+		if m := r.target.captureTools().missing; m != "" {
+			r.rep.Notes = append(r.rep.Notes, "Profiles: "+m+".")
+		}
+	}
+	if err := r.write(); err != nil {
+		return r.abort(err)
+	}
+	if !ownProcess && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
+		// Pyroscope profiles this process, which is not the target.
+		r.cfg.Profiling.Pyroscope.ServerAddress = ""
+		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles soakd's own process, which is not the target.")
 	}
 	if r.cfg.Profiling.Pyroscope.ServerAddress != "" && r.cfg.Profiling.CPU {
 		// Go has one CPU profiler per process and pyroscope-go restarts it
@@ -168,7 +207,7 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 			r.log.Warn("pyroscope flush", zap.Error(err))
 		}
 	}()
-	r.target.Metrics.RunVerdict(string(kpi.OutcomeRunning))
+	r.target.runMetrics().RunVerdict(string(kpi.OutcomeRunning))
 	r.log.Info("run started", zap.String("run", runID), zap.String("profile", name), zap.String("dir", r.dir), zap.String("arms", r.opts.Arms.String()))
 
 	captures := map[string]*capture{}
@@ -229,10 +268,9 @@ func (r *run) settled(ran []planned, round int) bool {
 
 // runPhase runs one phase and appends its results to the report.
 func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (*capture, error) {
-	// Forced GCs start each phase from the same heap state; this sample
-	// is the phase's baseline.
-	forceGC()
-	base := r.target.Sampler.SampleNow()
+	// Forced GCs (where the target can have them) start each phase from
+	// the same heap state; this sample is the phase's baseline.
+	base := r.target.baseline(ctx)
 	pc := r.cfg.Profiling
 	if role == roleNone {
 		// The CPU profiler keeps its own growing tables in this heap:
@@ -240,35 +278,56 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		// so the memory profile measures the server alone.
 		pc.CPU = false
 	}
-	capt := newCapture(r.dir, spec, pc, r.log)
+	if err := r.targetFailure(); err != nil {
+		return nil, err
+	}
+	capt := newCapture(r.dir, spec, pc, r.target.captureTools(), r.log)
 	capt.before()
-	r.target.Sampler.SetPhase(spec.Name)
-	m := r.target.Metrics
+	r.target.setPhase(spec.Name)
+	m := r.target.runMetrics()
 	m.PhaseStarted(r.rep.Run, spec.Name, spec.Arm)
 	defer m.PhaseEnded()
 	r.log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.String("model", string(spec.Model)))
 	pr := newProgress(r.opts.Stderr, r.opts.Terminal, spec, r.log)
-	res, driver, err := runDriver(ctx, r.log, r.opts.Executable, r.target.URL(), r.cfg.Pinning.Driver, driverSecrets(r.cfg), spec, func(p workloads.Progress) {
+	// A target that stops serving mid-phase stops the driver at once: the
+	// rest of the phase would measure nothing but refused connections.
+	phaseCtx, stopPhase := context.WithCancel(ctx)
+	defer stopPhase()
+	go func() {
+		select {
+		case <-r.target.Done():
+			stopPhase()
+		case <-phaseCtx.Done():
+		}
+	}()
+	res, driver, err := runDriver(phaseCtx, r.log, r.opts.Executable, r.target.driverArgs(), r.cfg.Pinning.Driver, driverSecrets(r.cfg), spec, func(p workloads.Progress) {
 		capt.progress(p)
 		pr.update(p)
 		m.DriverProgress(spec.Name, spec.Arm, metrics.FromProgress(p))
 	})
 	pr.done()
-	r.target.Sampler.SetPhase("")
+	r.target.setPhase("")
 	if err != nil {
 		capt.after(0)
 		r.rep.Profiles = append(r.rep.Profiles, capt.files...)
+		if ferr := r.targetFailure(); ferr != nil {
+			return capt, ferr
+		}
 		return capt, fmt.Errorf("phase %s: %w", spec.Name, err)
 	}
 	m.DriverResult(res)
 	if res.DriverPID == r.rep.TargetPID {
 		return capt, fmt.Errorf("phase %s: the driver reported the target's own pid %d; load must come from another process", spec.Name, res.DriverPID)
 	}
-	phase := newPhase(r.target.Sampler, res, runtime.NumCPU())
+	phase := r.target.phase(res, runtime.NumCPU())
 	phase.DriverCPUPercent = driver.MachinePercent(runtime.NumCPU())
-	interrupted := res.Aborted || ctx.Err() != nil
+	if ml := phase.MaxLoad; ml != nil && res.MaxLoad != nil {
+		chart, knee := kneeOf(res.MaxLoad, res.Start, r.target.cpuReadings(res.Start, res.End), layoutOf(r.rep.Pinning), spec.Failure.Window)
+		ml.Chart, ml.Knee = chart, &knee
+	}
+	interrupted := res.Aborted || phaseCtx.Err() != nil
 	if !interrupted {
-		after, err := settle(ctx, r.target, base, r.prof.Settle)
+		after, err := r.target.settle(phaseCtx, base, r.prof.Settle)
 		if err != nil {
 			interrupted = true
 		} else {
@@ -283,15 +342,24 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	}
 	r.log.Info("phase done", zap.String("phase", spec.Name), zap.Int64("requests", res.Requests), zap.Int64("errors", res.Errors),
 		zap.Float64("throughput_rps", res.ThroughputRPS), zap.Float64("p99_ms", res.LatencyMs.P99))
+	if err := r.targetFailure(); err != nil {
+		return capt, err
+	}
 	if interrupted {
 		return capt, fmt.Errorf("phase %s was interrupted", spec.Name)
 	}
-	select {
-	case err := <-r.target.Failed():
-		return capt, fmt.Errorf("the target stopped serving: %w", err)
-	default:
-	}
 	return capt, nil
+}
+
+// targetFailure returns why the target stopped serving, or nil while it
+// serves.
+func (r *run) targetFailure() error {
+	select {
+	case <-r.target.Done():
+		return fmt.Errorf("the target stopped serving: %w", r.target.Err())
+	default:
+		return nil
+	}
 }
 
 // finish evaluates the KPIs and checks, writes the final reports and
@@ -303,6 +371,12 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	kpis, rounds, err := evaluateKPIs(restBy, gqlBy, len(restBy), s.LookConfidence(), r.cfg.KPIs.limits())
 	if err != nil {
 		return r.abort(err)
+	}
+	if t := r.target.Info(); t.External() {
+		sourceKPIs(kpis, t)
+		for i := range rounds {
+			sourceKPIs(rounds[i].KPIs, t)
+		}
 	}
 	rep.KPIs, rep.Rounds, rep.Gate = kpis, rounds, r.prof.Gate
 	// A self-check's deltas are the noise itself; every other run is read
@@ -324,7 +398,7 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	rep.Checks = checks(rep.Phases, compared)
 	if name := r.prof.MemoryPhase; name != "" {
 		if p, ok := rep.PhaseNamed(name); ok {
-			rep.Checks = append(rep.Checks, memoryChecks(p, r.target.Sampler.Samples(p.SteadyStart, p.SteadyEnd), r.cfg.Memory)...)
+			rep.Checks = append(rep.Checks, r.target.memoryChecks(p, r.cfg.Memory)...)
 		}
 	}
 	rep.Overhead, rep.OverheadBasis = r.overhead(overheadCaptures(restBy, gqlBy, captures))
@@ -341,8 +415,9 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 			gqlBy[1].Name, sr.Received, sr.Subscriptions))
 	}
 	rep.Notes = append(rep.Notes, saturationNotes(rep.Phases)...)
-	r.target.Metrics.KPIResults(rep.KPIs)
-	r.target.Metrics.RunVerdict(rep.Verdict)
+	r.target.runMetrics().KPIResults(rep.KPIs)
+	r.target.runMetrics().CheckResults(checkOutcomes(rep.Checks))
+	r.target.runMetrics().RunVerdict(rep.Verdict)
 	rep.Status = report.StatusComplete
 	rep.FinishedAt = time.Now().UTC()
 	if selfCheck {
@@ -400,9 +475,28 @@ func (r *run) recordNoise() {
 func (r *run) write() error {
 	var s *report.Samples
 	if r.target != nil {
-		s = &report.Samples{PauseBuckets: r.target.Sampler.PauseBuckets(), Samples: r.target.Sampler.Samples(r.start, time.Now().Add(time.Hour))}
+		s = r.target.samples(r.start)
+		info := r.target.Info()
+		r.rep.Target = &info
 	}
 	return r.rep.Write(r.dir, s)
+}
+
+// checkOutcomes turns a report's checks into what soakd_check_outcome
+// exposes; a check of an older shape without an Outcome reads by Pass.
+func checkOutcomes(cs []report.Check) []metrics.CheckOutcome {
+	out := make([]metrics.CheckOutcome, len(cs))
+	for i, c := range cs {
+		o := c.Outcome
+		if o == "" {
+			o = kpi.OutcomeFail
+			if c.Pass {
+				o = kpi.OutcomePass
+			}
+		}
+		out[i] = metrics.CheckOutcome{Check: c.Group + "/" + c.Name, Phase: c.Phase, Outcome: o}
+	}
+	return out
 }
 
 // abort marks the run aborted and writes what it has.
@@ -410,7 +504,7 @@ func (r *run) abort(err error) (*report.Report, error) {
 	rep := r.rep
 	rep.Status, rep.Verdict, rep.Error = report.StatusAborted, report.VerdictAborted, err.Error()
 	if r.target != nil {
-		r.target.Metrics.RunVerdict(rep.Verdict)
+		r.target.runMetrics().RunVerdict(rep.Verdict)
 	}
 	rep.FinishedAt = time.Now().UTC()
 	if werr := r.write(); werr != nil {
@@ -563,20 +657,26 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 // (whose window exists but holds few samples), so "more work never yields
 // less data" holds only if no fallback is measured.
 func newPhase(s *profiles.Sampler, res workloads.Result, cores int) report.Phase {
+	return newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) { return summarize(s, from, to, cores) }, res)
+}
+
+// newPhaseFrom is newPhase with the target's figures over a window given by
+// sum.
+func newPhaseFrom(sum func(from, to time.Time) (*profiles.Summary, error), res workloads.Result) report.Phase {
 	var (
-		sum  *profiles.Summary
-		serr error
+		steady *profiles.Summary
+		serr   error
 	)
 	if res.SteadyFallback {
 		serr = fmt.Errorf("no steady window (%s): lengthen the phase (more iterations) or shorten ramp_up, trim_head and trim_tail", res.SteadyFallbackReason)
 	} else {
-		sum, serr = summarize(s, res.SteadyStart, res.SteadyEnd, cores)
+		steady, serr = sum(res.SteadyStart, res.SteadyEnd)
 	}
-	p := report.NewPhase(res, sum, serr)
+	p := report.NewPhase(res, steady, serr)
 	if ml := res.MaxLoad; ml != nil {
 		p.MaxLoad = &report.MaxLoad{MaxLoadResult: *ml}
 		if ml.PeakWindowEnd.After(ml.PeakWindowStart) {
-			peak, err := summarize(s, ml.PeakWindowStart, ml.PeakWindowEnd, cores)
+			peak, err := sum(ml.PeakWindowStart, ml.PeakWindowEnd)
 			p.MaxLoad.PeakResources = peak
 			if err != nil {
 				p.MaxLoad.PeakResourcesError = err.Error()
@@ -656,7 +756,9 @@ func saturationNotes(ps []report.Phase) []string {
 				notes = append(notes, fmt.Sprintf("Phase %s: target (%.0f%%) and driver (%.0f%%) together saturated the machine; compare per-request CPU, not CPU %% or throughput.", p.Name, s.CPUMachinePercent, p.DriverCPUPercent))
 			}
 		}
-		if o := p.Open; o != nil && (o.Dropped > 0 || o.Late > 0) {
+		// A ramping-rate phase drops arrivals at its knee by design; its
+		// max_load section says so.
+		if o := p.Open; o != nil && p.MaxLoad == nil && (o.Dropped > 0 || o.Late > 0) {
 			notes = append(notes, fmt.Sprintf("Phase %s: the driver fell behind its schedule (%d dropped, %d late of %d arrivals): the offered load was not the configured one.", p.Name, o.Dropped, o.Late, o.Arrivals))
 		}
 	}
@@ -676,11 +778,7 @@ func (k KPIConfig) limits() kpi.Limits {
 }
 
 func host() report.Host {
-	h := report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		h.Soakd = bi.Main.Version
-	}
-	return h
+	return report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: Version()}
 }
 
 // progress shows a phase's progress: a redrawn line on a terminal, a log

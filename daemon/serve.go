@@ -42,7 +42,7 @@ type daemon struct {
 	opts   ServeOptions
 	log    *zap.Logger
 	store  *history.Store
-	target *Target
+	target RunTarget
 	base   context.Context // the daemon's lifetime; runs derive from it
 	ready  atomic.Bool
 	runs   sync.WaitGroup // runs started through the API
@@ -97,7 +97,7 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 	if err != nil {
 		return WithCode(ExitUsage, fmt.Errorf("cannot listen on api.listen %q: %w", cfg.API.Listen, err))
 	}
-	target, err := StartTarget(ctx, cfg, log)
+	target, err := OpenTarget(ctx, cfg, cfg.DataDir, log)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -141,8 +141,8 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 	select {
 	case <-ctx.Done():
 		log.Info("stopping: signal received")
-	case err := <-target.Failed():
-		serveErr = fmt.Errorf("the target stopped serving: %w", err)
+	case <-target.Done():
+		serveErr = fmt.Errorf("the target stopped serving: %w", target.Err())
 	case err := <-apiErr:
 		serveErr = fmt.Errorf("the control api stopped serving: %w", err)
 	}

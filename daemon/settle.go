@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/report"
 )
 
@@ -36,15 +35,15 @@ func forceGC() {
 // the driver's connections close), watching for the target to return to its
 // pre-phase state, then forces a GC and takes the sample that closes the
 // phase. It reports the state before and after.
-func settle(ctx context.Context, t *Target, base profiles.Sample, d time.Duration) (report.After, error) {
+func settle(ctx context.Context, t *Target, base restState, d time.Duration) (report.After, error) {
 	start := time.Now()
-	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLiveBytes, ReturnedAfterSeconds: -1}
+	a := report.After{BaselineGoroutines: base.goroutines, BaselineHeapLiveBytes: base.heapLive, ReturnedAfterSeconds: -1}
 	tick := time.NewTicker(settleCheck)
 	defer tick.Stop()
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	for {
-		if a.ReturnedAfterSeconds < 0 && returned(base.Goroutines, uint64(runtime.NumGoroutine()), t.Service.Broker.Stats().Subscribers) {
+		if a.ReturnedAfterSeconds < 0 && returned(base.goroutines, uint64(runtime.NumGoroutine()), t.Service.Broker.Stats().Subscribers) {
 			a.ReturnedAfterSeconds = time.Since(start).Seconds()
 		}
 		select {
@@ -59,7 +58,7 @@ func settle(ctx context.Context, t *Target, base profiles.Sample, d time.Duratio
 	forceGC()
 	s := t.Sampler.SampleNow()
 	a.Goroutines, a.HeapLiveBytes, a.Subscribers = s.Goroutines, s.HeapLiveBytes, t.Service.Broker.Stats().Subscribers
-	a.Returned = returned(base.Goroutines, s.Goroutines, a.Subscribers)
+	a.Returned = returned(base.goroutines, s.Goroutines, a.Subscribers)
 	a.SettleSeconds = time.Since(start).Seconds()
 	return a, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,7 +56,7 @@ type SoakOptions struct {
 type soaker struct {
 	cfg    *Config
 	store  *history.Store
-	target *Target
+	target RunTarget
 	log    *zap.Logger
 	rep    SoakReport
 	// claim, when set, takes the daemon's one run slot for a cycle (so the
@@ -84,7 +85,7 @@ func Soak(ctx context.Context, cfg *Config, opts SoakOptions) (*SoakReport, erro
 	if err := store.ReadOnly(); err != nil {
 		return nil, WithCode(ExitUsage, fmt.Errorf("cannot soak in data_dir %s: %w: %w", cfg.DataDir, history.ErrReadOnly, err))
 	}
-	target, err := StartTarget(ctx, cfg, log)
+	target, err := OpenTarget(ctx, cfg, cfg.DataDir, log)
 	if err != nil {
 		return nil, err
 	}
@@ -216,11 +217,9 @@ func (s *soaker) judge() {
 		CPUPerRequestRatio: d.CPUPerRequestRatio, GoroutinesIncrease: d.GoroutinesIncrease, GCPercentIncreasePoints: d.GCPercentIncreasePoints,
 	})
 	// Drift failing, or a cycle failing or aborting, fails the soak; a
-	// cycle whose KPIs were inconclusive makes it inconclusive at best.
-	os := []kpi.Outcome{kpi.OutcomePass}
-	if !kpi.DriftPass(s.rep.Drift) {
-		os = append(os, kpi.OutcomeFail)
-	}
+	// cycle whose KPIs were inconclusive, or drift not yet measurable (too
+	// few cycles), makes it inconclusive at best.
+	os := []kpi.Outcome{kpi.OutcomePass, kpi.DriftOutcome(s.rep.Drift)}
 	for _, c := range s.rep.Cycles {
 		switch c.Verdict {
 		case kpi.Pass, kpi.Inconclusive:
@@ -274,9 +273,9 @@ func (r *SoakReport) Table(w io.Writer) {
 			c.Cycle, c.Run, c.Verdict, c.HeapLiveBytes/(1<<20), c.RSSBytes/(1<<20), c.Goroutines, c.GCPercent, c.CPUMicrosPerRequest, c.Error)
 	}
 	for _, d := range r.Drift {
-		res := "pass"
-		if !d.Pass {
-			res = "FAIL"
+		res := string(d.Outcome)
+		if d.Outcome != kpi.OutcomePass {
+			res = strings.ToUpper(res)
 		}
 		fmt.Fprintf(w, "  drift %-22s %s  %s\n", d.Name, res, d.Detail)
 	}

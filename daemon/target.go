@@ -45,7 +45,7 @@ type Target struct {
 	grace    time.Duration
 	stop     context.CancelFunc // stops the sampler and websocket handlers
 	wg       sync.WaitGroup     // the server and sampler goroutines
-	serveErr chan error         // the server's exit error, buffered 1
+	failed   *failSignal        // set when the server stops serving on its own
 }
 
 // StartTarget builds the target from cfg, binds its listener and starts
@@ -131,11 +131,11 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	t := &Target{
 		Service: svc, Sampler: sampler, Registry: reg, Metrics: m,
 		log: log, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
-		stop: stop, serveErr: make(chan error, 1),
+		stop: stop, failed: newFailSignal(),
 	}
 	t.wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			t.serveErr <- err
+			t.failed.set(err)
 		}
 	})
 	t.wg.Go(func() {
@@ -162,10 +162,6 @@ func (t *Target) URL() string {
 	}
 	return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(addr.Port))
 }
-
-// Failed returns a channel that yields the server's error if it stops
-// serving on its own.
-func (t *Target) Failed() <-chan error { return t.serveErr }
 
 // Shutdown stops accepting requests, gives in-flight ones the configured
 // grace period, stops the sampler and waits for every goroutine it started.

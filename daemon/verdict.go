@@ -99,12 +99,22 @@ func checks(ps []report.Phase, compared map[string]bool) []report.Check {
 			})
 		}
 		if a := p.After; a != nil {
-			cs = append(cs, report.Check{
+			c := report.Check{
 				Group: "rest", Name: "released", Title: "Connections, subscriptions and goroutines released", Phase: p.Name, Unit: "goroutines",
 				Value: float64(int64(a.Goroutines) - int64(a.BaselineGoroutines)), Limit: goroutineSlack, Pass: a.Returned,
 				Detail:     fmt.Sprintf("goroutines %d → %d, %d subscriptions still open after %.1fs", a.BaselineGoroutines, a.Goroutines, a.Subscribers, a.SettleSeconds),
 				Definition: fmt.Sprintf("after the settle period and forced GCs: no subscription open and goroutines within %d of the pre-phase baseline", goroutineSlack),
-			})
+			}
+			if why, ok := a.NotMeasured["goroutines"]; ok {
+				c.Value, c.Pass, c.Outcome = 0, false, kpi.OutcomeNotMeasured
+				c.Detail = "not measured: " + why
+			} else if why, ok := a.NotMeasured["subscribers"]; ok {
+				c.Detail = fmt.Sprintf("goroutines %d → %d after %.1fs; open subscriptions not measured: %s", a.BaselineGoroutines, a.Goroutines, a.SettleSeconds, why)
+			}
+			if a.NoForcedGC {
+				c.Definition = fmt.Sprintf("after the settle period (no GC can be forced in this target): goroutines within %d of the pre-phase baseline, read from the target's metrics endpoint", goroutineSlack)
+			}
+			cs = append(cs, c)
 		}
 	}
 	return cs
@@ -138,6 +148,12 @@ func memoryChecks(p report.Phase, ss []profiles.Sample, m MemoryConfig) []report
 		in.BaselineHeapLive, in.AfterHeapLive = a.BaselineHeapLiveBytes, a.HeapLiveBytes
 		in.BaselineGoroutines, in.AfterGoroutines = a.BaselineGoroutines, a.Goroutines
 	}
+	return judgeMemory(p, in, m)
+}
+
+// judgeMemory runs the memory verdict on in and turns its rules into checks
+// of phase p.
+func judgeMemory(p report.Phase, in kpi.MemoryInput, m MemoryConfig) []report.Check {
 	rules := kpi.MemoryVerdict(in, kpi.MemoryLimits{
 		AllocSpikeFactor:            m.AllocSpikeFactor,
 		AllocWindow:                 m.AllocWindow,

@@ -53,18 +53,23 @@ type DriftRule struct {
 	Limit    float64 `json:"limit"`
 	// SlopePerCycle is the least-squares trend over all cycles, in Unit per
 	// cycle, with its standard error (0 with fewer than 3 cycles).
-	SlopePerCycle  float64 `json:"slope_per_cycle"`
-	SlopeStdErr    float64 `json:"slope_stderr"`
-	Pass           bool    `json:"pass"`
-	Detail         string  `json:"detail"`
-	Definition     string  `json:"definition"`
+	SlopePerCycle float64 `json:"slope_per_cycle"`
+	SlopeStdErr   float64 `json:"slope_stderr"`
+	// Outcome is pass when Measured is within Limit, fail when beyond it,
+	// not_measured while too few cycles exist (or the baseline is 0 for a
+	// ratio): a short soak never reads as a passed drift rule.
+	Outcome Outcome `json:"outcome"`
+	// Pass is Outcome == pass (kept for soak.json readers of version 1).
+	Pass           bool   `json:"pass"`
+	Detail         string `json:"detail"`
+	Definition     string `json:"definition"`
 	judgedByRatio  bool
 	valueOfFigures func(CycleFigures) float64
 }
 
-// Drift judges soak cycles against their first cycles: every rule passes
-// while too few cycles exist to judge (with a Detail saying so), so a soak
-// never fails on its first cycle. Rules: live heap after GC, RSS and CPU per
+// Drift judges soak cycles against their first cycles: every rule is not
+// measured while too few cycles exist to judge (with a Detail saying so), so
+// a soak neither fails nor passes on its first cycles. Rules: live heap after GC, RSS and CPU per
 // request as ratios; goroutines and GC % as differences.
 func Drift(cycles []CycleFigures, l DriftLimits) []DriftRule {
 	rules := []DriftRule{
@@ -92,9 +97,10 @@ func Drift(cycles []CycleFigures, l DriftLimits) []DriftRule {
 
 func judgeDrift(r *DriftRule, cycles []CycleFigures, k int) {
 	k = max(k, 1)
-	r.Pass = true
+	r.Outcome = OutcomeNotMeasured
+	defer func() { r.Pass = r.Outcome == OutcomePass }()
 	if len(cycles) <= k {
-		r.Detail = fmt.Sprintf("%d cycles: drift is judged from cycle %d on", len(cycles), k+1)
+		r.Detail = fmt.Sprintf("not measured: %d cycles, and drift is judged from cycle %d on (soak.drift.baseline_cycles %d + 1)", len(cycles), k+1, k)
 		return
 	}
 	var sum float64
@@ -118,11 +124,13 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, k int) {
 	}
 	if math.IsInf(r.Measured, -1) {
 		r.Measured = 0
-		r.Pass = false
-		r.Detail = "the baseline is 0: no ratio can be formed, so the rule cannot pass"
+		r.Detail = "not measured: the baseline is 0, so no ratio can be formed"
 		return
 	}
-	r.Pass = r.Measured <= r.Limit
+	r.Outcome = OutcomeFail
+	if r.Measured <= r.Limit {
+		r.Outcome = OutcomePass
+	}
 	xs, ys := make([]float64, len(cycles)), make([]float64, len(cycles))
 	for i, c := range cycles {
 		xs[i], ys[i] = float64(c.Cycle), r.valueOfFigures(c)
@@ -134,12 +142,12 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, k int) {
 		r.Baseline, r.Unit, r.WorstCycle, r.Worst, r.Unit, r.SlopePerCycle, r.SlopeStdErr, r.Unit, len(cycles))
 }
 
-// DriftPass is true when every drift rule passes.
-func DriftPass(rs []DriftRule) bool {
-	for _, r := range rs {
-		if !r.Pass {
-			return false
-		}
+// DriftOutcome rolls the drift rules up (Combine): fail when one failed,
+// inconclusive when one was not measured, pass when all passed.
+func DriftOutcome(rs []DriftRule) Outcome {
+	os := make([]Outcome, len(rs))
+	for i, r := range rs {
+		os[i] = r.Outcome
 	}
-	return true
+	return Combine(os...)
 }

@@ -26,21 +26,27 @@ func driftRule(t *testing.T, rs []DriftRule, name string) DriftRule {
 
 func TestDrift(t *testing.T) {
 	l := DriftLimits{BaselineCycles: 2, HeapLiveRatio: 1.1, RSSRatio: 1.1, CPUPerRequestRatio: 1.2, GoroutinesIncrease: 5, GCPercentIncreasePoints: 1}
-	f := func(heap []float64, wantPass bool, wantMeasured float64, wantWorst int) {
+	f := func(heap []float64, want Outcome, wantMeasured float64, wantWorst int) {
 		t.Helper()
 		r := driftRule(t, Drift(cycles(heap...), l), "heap_live_drift")
-		if r.Pass != wantPass || (wantMeasured != 0 && !nearly(r.Measured, wantMeasured)) || r.WorstCycle != wantWorst {
-			t.Errorf("heap %v: pass %v measured %v worst %d, want %v %v %d (%s)", heap, r.Pass, r.Measured, r.WorstCycle, wantPass, wantMeasured, wantWorst, r.Detail)
+		if r.Outcome != want || r.Pass != (want == OutcomePass) || (wantMeasured != 0 && !nearly(r.Measured, wantMeasured)) || r.WorstCycle != wantWorst {
+			t.Errorf("heap %v: %s (pass %v) measured %v worst %d, want %s %v %d (%s)", heap, r.Outcome, r.Pass, r.Measured, r.WorstCycle, want, wantMeasured, wantWorst, r.Detail)
 		}
 	}
-	f([]float64{100}, true, 0, 0)                  // too few cycles: pass, not judged
-	f([]float64{100, 100}, true, 0, 0)             // only the baseline
-	f([]float64{100, 100, 105, 110}, true, 1.1, 4) // exactly at the limit
-	f([]float64{100, 100, 105, 111}, false, 1.11, 4)
-	f([]float64{90, 110, 120, 100}, false, 1.2, 3) // baseline is the mean of the first two
-	// A zero baseline cannot form a ratio: the rule cannot pass.
-	if r := driftRule(t, Drift(cycles(0, 0, 5), l), "heap_live_drift"); r.Pass {
-		t.Errorf("a zero baseline must not pass: %+v", r)
+	f([]float64{100}, OutcomeNotMeasured, 0, 0)      // too few cycles: not measured, never pass
+	f([]float64{100, 100}, OutcomeNotMeasured, 0, 0) // only the baseline
+	f([]float64{100, 100, 105, 110}, OutcomePass, 1.1, 4)
+	f([]float64{100, 100, 105, 111}, OutcomeFail, 1.11, 4)
+	f([]float64{90, 110, 120, 100}, OutcomeFail, 1.2, 3) // baseline is the mean of the first two
+	// A zero baseline cannot form a ratio: not measured, never pass.
+	if r := driftRule(t, Drift(cycles(0, 0, 5), l), "heap_live_drift"); r.Outcome != OutcomeNotMeasured || r.Pass {
+		t.Errorf("a zero baseline must be not measured: %+v", r)
+	}
+	if o := DriftOutcome(Drift(cycles(100), l)); o != OutcomeInconclusive {
+		t.Errorf("drift of a one-cycle soak: %s, want inconclusive", o)
+	}
+	if o := DriftOutcome(Drift(cycles(100, 100, 100, 100), l)); o != OutcomePass {
+		t.Errorf("steady cycles: %s, want pass", o)
 	}
 	// Differences, and the trend.
 	cs := cycles(100, 100, 100, 100, 100)
@@ -51,7 +57,7 @@ func TestDrift(t *testing.T) {
 	if g.Pass || g.Measured != 7 || !nearly(g.SlopePerCycle, 2) {
 		t.Errorf("goroutines 15,17,…,23: pass %v measured %v slope %v, want fail, 7 over the baseline 16, slope 2", g.Pass, g.Measured, g.SlopePerCycle)
 	}
-	if DriftPass(Drift(cs, l)) {
+	if DriftOutcome(Drift(cs, l)) != OutcomeFail {
 		t.Errorf("a failing rule must fail the drift verdict")
 	}
 	if _, err := json.Marshal(Drift(cs, l)); err != nil {

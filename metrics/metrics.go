@@ -135,6 +135,7 @@ type Metrics struct {
 	kpiThreshold   *prometheus.GaugeVec
 	kpiPass        *prometheus.GaugeVec
 	kpiOutcome     *prometheus.GaugeVec
+	checkOutcome   *prometheus.GaugeVec
 	runVerdict     *prometheus.GaugeVec
 	phases         []string // phase label values with series, oldest first
 	classes        map[string]bool
@@ -200,6 +201,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		kpiThreshold:   gauge("kpi_threshold", "The last run's limit on kpi_delta; absent for informational KPIs.", "kpi"),
 		kpiPass:        gauge("kpi_pass", "1 when the last run's gated KPI passed (its whole confidence interval inside the limit), 0 when it failed, was inconclusive or was not measured; absent for informational KPIs.", "kpi"),
 		kpiOutcome:     gauge("kpi_outcome", "1 for the last run's outcome of each gated KPI (pass, fail, inconclusive, not_measured), 0 for the others.", "kpi", "outcome"),
+		checkOutcome:   gauge("check_outcome", "1 for the last run's outcome of each check (memory rules, delivery, errors, return to rest; pass, fail, inconclusive, not_measured), 0 for the others; check is group/name and phase the phase it judged.", "check", "phase", "outcome"),
 		runVerdict:     gauge("run_verdict", "1 for the last run's verdict (pass, fail, inconclusive, aborted, running), 0 for the others; every value is always present.", "verdict"),
 		classes:        make(map[string]bool),
 		counted:        make(map[phaseArm]*counted),
@@ -209,7 +211,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.phaseInfo, m.driverRequests, m.driverErrors, m.driverDropped, m.activeUsers, m.rps, newLatencyCollector(m),
 		m.subExpected, m.subReceived, m.subLost, m.subDuplicated,
 		m.peakRPS, m.peakUsers, m.failUsers, m.maxLoadFailed,
-		m.kpiValue, m.kpiDelta, m.kpiThreshold, m.kpiPass, m.kpiOutcome, m.runVerdict,
+		m.kpiValue, m.kpiDelta, m.kpiThreshold, m.kpiPass, m.kpiOutcome, m.checkOutcome, m.runVerdict,
 	)
 	m.RunVerdict("")
 	return m
@@ -531,6 +533,39 @@ func (m *Metrics) KPIResults(rows []kpi.Result) {
 				v = 1
 			}
 			m.kpiOutcome.WithLabelValues(name, string(x)).Set(v)
+		}
+	}
+}
+
+// CheckOutcome is one check of a run (a memory rule, delivery, errors,
+// return to rest) as soakd_check_outcome exposes it.
+type CheckOutcome struct {
+	// Check is the check's group and name, "memory/survivor_growth" say.
+	Check string
+	// Phase is the phase it judged ("" for a run-wide check).
+	Phase   string
+	Outcome kpi.Outcome
+}
+
+// MaxChecks bounds the checks exposed per run (a profile has a few per
+// phase); later ones are left out rather than grow the series without end.
+const MaxChecks = 200
+
+// CheckResults replaces the exposed checks with checks (the last run's):
+// soakd_check_outcome is 1 for each check's outcome and 0 for the other
+// outcomes, so a failed or inconclusive check is named on a dashboard, not
+// only the run's verdict.
+func (m *Metrics) CheckResults(checks []CheckOutcome) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.checkOutcome.Reset()
+	for _, c := range checks[:min(len(checks), MaxChecks)] {
+		for _, x := range []kpi.Outcome{kpi.OutcomePass, kpi.OutcomeFail, kpi.OutcomeInconclusive, kpi.OutcomeNotMeasured} {
+			v := 0.0
+			if x == c.Outcome {
+				v = 1
+			}
+			m.checkOutcome.WithLabelValues(label(c.Check), label(c.Phase), string(x)).Set(v)
 		}
 	}
 }

@@ -450,3 +450,25 @@ func TestOperationNameDoesNotPinQueryText(t *testing.T) {
 		t.Error("the admitted operation name shares the query's memory")
 	}
 }
+
+// TestCheckResults: every check is exposed with its outcome at 1 and the
+// others at 0, and a later run's checks replace an earlier run's.
+func TestCheckResults(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	m.CheckResults([]CheckOutcome{{Check: "memory/survivor_growth", Phase: "memory-profile", Outcome: kpi.OutcomeNotMeasured}, {Check: "errors/no_failed_requests", Phase: "graphql-load", Outcome: kpi.OutcomeFail}})
+	f := func(want float64, labels ...string) {
+		t.Helper()
+		if got, ok := value(t, reg, "soakd_check_outcome", labels...); !ok || got != want {
+			t.Errorf("soakd_check_outcome{%s} = %v (present %v), want %v", labels, got, ok, want)
+		}
+	}
+	f(1, "check=memory/survivor_growth", "phase=memory-profile", "outcome=not_measured")
+	f(0, "check=memory/survivor_growth", "phase=memory-profile", "outcome=pass")
+	f(1, "check=errors/no_failed_requests", "phase=graphql-load", "outcome=fail")
+	m.CheckResults([]CheckOutcome{{Check: "errors/no_failed_requests", Phase: "graphql-load", Outcome: kpi.OutcomePass}})
+	if _, ok := value(t, reg, "soakd_check_outcome", "check=memory/survivor_growth", "phase=memory-profile", "outcome=not_measured"); ok {
+		t.Error("an earlier run's check is still exposed")
+	}
+	f(1, "check=errors/no_failed_requests", "phase=graphql-load", "outcome=pass")
+}

@@ -93,6 +93,18 @@ type Summary struct {
 
 	// Notes explains figures that are missing or cover less than the window.
 	Notes []string `json:"notes,omitempty"`
+	// NotMeasured names the figures above that were not measured, with the
+	// reason: their fields are 0 and mean nothing. The keys are figures, each
+	// standing for the fields derived from it: cpu_seconds (every cpu_
+	// field), gc_percent, gc_cycles (and the gc_interval_ fields),
+	// gc_forced_cycles (and gc_automatic_cycles), gc_pauses, gc_pause_p50_ms,
+	// gc_pause_p99_ms, gc_pause_max_ms, alloc_bytes (and its rate),
+	// alloc_objects (and its rate), heap_live_bytes (_max and _last),
+	// heap_goal_bytes, heap_objects, rss_bytes, goroutines, fds, threads. The
+	// in-process sampler measures every field (CPUKnown and GCPercentKnown
+	// aside), so it leaves this empty; a target sampled from outside lacks
+	// what its runtime does not expose.
+	NotMeasured map[string]string `json:"not_measured,omitempty"`
 }
 
 // Summarize computes resource figures over the window between the first and last sample of ss (the steady

@@ -302,7 +302,12 @@ func comparePhase(name string, ops, nps []Phase, l CompareLimits, notes *[]strin
 func maxLoadReason(ops, nps []Phase) string {
 	for _, ps := range [][]Phase{ops, nps} {
 		for _, p := range ps {
-			if ml := p.MaxLoad; ml != nil && !ml.Failed {
+			ml := p.MaxLoad
+			switch {
+			case ml == nil:
+			case ml.Knee != nil && ml.Knee.Attribution != kpi.KneeTarget:
+				return fmt.Sprintf("max load %s found a %s knee (%s): not attributable to the server", p.Name, ml.Knee.Attribution, ml.Knee.Reason)
+			case ml.Knee == nil && !ml.Failed:
 				return fmt.Sprintf("max load %s stopped by %s, not at a knee of the target: not attributable to the server", p.Name, ml.Reason)
 			}
 		}

@@ -192,7 +192,16 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f req/s | %.2f ms | %.2f ms | %.2f ms | %.2f ms |",
 			p.Name, p.Arm, p.DriverPID, p.Requests, p.Errors, p.ThroughputRPS, l.P50, l.P90, l.P99, l.Max)
 		if s := p.Resources; s != nil {
-			fmt.Fprintf(&b, " %.2f %% | %.2f %% | %d | %.3f ms | %s | %s |\n", s.CPUMachinePercent, s.GCPercent, s.GCCycles, s.GCPauseP99Ms, mib(s.HeapLiveBytesMax), mib(s.RSSBytesMax))
+			nm := func(key, v string) string {
+				if _, ok := s.NotMeasured[key]; ok {
+					return "n/m"
+				}
+				return v
+			}
+			fmt.Fprintf(&b, " %s | %s | %s | %s | %s | %s |\n",
+				nm("cpu_seconds", fmt.Sprintf("%.2f %%", s.CPUMachinePercent)), nm("gc_percent", fmt.Sprintf("%.2f %%", s.GCPercent)),
+				nm("gc_cycles", fmt.Sprintf("%d", s.GCCycles)), nm("gc_pause_p99_ms", fmt.Sprintf("%.3f ms", s.GCPauseP99Ms)),
+				nm("heap_live_bytes", mib(s.HeapLiveBytesMax)), nm("rss_bytes", mib(s.RSSBytesMax)))
 		} else {
 			b.WriteString(" — | — | — | — | — | — |\n")
 		}
@@ -201,9 +210,19 @@ func (r *Report) Markdown() string {
 	b.WriteString("| Phase | CPU | Heap allocated | Objects allocated | GC cycles per 10k requests |\n|---|---:|---:|---:|---:|\n")
 	for _, p := range r.Phases {
 		pr := p.PerRequest
-		fmt.Fprintf(&b, "| %s | %.1f µs | %.0f B | %.1f | %.2f |\n", p.Name, pr.CPUMicros, pr.AllocBytes, pr.AllocObjects, pr.GCCyclesPer10kReq)
+		nm := func(key, v string) string {
+			if _, ok := pr.NotMeasured[key]; ok {
+				return "n/m"
+			}
+			return v
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", p.Name, nm("cpu_us", fmt.Sprintf("%.1f µs", pr.CPUMicros)), nm("alloc_bytes", fmt.Sprintf("%.0f B", pr.AllocBytes)),
+			nm("alloc_objects", fmt.Sprintf("%.1f", pr.AllocObjects)), nm("gc_cycles_per_10k", fmt.Sprintf("%.2f", pr.GCCyclesPer10kReq)))
 	}
 	b.WriteString("\n")
+	if r.hasNotMeasured() {
+		b.WriteString("n/m: not measured: the target does not give this figure (see *Where the resource figures come from*).\n\n")
+	}
 	for _, p := range r.Phases {
 		if p.Errors == 0 && p.ResourcesError == "" && p.SteadyFallback == "" {
 			continue
@@ -226,6 +245,7 @@ func (r *Report) Markdown() string {
 	}
 	r.checkSections(&b)
 	r.workloadSections(&b)
+	r.figureSources(&b)
 	if len(r.Notes) > 0 {
 		b.WriteString("## Notes\n\n")
 		for _, n := range r.Notes {
@@ -238,6 +258,9 @@ func (r *Report) Markdown() string {
 	}
 	if r.Arms != "" && r.Arms != "rest,graphql" {
 		fmt.Fprintf(&b, "Arms: %s (self-check).  \n", r.Arms)
+	}
+	if t := r.Target; t != nil {
+		fmt.Fprintf(&b, "%s  \n", t.Describe())
 	}
 	fmt.Fprintf(&b, "Target PID %d on %d cores (GOMAXPROCS %d), %s %s/%s, soakd %s. Sampler interval %gs.\n",
 		r.TargetPID, r.Host.Cores, r.Host.GOMAXPROCS, r.Host.GoVersion, r.Host.OS, r.Host.Arch, r.Host.Soakd, r.SamplerIntervalSeconds)
@@ -263,6 +286,9 @@ func (r *Report) Table(w io.Writer) error {
 	for _, p := range r.Phases {
 		if ml := p.MaxLoad; ml != nil {
 			fmt.Fprintf(w, "%s: peak %.0f req/s with %d users; stopped by %s (%s)\n", p.Name, ml.PeakThroughputRPS, ml.PeakUsers, ml.Reason, ml.Detail)
+			if k := ml.Knee; k != nil {
+				fmt.Fprintf(w, "  knee: %s: %s\n", k.Attribution, k.Reason)
+			}
 		}
 		if sr := p.Subscriptions; sr != nil {
 			fmt.Fprintf(w, "%s: %d subscriptions, %d/%d events received, %d lost, %d duplicated, p99 %.2f ms\n", p.Name, sr.Subscriptions, sr.Received, sr.Expected, sr.Lost, sr.Duplicated, sr.LatencyMs.P99)
@@ -355,11 +381,18 @@ func (r *Report) workloadSections(b *strings.Builder) {
 		if ml.Failed {
 			fmt.Fprintf(b, "- Users at failure: %d.\n", ml.UsersAtFailure)
 		}
+		if k := ml.Knee; k != nil {
+			fmt.Fprintf(b, "- Knee: **%s**", k.Attribution)
+			if k.Resource != "" {
+				fmt.Fprintf(b, " (%s ran out)", k.Resource)
+			}
+			if k.Attribution != "none" {
+				fmt.Fprintf(b, " at %.0f s, %d users, %.0f req/s", k.AtT, k.Users, k.RPS)
+			}
+			fmt.Fprintf(b, ": %s.\n", k.Reason)
+		}
 		if pr := ml.PeakResources; pr != nil {
 			fmt.Fprintf(b, "- Target at the peak: CPU %.1f %% of the machine (%.1f %% of one core), RSS %s, GC %.2f %%.\n", pr.CPUMachinePercent, pr.CPUCorePercent, mib(pr.RSSBytesMax), pr.GCPercent)
-			if pr.CPUMachinePercent < 80 {
-				b.WriteString("- The target used under 80 % of the machine at the peak: when the driver shares the machine, the limit found may be the driver's or the machine's, not the server's (seed 002's peak was limited by its client machines too).\n")
-			}
 		} else if ml.PeakResourcesError != "" {
 			fmt.Fprintf(b, "- Target at the peak: not measured (%s).\n", ml.PeakResourcesError)
 		}
@@ -383,7 +416,11 @@ func (r *Report) workloadSections(b *strings.Builder) {
 	}
 	if len(settled) > 0 {
 		b.WriteString("## Back to rest after each phase\n\n")
-		b.WriteString("After the settle period and a forced GC, compared with the sample taken before the phase (also after a forced GC).\n\n")
+		if settled[0].After.NoForcedGC {
+			b.WriteString("After the settle period, compared with the sample taken before the phase. No GC can be forced in a target soakd does not host: each live heap is as of the target's own last GC cycle; n/m: not measured.\n\n")
+		} else {
+			b.WriteString("After the settle period and a forced GC, compared with the sample taken before the phase (also after a forced GC).\n\n")
+		}
 		b.WriteString("| Phase | Goroutines before → after | Subscriptions open | Live heap before → after | Returned |\n|---|---:|---:|---:|---|\n")
 		for _, p := range settled {
 			a := p.After
@@ -391,7 +428,14 @@ func (r *Report) workloadSections(b *strings.Builder) {
 			if !a.Returned {
 				ret = "**no**"
 			}
-			fmt.Fprintf(b, "| %s | %d → %d | %d | %s → %s | %s |\n", p.Name, a.BaselineGoroutines, a.Goroutines, a.Subscribers, mib(a.BaselineHeapLiveBytes), mib(a.HeapLiveBytes), ret)
+			nm := func(key, v string) string {
+				if _, ok := a.NotMeasured[key]; ok {
+					return "n/m"
+				}
+				return v
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", p.Name, nm("goroutines", fmt.Sprintf("%d → %d", a.BaselineGoroutines, a.Goroutines)),
+				nm("subscribers", fmt.Sprintf("%d", a.Subscribers)), nm("heap_live_bytes", mib(a.BaselineHeapLiveBytes)+" → "+mib(a.HeapLiveBytes)), ret)
 		}
 		b.WriteString("\n")
 	}
@@ -417,7 +461,12 @@ func (r *Report) checkSections(b *strings.Builder) {
 		fmt.Fprintf(b, "## %s\n\n%s\n\n| Phase | Rule | Measured | Limit | Result | Detail |\n|---|---|---:|---:|---|---|\n", title, intro)
 		for _, c := range rows {
 			res := "pass"
-			if !c.Pass {
+			switch {
+			case c.Outcome == kpi.OutcomeNotMeasured:
+				res = "not measured"
+			case c.Outcome == kpi.OutcomeInconclusive:
+				res = "inconclusive"
+			case !c.Pass:
 				res = "**FAIL**"
 			}
 			fmt.Fprintf(b, "| %s | %s | %.4g %s | %.4g %s | %s | %s |\n", c.Phase, c.Title, c.Value, c.Unit, c.Limit, c.Unit, res, c.Detail)
@@ -437,7 +486,11 @@ func (r *Report) checkSections(b *strings.Builder) {
 	group("Subscription delivery", "delivery",
 		"Every subscription must receive each event of its id exactly once.")
 	group("Compared phases", "errors", "The compared phases must be error-free and measured.")
-	group("Return to rest", "rest", "After each phase, a settle period and forced GCs, the target must have released what the phase took.")
+	restIntro := "After each phase, a settle period and forced GCs, the target must have released what the phase took."
+	if r.Target.External() {
+		restIntro = "After each phase and a settle period, the target must have released what the phase took (no GC can be forced in a target soakd does not host)."
+	}
+	group("Return to rest", "rest", restIntro)
 	if len(r.Overhead) > 0 {
 		b.WriteString("## Where the overhead goes\n\n")
 		fmt.Fprintf(b, "Self (flat) CPU per request by function, from CPU profiles of the target over each compared phase's steady window, %s; each arm's CPU divided by the requests completed while its profiles ran. %s\n\n",
@@ -519,4 +572,35 @@ func noiseText(k kpi.Result) string {
 		return fmt.Sprintf("n/a (sd %.2f %s; fewer than 2 rounds)", *k.NoiseSD, k.DeltaUnit)
 	}
 	return fmt.Sprintf("%.2f %s (sd %.2f)", *k.NoiseMinDetectable, k.DeltaUnit, *k.NoiseSD)
+}
+
+// hasNotMeasured reports whether any phase has a resource or per-request
+// figure that was not measured.
+func (r *Report) hasNotMeasured() bool {
+	for _, p := range r.Phases {
+		if (p.Resources != nil && len(p.Resources.NotMeasured) > 0) || len(p.PerRequest.NotMeasured) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// figureSources lists, for a target soakd does not host, where each
+// resource figure came from and what it is.
+func (r *Report) figureSources(b *strings.Builder) {
+	t := r.Target
+	if !t.External() || len(t.Figures) == 0 {
+		return
+	}
+	b.WriteString("## Where the resource figures come from\n\n")
+	fmt.Fprintf(b, "The target is a server soakd does not host (%s, pid %d), sampled from outside.\n\n", t.Kind, t.PID)
+	b.WriteString("| Figure | Source | Definition |\n|---|---|---|\n")
+	for _, f := range t.Figures {
+		src := "`" + f.Source + "`"
+		if !f.Measured {
+			src = "not measured: " + f.Reason + " (" + src + ")"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", f.Name, strings.ReplaceAll(src, "|", "\\|"), strings.ReplaceAll(f.Definition, "|", "\\|"))
+	}
+	b.WriteString("\n")
 }

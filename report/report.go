@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soakd/soakd/extsample"
 	"github.com/soakd/soakd/kpi"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
@@ -57,8 +58,12 @@ type Report struct {
 	// TargetPID is the process that served and was measured; each phase's
 	// DriverPID is the process that generated its load. They differ by
 	// construction: load is never generated inside the measured process.
-	TargetPID int  `json:"target_pid"`
-	Host      Host `json:"host"`
+	TargetPID int `json:"target_pid"`
+	// Target says what was measured: the built-in target or a server soakd
+	// does not host, its PID and URLs, and where each resource figure came
+	// from; nil in reports written before it existed.
+	Target *TargetInfo `json:"target,omitempty"`
+	Host   Host        `json:"host"`
 	// SamplerIntervalSeconds is the resource sampling period.
 	SamplerIntervalSeconds float64 `json:"sampler_interval_seconds"`
 	// Compare names the phases the KPIs compare, as they ran.
@@ -209,6 +214,10 @@ type Samples struct {
 	// samples' sparse pause deltas index into.
 	PauseBuckets Bounds            `json:"pause_buckets"`
 	Samples      []profiles.Sample `json:"samples"`
+	// External are the samples of a target soakd does not host, each
+	// figure with its source and definition (Samples is then empty: the
+	// charts are drawn from the built-in sampler's samples only).
+	External []extsample.Sample `json:"external_samples,omitempty"`
 }
 
 // Bounds are histogram boundaries. runtime/metrics histograms start at -Inf
@@ -258,6 +267,95 @@ func (b *Bounds) UnmarshalJSON(data []byte) error {
 	}
 	*b = out
 	return nil
+}
+
+// Target kinds (TargetInfo.Kind).
+const (
+	// TargetBuiltin is soakd's own GraphQL and REST target, in its process.
+	TargetBuiltin = "builtin"
+	// TargetAttach is a running server soakd attached to by PID.
+	TargetAttach = "attach"
+	// TargetCommand is a server soakd started from a command line.
+	TargetCommand = "command"
+)
+
+// TargetInfo describes the server a run measured.
+type TargetInfo struct {
+	// Kind is builtin, attach or command.
+	Kind string `json:"kind"`
+	// PID is the measured process (soakd's own for builtin).
+	PID int `json:"pid"`
+	// GraphQLURL is the GraphQL endpoint, GraphQLWSURL its websocket URL,
+	// RESTURL the base of the REST twin (/api/donuts/{id} below it).
+	GraphQLURL   string `json:"graphql_url"`
+	GraphQLWSURL string `json:"graphql_ws_url"`
+	RESTURL      string `json:"rest_url"`
+	// MetricsURL is the Prometheus endpoint the runtime figures were
+	// scraped from ("" when none: builtin reads runtime/metrics in process,
+	// an external target without one has no runtime figures).
+	MetricsURL string `json:"metrics_url,omitempty"`
+	// PprofURL is where heap profiles and goroutine dumps were fetched from
+	// ("" when none was).
+	PprofURL string `json:"pprof_url,omitempty"`
+	// Runtime is go, node, dotnet or jvm ("" when not known), and
+	// RuntimeBasis how it was told (set in the config, detected from a
+	// series).
+	Runtime      string `json:"runtime,omitempty"`
+	RuntimeBasis string `json:"runtime_basis,omitempty"`
+	// Argv is the command soakd started (kind command).
+	Argv []string `json:"argv,omitempty"`
+	// Exit is how a command target's process ended, once it has ("exit
+	// status 2", "signal: killed").
+	Exit string `json:"exit,omitempty"`
+	// Figures says, per resource figure (named as in phases[].resources),
+	// where it comes from and what it is; a figure the target does not give
+	// is not measured, with the reason.
+	Figures []FigureSource `json:"figures"`
+}
+
+// FigureSource is one resource figure's provenance.
+type FigureSource struct {
+	// Name is the figure, as phases[].resources names it (cpu_seconds,
+	// gc_percent, heap_live_bytes, ...).
+	Name string `json:"name"`
+	// Source is where the value is read: "os: gopsutil, pid 1234",
+	// "series go_gc_heap_live_bytes", "runtime/metrics /gc/heap/live:bytes".
+	Source string `json:"source"`
+	// Definition says in one line what the value is.
+	Definition string `json:"definition"`
+	// Measured is false when the target does not give the figure; Reason
+	// says why.
+	Measured bool   `json:"measured"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// External reports whether the target is a server soakd does not host.
+func (t *TargetInfo) External() bool { return t != nil && t.Kind != "" && t.Kind != TargetBuiltin }
+
+// Describe says in one line what was measured.
+func (t *TargetInfo) Describe() string {
+	if t == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Target: %s, pid %d; GraphQL %s (websocket %s), REST %s", t.Kind, t.PID, t.GraphQLURL, t.GraphQLWSURL, t.RESTURL)
+	if t.MetricsURL != "" {
+		fmt.Fprintf(&b, ", metrics %s", t.MetricsURL)
+	}
+	if t.Runtime != "" {
+		fmt.Fprintf(&b, "; runtime %s", t.Runtime)
+		if t.RuntimeBasis != "" {
+			fmt.Fprintf(&b, " (%s)", t.RuntimeBasis)
+		}
+	}
+	if len(t.Argv) > 0 {
+		fmt.Fprintf(&b, "; command %q", t.Argv)
+	}
+	if t.Exit != "" {
+		fmt.Fprintf(&b, "; exited: %s", t.Exit)
+	}
+	b.WriteString(".")
+	return b.String()
 }
 
 // Host describes where the run happened.
@@ -350,6 +448,11 @@ type Phase struct {
 	// they could not be computed (ResourcesError says why).
 	Resources      *profiles.Summary `json:"resources"`
 	ResourcesError string            `json:"resources_error,omitempty"`
+	// ResourceFigures are, for a target soakd does not host, the external
+	// sampler's figures over the same window, each with its source,
+	// definition and, when not measured, the reason (Resources is derived
+	// from them); nil for the built-in target.
+	ResourceFigures *extsample.Window `json:"resource_figures,omitempty"`
 	// PerRequest are the target's costs per completed request.
 	PerRequest PerRequest `json:"per_request"`
 	// DriverCPUPercent is the driver process's CPU time over its lifetime
@@ -386,6 +489,15 @@ type After struct {
 	// Returned is true when no subscription is left open and goroutines are
 	// back within 2 of the baseline.
 	Returned bool `json:"returned"`
+	// NotMeasured names the figures above that could not be read, with the
+	// reason (goroutines, heap_live_bytes, subscribers of a target soakd
+	// does not host); their values are 0 and mean nothing. Empty for the
+	// built-in target.
+	NotMeasured map[string]string `json:"not_measured,omitempty"`
+	// NoForcedGC is true when no GC could be forced before the samples
+	// (a target soakd does not host): its live heap is as of its own last
+	// GC cycle.
+	NoForcedGC bool `json:"no_forced_gc,omitempty"`
 	// ReturnedAfterSeconds is when, during the settle period, the target
 	// first looked returned; -1 if it never did.
 	ReturnedAfterSeconds float64 `json:"returned_after_seconds"`
@@ -401,6 +513,15 @@ type MaxLoad struct {
 	// when they could not be computed.
 	PeakResources      *profiles.Summary `json:"peak_resources"`
 	PeakResourcesError string            `json:"peak_resources_error,omitempty"`
+	// Knee says whose limit the phase found (the target, the driver, the
+	// shared machine, or none) and what ran out, at what users and
+	// throughput; only a knee attributed to the target says anything about
+	// the server.
+	Knee *kpi.Knee `json:"knee,omitempty"`
+	// Chart is the knee chart's data: per second of the ramp, users,
+	// throughput, p99, errors and both the driver's and the target's CPU
+	// utilisation (shares of their own CPUs).
+	Chart []kpi.KneePoint `json:"chart,omitempty"`
 }
 
 // Operation is one user group's share of a phase.
@@ -421,6 +542,9 @@ type PerRequest struct {
 	AllocBytes        float64 `json:"alloc_bytes"`
 	AllocObjects      float64 `json:"alloc_objects"`
 	GCCyclesPer10kReq float64 `json:"gc_cycles_per_10k"`
+	// NotMeasured names the figures above that were not measured, with the
+	// reason (their values are 0 and mean nothing).
+	NotMeasured map[string]string `json:"not_measured,omitempty"`
 }
 
 // NewPhase combines a driver result with the target's resource summary.
@@ -478,6 +602,14 @@ func perRequest(s *profiles.Summary, rps float64) PerRequest {
 	if s.CPUKnown {
 		pr.CPUMicros = perSec(s.CPUSeconds) * 1e6
 	}
+	for fig, key := range map[string]string{"cpu_seconds": "cpu_us", "alloc_bytes": "alloc_bytes", "alloc_objects": "alloc_objects", "gc_cycles": "gc_cycles_per_10k"} {
+		if why, ok := s.NotMeasured[fig]; ok {
+			if pr.NotMeasured == nil {
+				pr.NotMeasured = map[string]string{}
+			}
+			pr.NotMeasured[key] = why
+		}
+	}
 	return pr
 }
 
@@ -514,6 +646,21 @@ func (p Phase) Figures() kpi.Figures {
 		}
 		miss(fmt.Sprintf("phase %s: %s", p.Name, why), "cpu_machine_percent", "cpu_core_percent", "gc_percent", "cpu_us_per_request", "alloc_bytes_per_request", "gc_pause_p99_ms")
 		return f
+	}
+	// A figure the target does not give (an external target's runtime)
+	// says so with its reason, before the generic reasons below.
+	for _, m := range []struct {
+		figure string
+		kpis   []string
+	}{
+		{"cpu_seconds", []string{"cpu_machine_percent", "cpu_core_percent", "cpu_us_per_request"}},
+		{"gc_percent", []string{"gc_percent"}},
+		{"alloc_bytes", []string{"alloc_bytes_per_request"}},
+		{"gc_pause_p99_ms", []string{"gc_pause_p99_ms"}},
+	} {
+		if why, ok := s.NotMeasured[m.figure]; ok {
+			miss(fmt.Sprintf("phase %s: %s not measured: %s", p.Name, m.figure, why), m.kpis...)
+		}
 	}
 	f.CPUMachinePercent = s.CPUMachinePercent
 	f.CPUCorePercent = s.CPUCorePercent

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestPerRequest(t *testing.T) {
 	if want := 100.0 / 10 / 5900 * 10000; abs(g.GCCyclesPer10kReq-want) > 1e-9 {
 		t.Errorf("gc cycles per 10k: got %v, want %v", g.GCCyclesPer10kReq, want)
 	}
-	if (NewPhase(workloads.Result{ThroughputRPS: 0}, &profiles.Summary{WindowSeconds: 1}, nil).PerRequest != PerRequest{}) {
+	if pr := NewPhase(workloads.Result{ThroughputRPS: 0}, &profiles.Summary{WindowSeconds: 1}, nil).PerRequest; !reflect.DeepEqual(pr, PerRequest{}) {
 		t.Errorf("zero throughput must give zero per-request figures, not Inf")
 	}
 }

@@ -72,10 +72,15 @@ type sender interface {
 	send(c *call, timeout time.Duration, buf []byte) (status int, body []byte, err error)
 }
 
-// sender returns what sends c's requests to base, an absolute http or https URL.
-func (c *Client) sender(base *url.URL) sender {
+// senderTo returns what sends c's requests to the host of target, an
+// absolute http or https URL (checked before); each host gets one pool.
+func (c *Client) senderTo(target string) sender {
 	if c.std != nil {
 		return stdSender{c.std}
+	}
+	base, err := url.Parse(target)
+	if err != nil { // endpoints are parsed before an engine is built
+		return errSender{fmt.Errorf("invalid URL %q: %w", target, err)}
 	}
 	key := base.Scheme + "://" + base.Host
 	c.mu.Lock()
@@ -117,6 +122,13 @@ func (c *Client) sender(base *url.URL) sender {
 	}
 	c.hosts[key] = hc
 	return fastSender{hc}
+}
+
+// errSender fails every request with its error.
+type errSender struct{ err error }
+
+func (s errSender) send(_ *call, _ time.Duration, buf []byte) (int, []byte, error) {
+	return 0, buf[:0], s.err
 }
 
 // fastSender sends requests with a fasthttp HostClient.

@@ -43,6 +43,15 @@ type Message struct {
 // Drive is the body of `soakd drive`, the separate driver process; it reads
 // only the first JSON value from in and does not wait for in to close.
 func Drive(ctx context.Context, in io.Reader, out io.Writer, target string) error {
+	return driveEndpoints(ctx, in, out, func() (Endpoints, error) { return BaseEndpoints(target) })
+}
+
+// DriveAt is Drive against endpoints that need not share one base URL.
+func DriveAt(ctx context.Context, in io.Reader, out io.Writer, target Endpoints) error {
+	return driveEndpoints(ctx, in, out, func() (Endpoints, error) { return target, target.Validate() })
+}
+
+func driveEndpoints(ctx context.Context, in io.Reader, out io.Writer, endpoints func() (Endpoints, error)) error {
 	w := &lineWriter{enc: json.NewEncoder(out)}
 	dec := json.NewDecoder(in)
 	dec.DisallowUnknownFields()
@@ -54,11 +63,16 @@ func Drive(ctx context.Context, in io.Reader, out io.Writer, target string) erro
 		return w.fail(fmt.Errorf("invalid phase: %w", err))
 	}
 
+	target, err := endpoints()
+	if err != nil {
+		return w.fail(err)
+	}
+
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	client := NewClient(p.Connections(), p.RequestTimeout)
 	defer client.CloseIdleConnections()
-	res, err := Run(ctx, target, p, client, func(pr Progress) {
+	res, err := RunAt(ctx, target, p, client, func(pr Progress) {
 		if err := w.write(Message{Type: MessageProgress, Progress: &pr}); err != nil {
 			cancel(err)
 		}

@@ -8,12 +8,18 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/soakd/soakd/pin"
 )
 
 // Latency histograms record microseconds from 1 µs to 60 s with 3 significant
@@ -220,6 +226,9 @@ type MaxLoadResult struct {
 	Timeline []TimelinePoint `json:"timeline"`
 	// TimelineDropped is the number of earliest points left out of Timeline.
 	TimelineDropped int64 `json:"timeline_dropped"`
+	// DriverCPUs is the number of CPUs the driver process may run on (its
+	// affinity mask): 1 CPU-second per second per CPU is full utilisation.
+	DriverCPUs int `json:"driver_cpus"`
 }
 
 // TimelinePoint is one LoadBucket of a ramping phase.
@@ -234,6 +243,19 @@ type TimelinePoint struct {
 	ErrorRatio float64 `json:"error_ratio"`
 	// P99Ms is the 99th-percentile latency of the bucket's successful requests, in ms.
 	P99Ms float64 `json:"p99_ms"`
+	// DriverCPUSeconds is the CPU time (user + system) the driver process
+	// used during the bucket, in seconds; over the bucket's length and
+	// MaxLoadResult.DriverCPUs it is the driver's utilisation. Nil when
+	// the driver could not read its own CPU time.
+	DriverCPUSeconds *float64 `json:"driver_cpu_seconds"`
+	// DriverWaitSeconds is the time the driver's threads spent during the
+	// bucket ready to run but waiting for a CPU (run-queue wait), in
+	// seconds: CPU time plus wait is the driver's CPU demand, which shows
+	// a driver starved by other work on its CPUs. Nil when not measured.
+	DriverWaitSeconds *float64 `json:"driver_wait_seconds"`
+	// ArrivalRPS is, in a ramping-rate phase, the intended arrival rate at
+	// the bucket's end (Users is then the requests in flight); 0 otherwise.
+	ArrivalRPS float64 `json:"arrival_rps,omitempty"`
 }
 
 // MaxTimelinePoints caps MaxLoadResult.Timeline: one hour of 1 s points,
@@ -268,17 +290,26 @@ type opStats struct {
 
 // engine is the state of one running phase.
 type engine struct {
-	phase Phase
-	send  sender // the client's sender for base
-	base  *url.URL
-	start time.Time
-	ops   []*opStats
+	phase  Phase
+	client *Client
+	ep     endpoints
+	rest   sender // the client's sender for ep.rest
+	gql    sender // the client's sender for ep.graphql
+	start  time.Time
+	ops    []*opStats
 
 	requests atomic.Int64 // completed requests, for progress
 	errors   atomic.Int64 // failed requests, for progress
 	active   atomic.Int64 // active users (open model: requests in flight)
 	dropped  atomic.Int64 // open model: dropped arrivals
 	aborted  atomic.Bool  // a user stopped early because the run's context ended
+
+	// cpuTime returns the driver process's CPU time so far (user +
+	// system), and waitTime the time its threads spent ready to run but
+	// waiting for a CPU, for the driver's CPU demand in each max-load
+	// bucket; ok is false when one cannot be read.
+	cpuTime  func() (time.Duration, bool)
+	waitTime func() (time.Duration, bool)
 
 	mu     sync.Mutex     // guards the fields below and reads of the clock for them
 	steady *steadyCounter // closed model
@@ -313,7 +344,20 @@ func Run(ctx context.Context, target string, p Phase, client *Client, progress f
 	if err := p.Validate(); err != nil {
 		return Result{}, fmt.Errorf("invalid phase: %w", err)
 	}
-	base, err := parseTarget(target)
+	ep, err := BaseEndpoints(target)
+	if err != nil {
+		return Result{}, err
+	}
+	return RunAt(ctx, ep, p, client, progress)
+}
+
+// RunAt is Run against endpoints that need not share one base URL: a
+// GraphQL server and its REST twin apart (see Endpoints).
+func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progress func(Progress)) (Result, error) {
+	if err := p.Validate(); err != nil {
+		return Result{}, fmt.Errorf("invalid phase: %w", err)
+	}
+	ep, err := target.parse()
 	if err != nil {
 		return Result{}, err
 	}
@@ -321,16 +365,16 @@ func Run(ctx context.Context, target string, p Phase, client *Client, progress f
 		client = NewClient(p.Connections(), p.RequestTimeout)
 		defer client.CloseIdleConnections()
 	}
-	e := newEngine(p, client, base)
+	e := newEngineAt(p, client, ep)
 	// Build one user per group up front, so that a phase whose requests
 	// cannot be built fails before sending anything.
 	for gi := range p.Groups {
-		if _, err := newUser(p, base, 0, userSlot{group: gi}); err != nil {
+		if _, err := newUserAt(p, ep, 0, userSlot{group: gi}); err != nil {
 			return Result{}, err
 		}
 	}
 	switch p.Model.normalized() {
-	case Open:
+	case Open, RampingRate:
 		return e.runOpen(ctx, progress), nil
 	case Ramping:
 		return e.runRamping(ctx, progress), nil
@@ -338,14 +382,31 @@ func Run(ctx context.Context, target string, p Phase, client *Client, progress f
 	return e.runClosed(ctx, progress)
 }
 
+// senderFor returns the sender of op's endpoint.
+func (e *engine) senderFor(op Operation) sender {
+	if op == RESTGet || op == RESTPut {
+		return e.rest
+	}
+	return e.gql
+}
+
 // newEngine returns the engine of phase p, before its model-specific state is set.
 func newEngine(p Phase, client *Client, base *url.URL) *engine {
+	return newEngineAt(p, client, endpointsOf(base))
+}
+
+// newEngineAt returns the engine of phase p driven at ep.
+func newEngineAt(p Phase, client *Client, ep endpoints) *engine {
 	e := &engine{
 		phase:    p,
-		send:     client.sender(base),
-		base:     base,
+		client:   client,
+		ep:       ep,
+		rest:     client.senderTo(ep.rest),
+		gql:      client.senderTo(ep.graphql),
 		ops:      make([]*opStats, len(p.Groups)),
 		examples: make(map[string][]string),
+		cpuTime:  processCPUTime,
+		waitTime: runqueueWait,
 	}
 	for i := range e.ops {
 		e.ops[i] = &opStats{
@@ -356,6 +417,70 @@ func newEngine(p Phase, client *Client, base *url.URL) *engine {
 	return e
 }
 
+// burnCPU busies the calling goroutine's thread until it has used d of CPU
+// time (its thread CPU clock), whatever else runs: the DriverBurn test
+// switch.
+func burnCPU(d time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return
+	}
+	end := ts.Nano() + d.Nanoseconds()
+	for unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) == nil && ts.Nano() < end {
+	}
+}
+
+// processCPUTime returns this process's CPU time (user + system) from
+// getrusage.
+func processCPUTime() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}
+
+// runqueueWait returns the time this process's threads have spent waiting
+// on a run queue (ready, but no CPU free), summed over its threads from
+// /proc/self/task/*/schedstat (the second field, in ns). A driver that
+// shares its CPUs with other work may use little CPU yet get no more: its
+// CPU time plus this wait is its demand. ok is false off Linux or without
+// schedstats.
+func runqueueWait() (time.Duration, bool) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0, false
+	}
+	var total int64
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += ns
+	}
+	return time.Duration(total), true
+}
+
+// allowedCPUs is the number of CPUs this process may run on (its affinity
+// mask; all of them when it cannot be read).
+func allowedCPUs() int {
+	if cpus, err := pin.Current(); err == nil && len(cpus) > 0 {
+		return len(cpus)
+	}
+	return runtime.NumCPU()
+}
+
 // runClosed plays a closed-model phase.
 func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result, error) {
 	p := e.phase
@@ -363,7 +488,7 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 	users := make([]*user, len(order))
 	for i, slot := range order {
 		var err error
-		if users[i], err = newUser(p, e.base, i, slot); err != nil {
+		if users[i], err = newUserAt(p, e.ep, i, slot); err != nil {
 			return Result{}, err
 		}
 	}
@@ -376,7 +501,7 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 			}
 		}
 		var err error
-		if subs, err = OpenSubscribers(ctx, e.base.String(), p.Subscriptions, ids, e.probe); err != nil {
+		if subs, err = openSubscribersAt(ctx, e.ep.ws, p.Subscriptions, ids, e.probe); err != nil {
 			return Result{}, fmt.Errorf("cannot open subscriptions: %w", err)
 		}
 	}
@@ -442,11 +567,11 @@ func (e *engine) probe(ctx context.Context, id string) error {
 	}
 	c := call{
 		method:  http.MethodPost,
-		url:     []byte(e.base.String() + "/graphql"),
+		url:     []byte(e.ep.graphql),
 		headers: []header{{"Content-Type", "application/json"}, {"Baggage", baggage(e.phase)}},
 		body:    body,
 	}
-	status, _, err := e.send.send(&c, e.phase.RequestTimeout, nil)
+	status, _, err := e.gql.send(&c, e.phase.RequestTimeout, nil)
 	if err != nil {
 		return fmt.Errorf("probe of %s: %w", id, err)
 	}
@@ -533,7 +658,10 @@ func (e *engine) iterate(ctx, stopCtx context.Context, u *user) (completed bool)
 			e.noteStop(ctx)
 			return false
 		}
-		o := u.do(e.send, e.phase.RequestTimeout, u.next(i))
+		o := u.do(e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
+		if e.phase.DriverBurn > 0 {
+			burnCPU(e.phase.DriverBurn)
+		}
 		if o.class == "" && u.op.writes() {
 			u.okWrites++
 		}
@@ -602,12 +730,13 @@ func (e *engine) record(group int, o outcome, latency time.Duration) {
 	}
 	e.mu.Lock()
 	at := time.Since(e.start)
-	switch {
-	case e.steady != nil:
+	if e.steady != nil {
 		e.steady.completed(at)
-	case e.window != nil:
+	}
+	if e.window != nil { // ramping and ramping-rate
 		e.window.add(at, o.class, latency)
-	case e.open != nil:
+	}
+	if e.open != nil { // open and ramping-rate
 		e.open.completed(at, o)
 	}
 	e.mu.Unlock()

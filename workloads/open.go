@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -111,15 +112,48 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 	timer.Stop()
 	defer timer.Stop()
 
+	// A ramping-rate phase judges the failure rules every LoadBucket and
+	// stops at the first failure (maxLoad); an open one runs its schedule.
+	var m *maxLoadState
+	nextBucket := time.Duration(never)
+	if p.Model.normalized() == RampingRate {
+		m = &maxLoadState{}
+		e.window = newLoadWindow(p.Failure.Window)
+		nextBucket = LoadBucket
+	}
+
 	var inflight sync.WaitGroup
 	e.start = time.Now()
+	if m != nil {
+		m.lastCPU, m.haveCPU = e.cpuTime()
+		m.lastWait, m.haveWait = e.waitTime()
+		m.res.DriverCPUs = allowedCPUs()
+	}
 	stopReporter := e.startReporter(progress)
 	var hits uint64
 	aborted := false
 	for {
-		wait, stop := pacer.Pace(time.Since(e.start), hits)
+		now := time.Since(e.start)
+		for m != nil && now >= nextBucket && m.res.Reason == "" {
+			rate := pacer.RateAt(nextBucket)
+			e.closeBucket(m, nextBucket, never, int(e.active.Load()))
+			m.timeline[len(m.timeline)-1].ArrivalRPS = rate
+			nextBucket += LoadBucket
+		}
+		if m != nil && m.res.Reason != "" {
+			break
+		}
+		wait, stop := pacer.Pace(now, hits)
 		if stop {
 			break
+		}
+		if m != nil && now+wait > nextBucket {
+			// Close the bucket on time even when the next arrival is later.
+			if !sleepTimer(ctx, timer, nextBucket-now) {
+				aborted = true
+				break
+			}
+			continue
 		}
 		if !sleepTimer(ctx, timer, wait) {
 			aborted = true
@@ -139,6 +173,19 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 			})
 		default:
 			e.dropped.Add(1)
+			if m != nil {
+				e.mu.Lock()
+				e.window.add(time.Since(e.start), ClassDropped, 0)
+				e.mu.Unlock()
+			}
+		}
+	}
+	if m != nil && m.res.Reason == "" {
+		if aborted {
+			m.res.Reason, m.res.Detail = ReasonAborted, "the run was cancelled after "+time.Since(e.start).Round(time.Millisecond).String()
+		} else {
+			m.res.Reason = ReasonDuration
+			m.res.Detail = fmt.Sprintf("no failure up to the end of the ramp at %g requests/s", pacer.RateAt(p.Duration))
 		}
 	}
 	scheduled := p.Duration
@@ -181,6 +228,10 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 				p.TrimTail.String() + " leave nothing of the " + p.Duration.String() + " schedule"}
 	}
 	e.setSteady(&r, st)
+	if m != nil {
+		m.res.FinalUsers = int(e.active.Load())
+		e.finishMaxLoad(m, &r, end)
+	}
 	return r
 }
 
@@ -192,7 +243,7 @@ func (e *engine) sendOpen(ctx context.Context, s *openSlot, g int, intended time
 	if u == nil {
 		var err error
 		// Run built a user of every group before starting, so this cannot fail.
-		if u, err = newUser(e.phase, e.base, s.index*len(e.phase.Groups)+g, userSlot{group: g, member: s.index}); err != nil {
+		if u, err = newUserAt(e.phase, e.ep, s.index*len(e.phase.Groups)+g, userSlot{group: g, member: s.index}); err != nil {
 			o := outcome{sent: time.Now(), class: ClassOther, message: err.Error()}
 			e.record(g, o, 0)
 			return
@@ -201,7 +252,7 @@ func (e *engine) sendOpen(ctx context.Context, s *openSlot, g int, intended time
 	}
 	i := s.iters[g]
 	s.iters[g]++
-	o := u.do(e.send, e.phase.RequestTimeout, u.next(i))
+	o := u.do(e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
 	lateness := max(o.sent.Sub(intended), 0)
 	e.mu.Lock()
 	e.open.sentAt(lateness)

@@ -57,6 +57,16 @@ func (p Pacer) Total() int64 {
 	return int64(math.Ceil(n - n*1e-12))
 }
 
+// RateAt returns the intended arrival rate at offset at, in requests per
+// second: linear from Rate at 0 to RateEnd at Duration, held after.
+func (p Pacer) RateAt(at time.Duration) float64 {
+	if p.Duration <= 0 {
+		return p.Rate
+	}
+	f := min(max(at.Seconds()/p.Duration.Seconds(), 0), 1)
+	return p.Rate + (p.end()-p.Rate)*f
+}
+
 // MeanRate returns the schedule's mean intended rate, in requests per second.
 func (p Pacer) MeanRate() float64 { return (p.Rate + p.end()) / 2 }
 

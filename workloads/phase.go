@@ -56,6 +56,15 @@ const (
 	// added every Ramp.Every until a Failure rule trips, and the best window
 	// before that is reported.
 	Ramping Model = "ramping"
+	// RampingRate is the open-model maximum load: the arrival rate ramps
+	// linearly from Rate to RateEnd over Duration (as in Open, latency from
+	// each request's intended send time), the Failure rules are judged on
+	// the sliding window every LoadBucket, and the phase stops at the first
+	// failure. An arrival dropped because MaxInFlight requests are in
+	// flight counts in the window as a failed request (the target, or the
+	// driver, could not keep up). A closed model hides queueing at the
+	// knee (users wait for slow responses and offer less); this one does not.
+	RampingRate Model = "ramping-rate"
 )
 
 // normalized returns m, with the empty Model read as Closed.
@@ -157,6 +166,10 @@ type Phase struct {
 	// RequestTimeout bounds one request from send to full body read; at most 60 s,
 	// the top of the latency histograms.
 	RequestTimeout time.Duration `yaml:"request_timeout" json:"request_timeout"`
+	// DriverBurn is a test switch: each user burns this much of the
+	// driver's CPU after every request (inject.driver_cpu_us_per_request),
+	// making the load generator the bottleneck on purpose. 0 in real runs.
+	DriverBurn time.Duration `yaml:"-" json:"driver_burn,omitempty"`
 	// Donuts is the number of seeded donuts (ids "1".."Donuts") readers pick from uniformly.
 	Donuts int `yaml:"donuts" json:"donuts"`
 	// Seed makes the random choices reproducible: user u draws from a PCG seeded with (Seed, u).
@@ -242,7 +255,7 @@ func (p Phase) Requests() int64 {
 // reach (Ramp.Max, or the ramp's value at Duration when it has no Max).
 func (p Phase) Connections() int {
 	switch p.Model.normalized() {
-	case Open:
+	case Open, RampingRate:
 		return max(p.MaxInFlight, 1)
 	case Ramping:
 		return max(RampUsers(p.Ramp, p.Duration), 1)
@@ -259,9 +272,9 @@ func (p Phase) Validate() error {
 
 	model := p.Model.normalized()
 	switch model {
-	case Closed, Open, Ramping:
+	case Closed, Open, Ramping, RampingRate:
 	default:
-		bad("model: unknown model %q (want closed, open or ramping)", p.Model)
+		bad("model: unknown model %q (want closed, open, ramping or ramping-rate)", p.Model)
 	}
 	if p.Name == "" {
 		bad("name: must not be empty")
@@ -355,6 +368,12 @@ func (p Phase) Validate() error {
 		errs = append(errs, p.validateOpen()...)
 	case Ramping:
 		errs = append(errs, p.validateRamping()...)
+	case RampingRate:
+		errs = append(errs, p.validateOpen()...)
+		if !(p.RateEnd > p.Rate) {
+			errs = append(errs, fmt.Errorf("rate_end: must be above rate (%g) in the ramping-rate model, the rate the ramp ends at, got %g", p.Rate, p.RateEnd))
+		}
+		errs = append(errs, p.Failure.validate()...)
 	}
 	return errors.Join(errs...)
 }
@@ -405,6 +424,13 @@ func (p Phase) validateRamping() []error {
 	} else if r.Max > 0 && r.Max < r.Start {
 		bad("ramp.max: must not be below ramp.start (%d), got %d", r.Start, r.Max)
 	}
+	return append(errs, f.validate()...)
+}
+
+// validate checks the failure rules of a ramping or ramping-rate phase.
+func (f Failure) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if f.Window < LoadBucket || f.Window > MaxFailureWindow || f.Window%LoadBucket != 0 {
 		bad("failure.window: must be a whole number of %s between %s and %s, got %s", LoadBucket, LoadBucket, MaxFailureWindow, f.Window)
 	}

@@ -22,6 +22,11 @@ type maxLoadState struct {
 
 	timeline []TimelinePoint // ring of at most MaxTimelinePoints
 	next     int             // where the next point goes once the ring is full
+
+	lastCPU  time.Duration // the driver's CPU time at the last bucket's close
+	haveCPU  bool          // lastCPU was read
+	lastWait time.Duration // the driver's run-queue wait at the last bucket's close
+	haveWait bool          // lastWait was read
 }
 
 // addPoint appends pt to the timeline, dropping the oldest point when full.
@@ -64,11 +69,14 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 	running := func() int { return len(users) - int(finished.Load()) }
 
 	e.start = time.Now()
+	m.lastCPU, m.haveCPU = e.cpuTime()
+	m.lastWait, m.haveWait = e.waitTime()
+	m.res.DriverCPUs = allowedCPUs()
 	stopReporter := e.startReporter(progress)
 	launch := func(n int) {
 		for len(users) < n {
 			k := len(users)
-			u, err := newUser(p, e.base, k, userSlot{group: k % len(p.Groups), member: k / len(p.Groups)})
+			u, err := newUserAt(p, e.ep, k, userSlot{group: k % len(p.Groups), member: k / len(p.Groups)})
 			if err != nil { // Run built a user of every group before starting, so this cannot happen
 				e.record(k%len(p.Groups), outcome{class: ClassOther, message: err.Error()}, 0)
 				return
@@ -141,21 +149,28 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 		n, g := len(users), len(p.Groups)
 		r.Operations[i].Users = n/g + btoi(i < n%g)
 	}
+	e.finishMaxLoad(&m, &r, end)
+	return r
+}
+
+// finishMaxLoad ends a max-load phase's result: its steady window is the
+// peak window (the best one judged without a failure), or, without one, the
+// whole phase marked as a fallback; and its MaxLoad is m's record.
+func (e *engine) finishMaxLoad(m *maxLoadState, r *Result, end time.Time) {
 	if m.havePeak {
 		span := time.Duration(math.Round(m.peak.Seconds/LoadBucket.Seconds())) * LoadBucket
 		st := steadyOutcome{window: Window{Start: m.peakEnd - span, End: m.peakEnd}, requests: m.peak.Requests}
-		e.setSteady(&r, st)
+		e.setSteady(r, st)
 		r.ThroughputRPS = m.res.PeakThroughputRPS
 		m.res.PeakWindowStart, m.res.PeakWindowEnd = r.SteadyStart, r.SteadyEnd
 		peak := m.peak
 		m.res.PeakWindow = &peak
 	} else {
-		e.setSteady(&r, steadyOutcome{window: Window{End: end.Sub(e.start)}, requests: r.Requests, fallback: true,
+		e.setSteady(r, steadyOutcome{window: Window{End: end.Sub(e.start)}, requests: r.Requests, fallback: true,
 			reason: "no window was judged without a failure before the phase stopped"})
 	}
 	m.res.Timeline = m.orderedTimeline()
 	r.MaxLoad = &m.res
-	return r
 }
 
 // closeBucket closes the bucket ending at offset t, when users users are
@@ -169,13 +184,16 @@ func (e *engine) closeBucket(m *maxLoadState, t, capAt time.Duration, users int)
 	ws, ok := e.window.stats(b)
 	e.mu.Unlock()
 
-	m.addPoint(TimelinePoint{
+	pt := TimelinePoint{
 		TSeconds:   t.Seconds(),
 		Users:      users,
 		RPS:        bs.RPS(),
 		ErrorRatio: bs.ErrorRatio(),
 		P99Ms:      ms(bs.P99),
-	})
+	}
+	pt.DriverCPUSeconds = sinceLast(e.cpuTime, &m.lastCPU, &m.haveCPU)
+	pt.DriverWaitSeconds = sinceLast(e.waitTime, &m.lastWait, &m.haveWait)
+	m.addPoint(pt)
 	if !ok {
 		return // the controller fell more than windowSlack buckets behind; this window is lost
 	}
@@ -197,6 +215,21 @@ func (e *engine) closeBucket(m *maxLoadState, t, capAt time.Duration, users int)
 		m.res.Detail = fmt.Sprintf("no failure up to the cap of %d users, which ran for a full %s window (peak %.1f requests/s)",
 			rampCap(e.phase.Ramp), f.Window, m.res.PeakThroughputRPS)
 	}
+}
+
+// sinceLast reads a cumulative clock and returns, in seconds, how far it
+// moved since the last reading in *last (nil when either reading failed or
+// the clock went back, as a thread's counts do when it exits), then keeps
+// the new reading.
+func sinceLast(clock func() (time.Duration, bool), last *time.Duration, have *bool) *float64 {
+	now, ok := clock()
+	var out *float64
+	if ok && *have && now >= *last {
+		s := (now - *last).Seconds()
+		out = &s
+	}
+	*last, *have = now, ok
+	return out
 }
 
 // btoi returns 1 for true and 0 for false.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -261,4 +262,51 @@ func TestClosedDurationCapVirtualTime(t *testing.T) {
 	f("cap before the iterations end", 100, 1050*time.Millisecond, 5, 1050*time.Millisecond, time.Second, 4)
 	// Iterations that end before the cap: the cap changes nothing.
 	f("iterations end first", 3, 10*time.Second, 3, 600*time.Millisecond, 500*time.Millisecond, 2)
+}
+
+// TestRampingBucketsCarryDriverCPU: each closed bucket records the CPU time
+// the driver process used since the previous one (its utilisation through
+// the ramp, for telling a driver-bound knee), and nothing when the driver
+// cannot read its CPU time.
+func TestRampingBucketsCarryDriverCPU(t *testing.T) {
+	p := rampPhase(Ramp{Start: 1, Step: 1, Every: time.Second, Max: 5}, Failure{Window: 2 * time.Second, MaxErrorRatio: 0.5}, time.Minute)
+	base, _ := url.Parse("http://127.0.0.1:1")
+	e := newEngine(p, HTTPClient(http.DefaultClient), base)
+	e.window = newLoadWindow(p.Failure.Window)
+	clock := []time.Duration{0, 300 * time.Millisecond, 1200 * time.Millisecond}
+	e.cpuTime = func() (time.Duration, bool) {
+		c := clock[0]
+		clock = clock[1:]
+		return c, true
+	}
+	e.waitTime = func() (time.Duration, bool) { return 0, false }
+	var m maxLoadState
+	m.lastCPU, m.haveCPU = e.cpuTime()
+	e.closeBucket(&m, time.Second, never, 1)
+	e.closeBucket(&m, 2*time.Second, never, 2)
+	if len(m.timeline) != 2 || m.timeline[0].DriverCPUSeconds == nil || *m.timeline[0].DriverCPUSeconds != 0.3 || *m.timeline[1].DriverCPUSeconds != 0.9 {
+		t.Fatalf("driver CPU per bucket: %+v", m.timeline)
+	}
+	e.cpuTime = func() (time.Duration, bool) { return 0, false }
+	e.closeBucket(&m, 3*time.Second, never, 3)
+	if m.timeline[2].DriverCPUSeconds != nil {
+		t.Errorf("an unreadable CPU clock gave %v, want not measured", *m.timeline[2].DriverCPUSeconds)
+	}
+	if n := allowedCPUs(); n < 1 {
+		t.Errorf("allowedCPUs = %d", n)
+	}
+}
+
+// TestRunqueueWaitReadsThisProcess: the run-queue wait is readable here and
+// never goes back while the process runs.
+func TestRunqueueWaitReadsThisProcess(t *testing.T) {
+	a, ok := runqueueWait()
+	if !ok {
+		t.Skip("no /proc/self/task/*/schedstat here")
+	}
+	burnCPU(20 * time.Millisecond)
+	b, ok := runqueueWait()
+	if !ok || b < a {
+		t.Errorf("run-queue wait went from %s to %s (ok %v)", a, b, ok)
+	}
 }

@@ -36,6 +36,10 @@ const (
 	ClassDecodeError = "decode_error"
 	// ClassOther: any other failure to send or read a request.
 	ClassOther = "other"
+	// ClassDropped is, in a ramping-rate phase's failure window only, an
+	// arrival the driver did not send because MaxInFlight requests were
+	// in flight; it is counted as dropped, not as a request, everywhere else.
+	ClassDropped = "dropped"
 )
 
 // The GraphQL documents sent, as seed 002's JMeter plans send them (one named
@@ -97,6 +101,11 @@ type call struct {
 // newUser prebuilds everything about user index of the phase that does not
 // change between its requests.
 func newUser(p Phase, target *url.URL, index int, slot userSlot) (*user, error) {
+	return newUserAt(p, endpointsOf(target), index, slot)
+}
+
+// newUserAt is newUser driven at ep.
+func newUserAt(p Phase, ep endpoints, index int, slot userSlot) (*user, error) {
 	g := p.Groups[slot.group]
 	u := &user{
 		index:  index,
@@ -106,14 +115,13 @@ func newUser(p Phase, target *url.URL, index int, slot userSlot) (*user, error) 
 		rng:    userRand(p.Seed, index),
 		donuts: p.Donuts,
 	}
-	base := target.String()
 	switch g.Operation {
 	case RESTGet:
-		u.url = base + "/api/donuts/"
+		u.url = ep.rest + "/api/donuts/"
 	case RESTPut:
-		u.url = base + "/api/donuts/" + url.PathEscape(writerID(index))
+		u.url = ep.rest + "/api/donuts/" + url.PathEscape(writerID(index))
 	case GraphQLQuery, GraphQLMutation:
-		u.url = base + "/graphql"
+		u.url = ep.graphql
 	}
 	u.headers = []header{{"Baggage", baggage(p)}, {"Accept", "application/json"}}
 	if g.Operation != RESTGet {

@@ -221,6 +221,15 @@ type subscriberState struct {
 // Close. On error every connection opened so far is closed and every reader
 // awaited before OpenSubscribers returns.
 func OpenSubscribers(ctx context.Context, target string, s Subscriptions, ids []string, probe func(ctx context.Context, id string) error) (*Subscribers, error) {
+	url, err := websocketURL(target)
+	if err != nil {
+		return nil, err
+	}
+	return openSubscribersAt(ctx, url, s, ids, probe)
+}
+
+// openSubscribersAt is OpenSubscribers dialling the websocket URL url.
+func openSubscribersAt(ctx context.Context, url string, s Subscriptions, ids []string, probe func(ctx context.Context, id string) error) (*Subscribers, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid subscriptions: %w", err)
 	}
@@ -229,10 +238,6 @@ func OpenSubscribers(ctx context.Context, target string, s Subscriptions, ids []
 	}
 	if probe == nil {
 		return nil, errors.New("cannot open subscribers: no probe function")
-	}
-	url, err := websocketURL(target)
-	if err != nil {
-		return nil, err
 	}
 	sub := &Subscribers{
 		spec:    s,
