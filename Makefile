@@ -52,6 +52,7 @@ fuzz:
 	$(GO) test ./api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseBaggage -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)
+	$(GO) test ./workloads -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME)
 
 ## gate-check: prove the gate's false-alarm and detection rates on this machine (N=5: ~50 min; not in CI)
 gate-check:
