@@ -3,7 +3,7 @@ GO    ?= go
 BIN   := bin/soakd
 PKGS  := ./...
 
-.PHONY: all build run test vet fmt-check generate check-generate fuzz dashboards stack clean gate-check
+.PHONY: all build run test vet fmt-check generate check-generate fuzz dashboards stack clean gate-check bench-driver
 
 all: build
 
@@ -52,12 +52,17 @@ fuzz:
 	$(GO) test ./api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseBaggage -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)
+	$(GO) test ./workloads -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME)
 
 ## gate-check: prove the gate's false-alarm and detection rates on this machine (N=5: ~50 min; not in CI)
 gate-check:
 	N=$(N) scripts/gate-check.sh
 
 N ?= 5
+
+## bench-driver: the driver's CPU per request against wrk's, REST GET and GraphQL query (~2 min; needs wrk; not in CI)
+bench-driver:
+	scripts/bench-driver.sh
 
 ## dashboards: regenerate grafana/dashboards/*.json from grafana/*.go
 dashboards:

@@ -1,13 +1,10 @@
 package workloads
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -282,36 +279,6 @@ type Progress struct {
 	Dropped int64 `json:"dropped,omitempty"`
 }
 
-// NewClient returns an HTTP client for a phase of users virtual users: a
-// keep-alive pool holding one idle connection per user (as JMeter threads
-// keep their connections), no proxy, no transparent compression (it would
-// add driver CPU and is not what is being measured), redirects returned
-// rather than followed, and timeout as the limit for dialling a connection.
-//
-// The client sets no http.Client.Timeout: Run bounds every request, from send
-// to the end of the body, with a context deadline of Phase.RequestTimeout, and
-// a client-level timeout would make net/http clone every request (about a
-// dozen allocations) for nothing.
-func NewClient(users int, timeout time.Duration) *http.Client {
-	users = max(users, 1)
-	tr := &http.Transport{
-		Proxy: nil, // the target is on loopback; never route through a proxy
-		DialContext: (&net.Dialer{
-			Timeout:   timeout,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		MaxIdleConns:        users,
-		MaxIdleConnsPerHost: users, // one idle connection per user, or closed-model users would redial
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   false,
-	}
-	return &http.Client{
-		Transport:     tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
 // opStats accumulates one group's outcomes; users of the group share it.
 type opStats struct {
 	mu       sync.Mutex
@@ -324,8 +291,10 @@ type opStats struct {
 // engine is the state of one running phase.
 type engine struct {
 	phase  Phase
-	client *http.Client
+	client *Client
 	ep     endpoints
+	rest   sender // the client's sender for ep.rest
+	gql    sender // the client's sender for ep.graphql
 	start  time.Time
 	ops    []*opStats
 
@@ -369,9 +338,9 @@ type engine struct {
 //
 // When ctx is cancelled Run returns the partial result with Aborted set and a
 // nil error. A nil client gets NewClient(p.Connections(), p.RequestTimeout),
-// closed when Run returns. The error is non-nil only when p or target is
+// whose connections are closed when Run returns. The error is non-nil only when p or target is
 // invalid, before any request is sent.
-func Run(ctx context.Context, target string, p Phase, client *http.Client, progress func(Progress)) (Result, error) {
+func Run(ctx context.Context, target string, p Phase, client *Client, progress func(Progress)) (Result, error) {
 	if err := p.Validate(); err != nil {
 		return Result{}, fmt.Errorf("invalid phase: %w", err)
 	}
@@ -384,7 +353,7 @@ func Run(ctx context.Context, target string, p Phase, client *http.Client, progr
 
 // RunAt is Run against endpoints that need not share one base URL: a
 // GraphQL server and its REST twin apart (see Endpoints).
-func RunAt(ctx context.Context, target Endpoints, p Phase, client *http.Client, progress func(Progress)) (Result, error) {
+func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progress func(Progress)) (Result, error) {
 	if err := p.Validate(); err != nil {
 		return Result{}, fmt.Errorf("invalid phase: %w", err)
 	}
@@ -413,17 +382,27 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *http.Client, 
 	return e.runClosed(ctx, progress)
 }
 
+// senderFor returns the sender of op's endpoint.
+func (e *engine) senderFor(op Operation) sender {
+	if op == RESTGet || op == RESTPut {
+		return e.rest
+	}
+	return e.gql
+}
+
 // newEngine returns the engine of phase p, before its model-specific state is set.
-func newEngine(p Phase, client *http.Client, base *url.URL) *engine {
+func newEngine(p Phase, client *Client, base *url.URL) *engine {
 	return newEngineAt(p, client, endpointsOf(base))
 }
 
 // newEngineAt returns the engine of phase p driven at ep.
-func newEngineAt(p Phase, client *http.Client, ep endpoints) *engine {
+func newEngineAt(p Phase, client *Client, ep endpoints) *engine {
 	e := &engine{
 		phase:    p,
 		client:   client,
 		ep:       ep,
+		rest:     client.senderTo(ep.rest),
+		gql:      client.senderTo(ep.graphql),
 		ops:      make([]*opStats, len(p.Groups)),
 		examples: make(map[string][]string),
 		cpuTime:  processCPUTime,
@@ -583,22 +562,21 @@ func (e *engine) probe(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("cannot build probe: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.phase.RequestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.ep.graphql, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("cannot build probe: %w", err)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("probe of %s: %w", id, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Baggage", baggage(e.phase))
-	resp, err := e.client.Do(req)
+	c := call{
+		method:  http.MethodPost,
+		url:     []byte(e.ep.graphql),
+		headers: []header{{"Content-Type", "application/json"}, {"Baggage", baggage(e.phase)}},
+		body:    body,
+	}
+	status, _, err := e.gql.send(&c, e.phase.RequestTimeout, nil)
 	if err != nil {
 		return fmt.Errorf("probe of %s: %w", id, err)
 	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("probe of %s: HTTP %d", id, resp.StatusCode)
+	if status != http.StatusOK {
+		return fmt.Errorf("probe of %s: HTTP %d", id, status)
 	}
 	return nil
 }
@@ -671,7 +649,6 @@ func (e *engine) runUser(ctx, stopCtx context.Context, u *user, offset time.Dura
 // Requests in flight finish even then. It reports whether u sent all its
 // iterations.
 func (e *engine) iterate(ctx, stopCtx context.Context, u *user) (completed bool) {
-	reqCtx := context.WithoutCancel(ctx)
 	for i := 0; u.iters == 0 || i < u.iters; i++ {
 		if stopCtx.Err() != nil {
 			e.noteStop(ctx)
@@ -681,7 +658,7 @@ func (e *engine) iterate(ctx, stopCtx context.Context, u *user) (completed bool)
 			e.noteStop(ctx)
 			return false
 		}
-		o := u.do(reqCtx, e.client, e.phase.RequestTimeout, u.next(i))
+		o := u.do(e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
 		if e.phase.DriverBurn > 0 {
 			burnCPU(e.phase.DriverBurn)
 		}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -126,22 +127,28 @@ func TestRunLoopback(t *testing.T) {
 func TestRunErrorClasses(t *testing.T) {
 	// f runs 2 users x 3 iterations of op against a fake whose fault hook
 	// answers every request, and checks they all fail with class want.
+	// Every case runs with both clients: NewClient's (fasthttp) and HTTPClient's (net/http).
 	f := func(name string, op Operation, timeout time.Duration, fault func(w http.ResponseWriter, r *http.Request, op Operation) bool, want string) {
-		t.Run(name, func(t *testing.T) {
-			fake := newFakeTarget(50)
-			fake.fault = fault
-			srv := httptest.NewServer(fake.handler())
-			defer srv.Close()
-			p := testPhase(UserGroup{Operation: op, Users: 2, Iterations: 3})
-			p.RequestTimeout = timeout
-			client := NewClient(p.Users(), p.RequestTimeout)
-			defer client.CloseIdleConnections()
-			r, err := Run(context.Background(), srv.URL, p, client, nil)
-			if err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			checkAllFailed(t, r, want, 6)
-		})
+		for _, std := range []bool{false, true} {
+			t.Run(map[bool]string{false: "fasthttp", true: "net-http"}[std]+"/"+name, func(t *testing.T) {
+				fake := newFakeTarget(50)
+				fake.fault = fault
+				srv := httptest.NewServer(fake.handler())
+				defer srv.Close()
+				p := testPhase(UserGroup{Operation: op, Users: 2, Iterations: 3})
+				p.RequestTimeout = timeout
+				client := NewClient(p.Users(), p.RequestTimeout)
+				if std {
+					client = HTTPClient(&http.Client{})
+				}
+				defer client.CloseIdleConnections()
+				r, err := Run(context.Background(), srv.URL, p, client, nil)
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				checkAllFailed(t, r, want, 6)
+			})
+		}
 	}
 	ok := time.Second
 	f("http 500", RESTGet, ok, func(w http.ResponseWriter, _ *http.Request, _ Operation) bool {
@@ -189,6 +196,53 @@ func TestRunErrorClasses(t *testing.T) {
 		return true
 	}, ClassTimeout)
 
+	// The requested seeded donut as the target answers it (the fake sets
+	// the path value "id" for GraphQL queries too).
+	want := func(r *http.Request, _ Operation) donutJSON {
+		d, ok := newFakeTarget(50).get(r.PathValue("id"))
+		if !ok {
+			t.Errorf("no seeded donut %q", r.PathValue("id"))
+		}
+		return d
+	}
+	f("right body, wrong status", RESTGet, ok, func(w http.ResponseWriter, r *http.Request, op Operation) bool {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{"donut": want(r, op)}})
+		return true
+	}, "http_201")
+	f("another donut", RESTGet, ok, func(w http.ResponseWriter, r *http.Request, op Operation) bool {
+		d := want(r, op)
+		d.ID += "0" // same flavor, same shape, another id
+		reply(w, "donut", d)
+		return true
+	}, ClassPayloadMismatch)
+	f("another donut by GraphQL", GraphQLQuery, ok, func(w http.ResponseWriter, r *http.Request, op Operation) bool {
+		d := want(r, op)
+		d.ID = "1" + d.ID
+		reply(w, "donut", d)
+		return true
+	}, ClassPayloadMismatch)
+	f("graphql errors beside the right data", GraphQLQuery, ok, func(w http.ResponseWriter, r *http.Request, op Operation) bool {
+		b, _ := json.Marshal(want(r, op))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"data":{"donut":` + string(b) + `},"errors":[{"message":"partial failure"}]}`))
+		return true
+	}, ClassGraphQLError)
+	f("truncated JSON", GraphQLQuery, ok, func(w http.ResponseWriter, r *http.Request, op Operation) bool {
+		b, _ := json.Marshal(map[string]any{"data": map[string]any{"donut": want(r, op)}})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b[:len(b)-1]) // a complete response whose body lacks its last brace
+		return true
+	}, ClassDecodeError)
+	f("body cut short", RESTGet, ok, func(w http.ResponseWriter, r *http.Request, op Operation) bool {
+		b, _ := json.Marshal(map[string]any{"data": map[string]any{"donut": want(r, op)}})
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		_, _ = w.Write(b[:len(b)/2]) // the server closes the connection half way
+		return true
+	}, ClassConnectionReset)
+
 	t.Run("connection refused", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -227,7 +281,7 @@ func checkAllFailed(t *testing.T, r Result, class string, n int64) {
 }
 
 func TestRunCancel(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, ignoreConnsCleaner)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fake := newFakeTarget(50)

@@ -40,13 +40,16 @@ const MaxEventSeq int64 = 9_999_999_999
 // latency a subscriber derives from it assumes writer and subscriber read the
 // same clock (soakd runs both in the driver process).
 func EventName(writer string, seq int64, sent time.Time) string {
-	b := make([]byte, 0, len(writer)+eventSuffixLen+2)
+	return string(appendEventName(make([]byte, 0, len(writer)+eventSuffixLen+2), writer, seq, sent))
+}
+
+// appendEventName appends EventName(writer, seq, sent) to b.
+func appendEventName(b []byte, writer string, seq int64, sent time.Time) []byte {
 	b = append(b, writer...)
 	b = append(b, '#')
 	b = appendPadded(b, seq, eventSeqDigits)
 	b = append(b, '@')
-	b = appendPadded(b, sent.UnixNano(), eventTimeDigits)
-	return string(b)
+	return appendPadded(b, sent.UnixNano(), eventTimeDigits)
 }
 
 // appendPadded appends v in decimal, left-padded with zeros to width digits.

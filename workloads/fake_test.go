@@ -83,6 +83,7 @@ func (f *fakeTarget) handler() http.Handler {
 		}
 		switch {
 		case in.OperationName == "Donut" && in.Query == queryDocument:
+			r.SetPathValue("id", in.Variables.ID) // for fault hooks, as in REST
 			if f.note(w, r, GraphQLQuery, "") {
 				return
 			}

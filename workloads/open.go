@@ -252,7 +252,7 @@ func (e *engine) sendOpen(ctx context.Context, s *openSlot, g int, intended time
 	}
 	i := s.iters[g]
 	s.iters[g]++
-	o := u.do(ctx, e.client, e.phase.RequestTimeout, u.next(i))
+	o := u.do(e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
 	lateness := max(o.sent.Sub(intended), 0)
 	e.mu.Lock()
 	e.open.sentAt(lateness)

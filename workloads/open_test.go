@@ -54,7 +54,7 @@ func TestOpenConstantRateVirtualTime(t *testing.T) {
 		p := openPhase(200, 0, 5*time.Second, 50)
 		p.TrimHead, p.TrimTail = time.Second, time.Second
 		var progress []Progress
-		r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: vt}, func(pr Progress) { progress = append(progress, pr) })
+		r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: vt}), func(pr Progress) { progress = append(progress, pr) })
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -110,7 +110,7 @@ func TestOpenRampingRateVirtualTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		vt := newVirtualTarget(20 * time.Millisecond)
 		p := openPhase(100, 300, 4*time.Second, 50)
-		r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: vt}, nil)
+		r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: vt}), nil)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -184,7 +184,7 @@ func TestOpenStallDropsVirtualTime(t *testing.T) {
 		start := time.Now()
 		st := &stallTarget{from: start.Add(2 * time.Second), until: start.Add(4105 * time.Millisecond)}
 		p := openPhase(100, 0, 5*time.Second, 10)
-		r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: st}, nil)
+		r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: st}), nil)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -227,7 +227,7 @@ func TestOpenAbortVirtualTime(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		time.AfterFunc(2005*time.Millisecond, cancel)
-		r, err := Run(ctx, "http://127.0.0.1:1", p, &http.Client{Transport: vt}, nil)
+		r, err := Run(ctx, "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: vt}), nil)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -334,7 +334,7 @@ func TestOpenLatenessVirtualTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := newEngine(p, &http.Client{Transport: newVirtualTarget(10 * time.Millisecond)}, base)
+		e := newEngine(p, HTTPClient(&http.Client{Transport: newVirtualTarget(10 * time.Millisecond)}), base)
 		e.open = newOpenStats(p.Duration, 0, 0)
 		e.start = time.Now()
 		slot := &openSlot{users: make([]*user, 1), iters: make([]int, 1)}

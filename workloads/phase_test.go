@@ -163,7 +163,7 @@ func TestRequestBodies(t *testing.T) {
 	if err := json.Unmarshal(c.body, &body); err != nil {
 		t.Fatalf("query body %s: %v", c.body, err)
 	}
-	if body.Query != queryDocument || body.OperationName != "Donut" || body.Variables["id"] != c.wantID || c.url != "http://127.0.0.1:8080/graphql" {
+	if body.Query != queryDocument || body.OperationName != "Donut" || body.Variables["id"] != string(c.wantID) || string(c.url) != "http://127.0.0.1:8080/graphql" {
 		t.Errorf("query: got %s to %s, want the Donut query for id %s", c.body, c.url, c.wantID)
 	}
 	m, err := newUser(p, base, 1, userSlot{group: 1})
@@ -178,7 +178,7 @@ func TestRequestBodies(t *testing.T) {
 			t.Fatalf("mutation body %s: %v", c.body, err)
 		}
 		d, _ := body.Variables["donut"].(map[string]any)
-		if body.Query != mutationDocument || body.OperationName != "UpdateDonut" || d["id"] != "w1" || d["flavor"] != c.wantFlavor || c.wantID != "w1" {
+		if body.Query != mutationDocument || body.OperationName != "UpdateDonut" || d["id"] != "w1" || d["flavor"] != c.wantFlavor || string(c.wantID) != "w1" {
 			t.Errorf("mutation %d: got %s, want UpdateDonut of w1 with flavor %s", i, c.body, c.wantFlavor)
 		}
 		flavors[c.wantFlavor] = true

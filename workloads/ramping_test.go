@@ -36,7 +36,7 @@ func TestRampingScheduleVirtualTime(t *testing.T) {
 		vt := newVirtualTarget(10 * time.Millisecond)
 		p := rampPhase(ramp, Failure{Window: 2 * time.Second, MaxErrorRatio: 0.5}, time.Minute)
 		var progress []Progress
-		r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: vt}, func(pr Progress) { progress = append(progress, pr) })
+		r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: vt}), func(pr Progress) { progress = append(progress, pr) })
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -91,7 +91,7 @@ func TestRampingDurationAndAbortVirtualTime(t *testing.T) {
 	ramp := Ramp{Start: 3, Step: 2, Every: 333 * time.Millisecond}
 	synctest.Test(t, func(t *testing.T) {
 		p := rampPhase(ramp, Failure{Window: time.Second, MaxP99: time.Second}, 3500*time.Millisecond)
-		r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: newVirtualTarget(10 * time.Millisecond)}, nil)
+		r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: newVirtualTarget(10 * time.Millisecond)}), nil)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -105,7 +105,7 @@ func TestRampingDurationAndAbortVirtualTime(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		time.AfterFunc(2500*time.Millisecond, cancel)
-		r, err := Run(ctx, "http://127.0.0.1:1", p, &http.Client{Transport: newVirtualTarget(10 * time.Millisecond)}, nil)
+		r, err := Run(ctx, "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: newVirtualTarget(10 * time.Millisecond)}), nil)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -139,7 +139,7 @@ func TestRampingFailureVirtualTime(t *testing.T) {
 		p := rampPhase(Ramp{Start: 2, Step: 2, Every: 250 * time.Millisecond, Max: 100},
 			Failure{Window: time.Second, MaxErrorRatio: 0.01, MinRequests: 10}, time.Minute)
 		p.Think = Think{Min: 5 * time.Millisecond, Max: 5 * time.Millisecond}
-		r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: o}, nil)
+		r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: o}), nil)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -237,7 +237,7 @@ func TestClosedDurationCapVirtualTime(t *testing.T) {
 					RequestTimeout: time.Second,
 					Duration:       cap,
 				}
-				r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: vt}, nil)
+				r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: vt}), nil)
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
@@ -271,7 +271,7 @@ func TestClosedDurationCapVirtualTime(t *testing.T) {
 func TestRampingBucketsCarryDriverCPU(t *testing.T) {
 	p := rampPhase(Ramp{Start: 1, Step: 1, Every: time.Second, Max: 5}, Failure{Window: 2 * time.Second, MaxErrorRatio: 0.5}, time.Minute)
 	base, _ := url.Parse("http://127.0.0.1:1")
-	e := newEngine(p, http.DefaultClient, base)
+	e := newEngine(p, HTTPClient(http.DefaultClient), base)
 	e.window = newLoadWindow(p.Failure.Window)
 	clock := []time.Duration{0, 300 * time.Millisecond, 1200 * time.Millisecond}
 	e.cpuTime = func() (time.Duration, bool) {

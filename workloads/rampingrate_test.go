@@ -30,7 +30,7 @@ func TestRampingRateFindsTheKneeVirtualTime(t *testing.T) {
 		if err := p.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: o}, nil)
+		r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: o}), nil)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -71,7 +71,7 @@ func TestRampingRateCountsDroppedArrivalsVirtualTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		vt := newVirtualTarget(200 * time.Millisecond)
 		p := rateRampPhase(10, 100, 5, Failure{Window: time.Second, MaxErrorRatio: 0.05, MinRequests: 5}, 10*time.Second)
-		r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: vt}, nil)
+		r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: vt}), nil)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Error classes counted in results. HTTP statuses other than 200 are counted as
@@ -59,32 +61,40 @@ const (
 // touches it -- the user's own (closed and ramping models) or the one holding
 // its open-model slot -- so it sends one request at a time.
 type user struct {
-	index  int       // global index in the phase (start order)
-	op     Operation // the operation every request sends
-	group  int       // index in Phase.Groups
-	iters  int       // requests to send; 0 sends until stopped
-	rng    *rand.Rand
-	donuts int
-	header http.Header // never mutated after construction, so requests may share it
+	index   int       // global index in the phase (start order)
+	op      Operation // the operation every request sends
+	group   int       // index in Phase.Groups
+	iters   int       // requests to send; 0 sends until stopped
+	rng     *rand.Rand
+	donuts  int
+	headers []header // never mutated after construction
 
 	url      string // full URL, or for rest-get the prefix before the id
 	writerID string
+	wantID   []byte // writers: writerID, what every response must carry
 	// writers: for each flavor index, the body before and after the donut
 	// name, which carries EventName(writer, seq, send time) so that
 	// subscribers can count and time the events it raises.
 	bodies    [3][2][]byte
 	okWrites  int64  // writers: successful writes, what subscribers must receive
 	bodyStart []byte // graphql-query: the body before the id
-	resp      bytes.Buffer
-	timer     *time.Timer
+	// Buffers reused by every request, grown on the first: the URL, the
+	// body sent and the body received. An idle user has none.
+	urlBuf, bodyBuf, resp []byte
+	timer                 *time.Timer
 }
 
-// call is one planned request and the payload it must return.
+// maxKeptBuffer is the largest response buffer a user keeps for its next request.
+const maxKeptBuffer = 64 << 10
+
+// call is one planned request and the payload it must return. Its slices
+// point into its user's buffers, valid until the user's next request.
 type call struct {
 	method     string
-	url        string
+	url        []byte
+	headers    []header
 	body       []byte
-	wantID     string
+	wantID     []byte
 	wantFlavor string
 }
 
@@ -104,7 +114,6 @@ func newUserAt(p Phase, ep endpoints, index int, slot userSlot) (*user, error) {
 		iters:  g.Iterations,
 		rng:    userRand(p.Seed, index),
 		donuts: p.Donuts,
-		header: http.Header{"Baggage": {baggage(p)}},
 	}
 	switch g.Operation {
 	case RESTGet:
@@ -114,16 +123,17 @@ func newUserAt(p Phase, ep endpoints, index int, slot userSlot) (*user, error) {
 	case GraphQLQuery, GraphQLMutation:
 		u.url = ep.graphql
 	}
+	u.headers = []header{{"Baggage", baggage(p)}, {"Accept", "application/json"}}
 	if g.Operation != RESTGet {
-		u.header.Set("Content-Type", "application/json")
+		u.headers = append(u.headers, header{"Content-Type", "application/json"})
 	}
-	u.header.Set("Accept", "application/json")
 	switch g.Operation {
 	case GraphQLQuery:
 		// Only the id varies; it is made of digits, so it needs no escaping.
 		u.bodyStart = []byte(`{"query":` + strconv.Quote(queryDocument) + `,"operationName":"Donut","variables":{"id":"`)
 	case RESTPut, GraphQLMutation:
 		u.writerID = writerID(index)
+		u.wantID = []byte(u.writerID)
 		// The name is a placeholder split out of the marshalled body, so a
 		// request only appends three slices.
 		const placeholder = `\u0000` // how encoding/json writes the NUL name below
@@ -202,38 +212,45 @@ func baggageEscape(s string) string {
 
 // next returns the user's request for iteration i. Readers pick a seeded
 // donut uniformly at random; writers write their own donut, cycling flavors.
+// The call's slices live in the user's buffers, so building it allocates
+// nothing once they have grown.
 func (u *user) next(i int) call {
-	switch u.op {
-	case RESTGet:
+	if u.op == RESTGet {
 		id := 1 + u.rng.IntN(u.donuts)
-		sid := seedID(id)
-		return call{method: http.MethodGet, url: u.url + sid, wantID: sid, wantFlavor: seedFlavor(id)}
+		u.urlBuf = append(u.urlBuf[:0], u.url...)
+		u.urlBuf = strconv.AppendInt(u.urlBuf, int64(id), 10)
+		return call{method: http.MethodGet, url: u.urlBuf, headers: u.headers,
+			wantID: u.urlBuf[len(u.url):], wantFlavor: seedFlavor(id)}
+	}
+	if len(u.urlBuf) == 0 {
+		u.urlBuf = append(u.urlBuf, u.url...)
+	}
+	c := call{method: http.MethodPost, url: u.urlBuf, headers: u.headers}
+	switch u.op {
 	case GraphQLQuery:
 		id := 1 + u.rng.IntN(u.donuts)
-		b := make([]byte, 0, len(u.bodyStart)+24)
-		b = append(b, u.bodyStart...)
+		b := append(u.bodyBuf[:0], u.bodyStart...)
 		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, `"}}`...)
-		return call{method: http.MethodPost, url: u.url, body: b, wantID: seedID(id), wantFlavor: seedFlavor(id)}
+		u.bodyBuf = append(b, `"}}`...)
+		c.body, c.wantID, c.wantFlavor = u.bodyBuf, u.bodyBuf[len(u.bodyStart):len(b)], seedFlavor(id)
 	default: // writers
 		f := (u.index + i) % 3
-		m := http.MethodPost
 		if u.op == RESTPut {
-			m = http.MethodPut
+			c.method = http.MethodPut
 		}
-		return call{method: m, url: u.url, body: u.writeBody(f, int64(i)+1), wantID: u.writerID, wantFlavor: flavorByIndex(f)}
+		c.body, c.wantID, c.wantFlavor = u.writeBody(f, int64(i)+1), u.wantID, flavorByIndex(f)
 	}
+	return c
 }
 
 // writeBody is a writer's body for flavor index f, naming the donut
-// EventName(writer, seq, now).
+// EventName(writer, seq, now), built in u.bodyBuf.
 func (u *user) writeBody(f int, seq int64) []byte {
-	name := EventName(u.writerID, seq, time.Now())
 	parts := u.bodies[f]
-	b := make([]byte, 0, len(parts[0])+len(name)+len(parts[1]))
-	b = append(b, parts[0]...)
-	b = append(b, name...)
-	return append(b, parts[1]...)
+	b := append(u.bodyBuf[:0], parts[0]...)
+	b = appendEventName(b, u.writerID, seq, time.Now())
+	u.bodyBuf = append(b, parts[1]...)
+	return u.bodyBuf
 }
 
 // outcome is what one request produced: its latency and, on failure, its
@@ -245,43 +262,32 @@ type outcome struct {
 	message string
 }
 
-// do sends c, reads the whole response and validates it. ctx must not be the
-// phase's cancellable context: an aborted phase lets requests in flight finish.
-// The latency runs from just before sending to the end of the body read.
-func (u *user) do(ctx context.Context, client *http.Client, timeout time.Duration, c call) outcome {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var body io.Reader
-	if c.body != nil {
-		body = bytes.NewReader(c.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
-	if err != nil {
-		return outcome{sent: time.Now(), class: ClassOther, message: fmt.Sprintf("cannot build request: %v", err)}
-	}
-	req.Header = u.header
-
+// do sends c with s, reads the whole response and validates it: status 200,
+// then the body (see validate). Nothing cancels a request in flight, so an
+// aborted phase lets it finish; timeout bounds it, from dialling or waiting
+// for a connection to the end of the body. The latency runs from just before
+// sending to the end of the body read.
+func (u *user) do(s sender, timeout time.Duration, c call) outcome {
 	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return outcome{sent: start, latency: time.Since(start), class: classifyTransport(err), message: err.Error()}
-	}
-	u.resp.Reset()
-	_, err = u.resp.ReadFrom(io.LimitReader(resp.Body, maxResponseBytes))
-	resp.Body.Close()
+	status, body, err := s.send(&c, timeout, u.resp)
 	o := outcome{sent: start, latency: time.Since(start)}
-	if err != nil {
-		o.class, o.message = classifyTransport(err), fmt.Sprintf("%s %s: cannot read body: %v", c.method, c.url, err)
-		return o
+	if cap(body) <= maxKeptBuffer {
+		u.resp = body[:0]
+	} else {
+		u.resp = nil
 	}
-	if resp.StatusCode != http.StatusOK {
-		o.class = "http_" + strconv.Itoa(resp.StatusCode)
-		o.message = fmt.Sprintf("%s %s: HTTP %d: %s", c.method, c.url, resp.StatusCode, u.resp.Bytes())
-		return o
-	}
-	o.class, o.message = validate(u.resp.Bytes(), u.op.writes(), c.wantID, c.wantFlavor)
-	if o.class != "" {
-		o.message = c.method + " " + c.url + ": " + o.message
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		o.class, o.message = ClassDecodeError, fmt.Sprintf("%s %s: response body over %d bytes", c.method, c.url, maxResponseBytes)
+	case err != nil:
+		o.class, o.message = classifyTransport(err), fmt.Sprintf("%s %s: %v", c.method, c.url, err)
+	case status != http.StatusOK:
+		o.class = "http_" + strconv.Itoa(status)
+		o.message = fmt.Sprintf("%s %s: HTTP %d: %s", c.method, c.url, status, body)
+	default:
+		if o.class, o.message = validate(body, u.op.writes(), c.wantID, c.wantFlavor); o.class != "" {
+			o.message = c.method + " " + string(c.url) + ": " + o.message
+		}
 	}
 	return o
 }
@@ -307,7 +313,23 @@ type envelope struct {
 // carries no top-level GraphQL errors, and returns the expected donut (id and
 // flavor) under data.donut for readers or data.addOrUpdateDonut for writers.
 // It returns an empty class when the body passes.
-func validate(body []byte, writes bool, wantID, wantFlavor string) (class, message string) {
+//
+// A body in the form both arms of the target write -- exactly
+// {"data":{"donut":{"id":"<wantID>","name":"<name>","flavor":"<wantFlavor>"}}}
+// (addOrUpdateDonut for writers), a name without quotes, backslashes or
+// control characters, and nothing after it but whitespace -- passes on its
+// bytes alone (see canonical); it is a body the decoding below would pass.
+// Any other body is decoded, so that every verdict and message is the one a
+// full decode gives.
+func validate(body []byte, writes bool, wantID []byte, wantFlavor string) (class, message string) {
+	if canonical(body, writes, wantID, wantFlavor) {
+		return "", ""
+	}
+	return decodeValidate(body, writes, wantID, wantFlavor)
+}
+
+// decodeValidate is validate by a full decode of body.
+func decodeValidate(body []byte, writes bool, wantID []byte, wantFlavor string) (class, message string) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
 		return ClassDecodeError, fmt.Sprintf("cannot decode response %q: %v", body, err)
@@ -326,10 +348,82 @@ func validate(body []byte, writes bool, wantID, wantFlavor string) (class, messa
 	switch {
 	case got == nil:
 		return ClassPayloadMismatch, fmt.Sprintf("response has no data.%s: %s", key, body)
-	case got.ID != wantID || got.Flavor != wantFlavor:
+	case got.ID != string(wantID) || got.Flavor != wantFlavor:
 		return ClassPayloadMismatch, fmt.Sprintf("got donut id %q flavor %q, want id %q flavor %q", got.ID, got.Flavor, wantID, wantFlavor)
 	}
 	return "", ""
+}
+
+// canonical reports whether body is exactly the compact JSON the target
+// answers a successful read (writes false) or write with: the expected id and
+// flavor under data.donut (data.addOrUpdateDonut) with any name between them,
+// nothing else, and only whitespace after it. Such a body has no errors and
+// decodes to that id and flavor, so validate passes it without decoding; any
+// byte out of place sends validate to its full decode. It does not allocate.
+func canonical(body []byte, writes bool, wantID []byte, wantFlavor string) bool {
+	const (
+		readPrefix  = `{"data":{"donut":{"id":"`
+		writePrefix = `{"data":{"addOrUpdateDonut":{"id":"`
+		nameKey     = `","name":"`
+		flavorKey   = `","flavor":"`
+		end         = `"}}}`
+	)
+	prefix := readPrefix
+	if writes {
+		prefix = writePrefix
+	}
+	b, ok := cutPrefix(body, prefix)
+	if !ok || !jsonSafe(wantID) || !jsonSafe(wantFlavor) {
+		return false
+	}
+	if b, ok = cutPrefix(b, wantID); !ok {
+		return false
+	}
+	if b, ok = cutPrefix(b, nameKey); !ok {
+		return false
+	}
+	// The name: any run of bytes that need no escaping in a JSON string
+	// (encoding/json accepts invalid UTF-8 there, replacing it).
+	i := 0
+	for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+		i++
+	}
+	if b, ok = cutPrefix(b[i:], flavorKey); !ok {
+		return false
+	}
+	if b, ok = cutPrefix(b, wantFlavor); !ok {
+		return false
+	}
+	if b, ok = cutPrefix(b, end); !ok {
+		return false
+	}
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// cutPrefix returns b without prefix and true, or b and false when b does not
+// start with prefix.
+func cutPrefix[S ~string | ~[]byte](b []byte, prefix S) ([]byte, bool) {
+	if len(b) < len(prefix) || string(b[:len(prefix)]) != string(prefix) {
+		return b, false
+	}
+	return b[len(prefix):], true
+}
+
+// jsonSafe reports whether s is written as itself inside a JSON string: no
+// quote, backslash, control character or non-ASCII byte (which an encoder may
+// escape), so that comparing bytes is comparing values.
+func jsonSafe[S ~string | ~[]byte](s S) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // classifyTransport maps an error from sending a request or reading its body
@@ -338,12 +432,14 @@ func classifyTransport(err error) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
+		errors.Is(err, fasthttp.ErrNoFreeConns), // waited RequestTimeout for a connection
 		errors.As(err, &ne) && ne.Timeout():
 		return ClassTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return ClassConnectionRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed):
 		return ClassConnectionReset
 	}
 	return ClassOther

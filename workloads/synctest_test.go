@@ -74,7 +74,7 @@ func TestRunVirtualTime(t *testing.T) {
 			Seed:           7,
 		}
 		var progress []Progress
-		r, err := Run(t.Context(), "http://127.0.0.1:1", p, &http.Client{Transport: vt}, func(pr Progress) {
+		r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: vt}), func(pr Progress) {
 			progress = append(progress, pr) // called from one goroutine only
 		})
 		if err != nil {
@@ -177,7 +177,7 @@ func TestRunVirtualAbortDuringRamp(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		time.AfterFunc(3055*time.Millisecond, cancel) // users 0..3 have started, each mid-request
-		r, err := Run(ctx, "http://127.0.0.1:1", p, &http.Client{Transport: vt}, nil)
+		r, err := Run(ctx, "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: vt}), nil)
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
