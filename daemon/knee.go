@@ -91,16 +91,23 @@ func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []cpuReading, 
 }
 
 // cpuReading is one reading of the target process's cumulative CPU time
-// (user + system, seconds); OK is false when it could not be read.
+// (user + system, seconds; OK is false when it could not be read) and of
+// its threads' cumulative run-queue wait (seconds; WaitOK false when not
+// read).
 type cpuReading struct {
-	Time       time.Time
-	CPUSeconds float64
-	OK         bool
+	Time        time.Time
+	CPUSeconds  float64
+	OK          bool
+	WaitSeconds float64
+	WaitOK      bool
 }
 
-// cpuShareAt is the target's CPU use (user + system) over the sample
-// interval holding t, as a share of cpus CPUs (0..1); false when no two
-// measured samples bracket t.
+// cpuShareAt is the target's CPU demand over the sample interval holding
+// t, as a share of cpus CPUs: its CPU use (user + system, clamped to its
+// CPUs' capacity, since a sample's timestamp and its CPU reading are not
+// taken at the same instant) plus, when read, the time its threads waited
+// for a CPU (so a target whose CPUs are also busy with softirqs or other
+// work shows as saturated). false when no two measured samples bracket t.
 func cpuShareAt(ss []cpuReading, t time.Time, cpus int) (float64, bool) {
 	for i := 1; i < len(ss); i++ {
 		a, b := ss[i-1], ss[i]
@@ -111,11 +118,11 @@ func cpuShareAt(ss []cpuReading, t time.Time, cpus int) (float64, bool) {
 		if !a.OK || !b.OK || dt <= 0 || cpus < 1 {
 			return 0, false
 		}
-		cpu := b.CPUSeconds - a.CPUSeconds
-		// Clamped to [0, 1]: a sample's timestamp and its CPU reading are
-		// not taken at the same instant, so a busy interval can read a
-		// little over its CPUs' capacity; no process uses more.
-		return min(max(cpu/(dt*float64(cpus)), 0), 1), true
+		share := min(max((b.CPUSeconds-a.CPUSeconds)/(dt*float64(cpus)), 0), 1)
+		if a.WaitOK && b.WaitOK && b.WaitSeconds >= a.WaitSeconds {
+			share += (b.WaitSeconds - a.WaitSeconds) / (dt * float64(cpus))
+		}
+		return share, true
 	}
 	return 0, false
 }

@@ -59,3 +59,25 @@ func TestKneeOfJoinsBothSides(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// TestCPUShareAtAddsRunqueueWait: a target using 85 % of its CPU while its
+// threads waited 0.1 s a second for it demanded 95 %: saturated. A wait
+// that went back (a thread exited) or was not read adds nothing.
+func TestCPUShareAtAddsRunqueueWait(t *testing.T) {
+	start := time.Unix(0, 0)
+	ss := []cpuReading{
+		{Time: start, CPUSeconds: 0, OK: true, WaitSeconds: 1, WaitOK: true},
+		{Time: start.Add(time.Second), CPUSeconds: 0.85, OK: true, WaitSeconds: 1.1, WaitOK: true},
+		{Time: start.Add(2 * time.Second), CPUSeconds: 1.7, OK: true, WaitSeconds: 0.5, WaitOK: true},
+		{Time: start.Add(3 * time.Second), CPUSeconds: 2.55, OK: true},
+	}
+	for _, tc := range []struct {
+		at   time.Duration
+		want float64
+	}{{500 * time.Millisecond, 0.95}, {1500 * time.Millisecond, 0.85}, {2500 * time.Millisecond, 0.85}} {
+		got, ok := cpuShareAt(ss, start.Add(tc.at), 1)
+		if !ok || !near(got, tc.want) {
+			t.Errorf("share at %s = %v (%v), want %v", tc.at, got, ok, tc.want)
+		}
+	}
+}

@@ -239,7 +239,8 @@ func (t *Target) cpuReadings(from, to time.Time) []cpuReading {
 func cpuReadingsOf(ss []profiles.Sample) []cpuReading {
 	out := make([]cpuReading, len(ss))
 	for i, smp := range ss {
-		out[i] = cpuReading{Time: smp.Time, CPUSeconds: smp.UserCPUSeconds + smp.SystemCPUSeconds, OK: !smp.ProcMissing}
+		out[i] = cpuReading{Time: smp.Time, CPUSeconds: smp.UserCPUSeconds + smp.SystemCPUSeconds, OK: !smp.ProcMissing,
+			WaitSeconds: smp.RunqueueWaitSeconds, WaitOK: !smp.RunqueueWaitMissing}
 	}
 	return out
 }

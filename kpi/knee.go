@@ -48,9 +48,9 @@ type KneePoint struct {
 	// driver starved by other work on its CPUs is as saturated as a busy
 	// one). Nil when not measured.
 	DriverCPUShare *float64 `json:"driver_cpu_share"`
-	// TargetCPUShare is the same for the target process, from its sampler
-	// (the sample interval covering the bucket's middle); nil when not
-	// measured.
+	// TargetCPUShare is the same for the target process (CPU use plus
+	// run-queue wait where the sampler reads it), from the sample interval
+	// covering the bucket's middle; nil when not measured.
 	TargetCPUShare *float64 `json:"target_cpu_share"`
 }
 

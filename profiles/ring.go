@@ -27,12 +27,14 @@ type record struct {
 	rss     uint64
 	fds     int32
 	threads int32
+	wait    float64 // run-queue wait, seconds (procstat); meaningful when waitOK
 
 	pauseStart  uint32 // index of the first pause entry in ring.pauses
 	pauseLen    uint16 // number of pause entries (at most the histogram's bucket count)
 	phase       uint16 // index into Sampler.phases
 	osErr       uint16 // index into Sampler.osErrs; 0 means no error
 	procMissing bool
+	waitOK      bool
 }
 
 // pauseEntry is one non-empty bucket of a pause histogram delta. A count is saturated at math.MaxUint32:
@@ -149,26 +151,28 @@ func (in *interner) name(i uint16) string {
 // toSample expands a record into the exported form; epoch is the sampler's time origin.
 func (r *ring) toSample(rec *record, epoch time.Time, phases, osErrs *interner) Sample {
 	return Sample{
-		Time:              epoch.Add(time.Duration(rec.offset)),
-		Phase:             phases.name(rec.phase),
-		GCCPUSeconds:      rec.gcCPU,
-		RuntimeCPUSeconds: rec.rtCPU,
-		GCCycles:          rec.cycles,
-		GCForcedCycles:    rec.forced,
-		AllocBytes:        rec.allocB,
-		AllocObjects:      rec.allocO,
-		HeapLiveBytes:     rec.live,
-		HeapGoalBytes:     rec.goal,
-		HeapObjects:       rec.objects,
-		Goroutines:        rec.gor,
-		GCPauses:          r.pausesOf(rec),
-		UserCPUSeconds:    rec.user,
-		SystemCPUSeconds:  rec.sys,
-		RSSBytes:          rec.rss,
-		ProcMissing:       rec.procMissing,
-		FDs:               rec.fds,
-		Threads:           rec.threads,
-		OSError:           osErrs.name(rec.osErr),
-		CostNanoseconds:   rec.cost,
+		Time:                epoch.Add(time.Duration(rec.offset)),
+		Phase:               phases.name(rec.phase),
+		GCCPUSeconds:        rec.gcCPU,
+		RuntimeCPUSeconds:   rec.rtCPU,
+		GCCycles:            rec.cycles,
+		GCForcedCycles:      rec.forced,
+		AllocBytes:          rec.allocB,
+		AllocObjects:        rec.allocO,
+		HeapLiveBytes:       rec.live,
+		HeapGoalBytes:       rec.goal,
+		HeapObjects:         rec.objects,
+		Goroutines:          rec.gor,
+		GCPauses:            r.pausesOf(rec),
+		UserCPUSeconds:      rec.user,
+		SystemCPUSeconds:    rec.sys,
+		RSSBytes:            rec.rss,
+		ProcMissing:         rec.procMissing,
+		FDs:                 rec.fds,
+		Threads:             rec.threads,
+		RunqueueWaitSeconds: rec.wait,
+		RunqueueWaitMissing: !rec.waitOK,
+		OSError:             osErrs.name(rec.osErr),
+		CostNanoseconds:     rec.cost,
 	}
 }

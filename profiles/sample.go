@@ -51,6 +51,12 @@ type Sample struct {
 	FDs int32 `json:"fds"`
 	// Threads is the number of OS threads, or -1 when it could not be read.
 	Threads int32 `json:"threads"`
+	// RunqueueWaitSeconds is the cumulative time the process's threads spent
+	// ready to run but waiting for a CPU (Linux schedstat), in seconds: with
+	// the CPU times it gives the process's CPU demand. RunqueueWaitMissing is
+	// true when it could not be read.
+	RunqueueWaitSeconds float64 `json:"runqueue_wait_seconds"`
+	RunqueueWaitMissing bool    `json:"runqueue_wait_missing,omitempty"`
 	// OSError describes every OS read that failed for this sample ("" when all succeeded). A failed read is
 	// recorded, never fatal: the runtime figures of the sample are still good.
 	OSError string `json:"os_error,omitempty"`

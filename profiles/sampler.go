@@ -1,6 +1,8 @@
 package profiles
 
 import (
+	"github.com/soakd/soakd/procstat"
+
 	"context"
 	"errors"
 	"fmt"
@@ -320,6 +322,9 @@ func (s *Sampler) readProc(ctx context.Context, rec *record) string {
 		failed = append(failed, "threads: "+err.Error())
 	} else {
 		rec.threads = n
+	}
+	if w, ok := procstat.RunqueueWait(int(s.proc.Pid)); ok {
+		rec.wait, rec.waitOK = w.Seconds(), true
 	}
 	if rec.procMissing {
 		rec.user, rec.sys, rec.rss = 0, 0, 0

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/soakd/soakd/pin"
+	"github.com/soakd/soakd/procstat"
 )
 
 // Latency histograms record microseconds from 1 µs to 60 s with 3 significant
@@ -406,7 +406,7 @@ func newEngineAt(p Phase, client *Client, ep endpoints) *engine {
 		ops:      make([]*opStats, len(p.Groups)),
 		examples: make(map[string][]string),
 		cpuTime:  processCPUTime,
-		waitTime: runqueueWait,
+		waitTime: func() (time.Duration, bool) { return procstat.RunqueueWait(0) },
 	}
 	for i := range e.ops {
 		e.ops[i] = &opStats{
@@ -440,36 +440,6 @@ func processCPUTime() (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
-}
-
-// runqueueWait returns the time this process's threads have spent waiting
-// on a run queue (ready, but no CPU free), summed over its threads from
-// /proc/self/task/*/schedstat (the second field, in ns). A driver that
-// shares its CPUs with other work may use little CPU yet get no more: its
-// CPU time plus this wait is its demand. ok is false off Linux or without
-// schedstats.
-func runqueueWait() (time.Duration, bool) {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return 0, false
-	}
-	var total int64
-	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
-		if err != nil {
-			continue // the thread exited
-		}
-		f := strings.Fields(string(b))
-		if len(f) < 2 {
-			return 0, false
-		}
-		ns, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		total += ns
-	}
-	return time.Duration(total), true
 }
 
 // allowedCPUs is the number of CPUs this process may run on (its affinity

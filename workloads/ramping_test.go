@@ -296,17 +296,3 @@ func TestRampingBucketsCarryDriverCPU(t *testing.T) {
 		t.Errorf("allowedCPUs = %d", n)
 	}
 }
-
-// TestRunqueueWaitReadsThisProcess: the run-queue wait is readable here and
-// never goes back while the process runs.
-func TestRunqueueWaitReadsThisProcess(t *testing.T) {
-	a, ok := runqueueWait()
-	if !ok {
-		t.Skip("no /proc/self/task/*/schedstat here")
-	}
-	burnCPU(20 * time.Millisecond)
-	b, ok := runqueueWait()
-	if !ok || b < a {
-		t.Errorf("run-queue wait went from %s to %s (ok %v)", a, b, ok)
-	}
-}
