@@ -144,7 +144,7 @@ func AttributeKnee(in KneeInput) Knee {
 		}
 		return fmt.Sprintf("%.0f %%", *p*100)
 	}
-	shares := fmt.Sprintf("driver %s of its %d CPUs, target %s of its %d CPUs", pct(k.DriverCPUShare), in.DriverCPUs, pct(k.TargetCPUShare), in.TargetCPUs)
+	shares := fmt.Sprintf("CPU demand, use plus run-queue wait: driver %s of its %d CPUs, target %s of its %d CPUs", pct(k.DriverCPUShare), in.DriverCPUs, pct(k.TargetCPUShare), in.TargetCPUs)
 	if n == 0 {
 		k.Reason = "no ramp bucket at the knee: nothing to attribute"
 		if !in.Failed {
