@@ -850,3 +850,31 @@ func TestSoakGoesOnAfterADriverDies(t *testing.T) {
 		t.Errorf("soak after a dead driver: %+v, want cycle 1 failed with an error, cycle 2 run, the soak complete and failed", soak)
 	}
 }
+
+// awaitTargetAndPhase reads a `soakd run --log-format json` standard error
+// until the driver of phase has started, and returns the pid logged with
+// the message started (the target's process), whether the phase started,
+// and the lines read.
+func awaitTargetAndPhase(stderr io.Reader, started, phase string) (pid int, ok bool, log string) {
+	var b strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for !ok && sc.Scan() {
+		line := sc.Text()
+		b.WriteString(line + "\n")
+		var m struct {
+			Msg   string `json:"msg"`
+			Phase string `json:"phase"`
+			PID   int    `json:"pid"`
+		}
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch {
+		case m.Msg == started:
+			pid = m.PID
+		case m.Msg == "driver started" && m.Phase == phase:
+			ok = true
+		}
+	}
+	return pid, ok, b.String()
+}

@@ -188,29 +188,9 @@ func TestBuiltinTargetKilledMidRun(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var log strings.Builder
-	sc := bufio.NewScanner(stderr)
-	targetPID, started := 0, false
-	for !started && sc.Scan() {
-		line := sc.Text()
-		log.WriteString(line + "\n")
-		var m struct {
-			Msg   string `json:"msg"`
-			Phase string `json:"phase"`
-			PID   int    `json:"pid"`
-		}
-		if json.Unmarshal([]byte(line), &m) != nil {
-			continue
-		}
-		switch {
-		case m.Msg == "target process started":
-			targetPID = m.PID
-		case m.Msg == "driver started" && m.Phase == "graphql-load":
-			started = true
-		}
-	}
+	targetPID, started, log := awaitTargetAndPhase(stderr, "target process started", "graphql-load")
 	if targetPID == 0 || targetPID == cmd.Process.Pid || !started {
-		t.Fatalf("no target pid (%d) or graphql-load driver in the log:\n%s", targetPID, log.String())
+		t.Fatalf("no target pid (%d) or graphql-load driver in the log:\n%s", targetPID, log)
 	}
 	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	time.Sleep(500 * time.Millisecond) // mid-phase
