@@ -44,7 +44,7 @@ func TestCLIHelpVersionAndFlags(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(stdout, "soakd ") {
 		t.Fatalf("--version: exit %d, %q", code, stdout)
 	}
-	if _, err := os.Stat(".git"); err == nil && strings.TrimSpace(stdout) == "soakd devel" {
+	if st, err := os.Stat(".git"); err == nil && st.IsDir() && strings.TrimSpace(stdout) == "soakd devel" { // a clone; the go command does not stamp builds in a git worktree (.git is a file)
 		t.Errorf("--version in a git checkout does not name the commit: %q", stdout)
 	}
 

@@ -878,3 +878,31 @@ func awaitTargetAndPhase(stderr io.Reader, started, phase string) (pid int, ok b
 	}
 	return pid, ok, b.String()
 }
+
+// killTargetMidPhase waits in a started `soakd run`'s JSON log for the
+// target's pid (logged with the message started) and the graphql-load
+// driver, kills the target with SIGKILL half a second into that phase, and
+// checks the run exits 3 within 30 s (the phase would run about a minute
+// more). It returns the pid it killed.
+func killTargetMidPhase(t *testing.T, cmd *exec.Cmd, stderr io.Reader, started string) int {
+	t.Helper()
+	targetPID, ok, log := awaitTargetAndPhase(stderr, started, "graphql-load")
+	if targetPID == 0 || targetPID == cmd.Process.Pid || !ok {
+		t.Fatalf("no target pid (%d) or graphql-load driver in the log:\n%s", targetPID, log)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	time.Sleep(500 * time.Millisecond) // mid-phase
+	if err := syscall.Kill(targetPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("target killed: got %v, want exit code 3", err)
+	}
+	if d := time.Since(killed); d > 30*time.Second {
+		t.Errorf("the run took %s to notice its target died", d)
+	}
+	return targetPID
+}

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // builtinReport is what the tests of the built-in target read of report.json.
@@ -188,24 +187,7 @@ func TestBuiltinTargetKilledMidRun(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	targetPID, started, log := awaitTargetAndPhase(stderr, "target process started", "graphql-load")
-	if targetPID == 0 || targetPID == cmd.Process.Pid || !started {
-		t.Fatalf("no target pid (%d) or graphql-load driver in the log:\n%s", targetPID, log)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-	time.Sleep(500 * time.Millisecond) // mid-phase
-	if err := syscall.Kill(targetPID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("target killed: got %v, want exit code 3", err)
-	}
-	if d := time.Since(killed); d > 30*time.Second {
-		t.Errorf("the run took %s to notice its target died", d)
-	}
+	targetPID := killTargetMidPhase(t, cmd, stderr, "target process started")
 	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)

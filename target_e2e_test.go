@@ -432,25 +432,7 @@ func TestCommandTargetDiesMidRun(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	targetPID, started, log := awaitTargetAndPhase(stderr, "target command started", "graphql-load")
-	if targetPID == 0 || !started {
-		t.Fatalf("no target pid (%d) or graphql-load driver in the log:\n%s", targetPID, log)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-	time.Sleep(500 * time.Millisecond) // mid-phase
-	if err := syscall.Kill(targetPID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("target killed: got %v, want exit code 3", err)
-	}
-	// The phase would run for about a minute more: the run stops at once.
-	if d := time.Since(killed); d > 30*time.Second {
-		t.Errorf("the run took %s to notice its target died", d)
-	}
+	targetPID := killTargetMidPhase(t, cmd, stderr, "target command started")
 	rep, raw := readExternalReport(t, out)
 	if rep.Status != "aborted" || !strings.Contains(rep.Error, "the target stopped serving") ||
 		!strings.Contains(rep.Error, fmt.Sprintf("(pid %d) exited: signal: killed", targetPID)) || !strings.Contains(rep.Error, "its last output:") {

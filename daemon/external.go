@@ -286,24 +286,14 @@ var extraDefinitions = map[string]string{
 func (t *ExternalTarget) settle(ctx context.Context, base restState, d time.Duration) (report.After, error) {
 	start := time.Now()
 	a := report.After{BaselineGoroutines: base.goroutines, BaselineHeapLiveBytes: base.heapLive, ReturnedAfterSeconds: -1, NoForcedGC: true}
-	tick := time.NewTicker(settleCheck)
-	defer tick.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for {
+	if err := pollFor(ctx, d, func() {
 		if s, ok := t.sampler.Last(); ok && a.ReturnedAfterSeconds < 0 && base.goroutinesWhy == "" && s.Time.After(start) {
 			if st := restStateOf(s); st.goroutinesWhy == "" && st.goroutines <= base.goroutines+goroutineSlack {
 				a.ReturnedAfterSeconds = time.Since(start).Seconds()
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return a, ctx.Err()
-		case <-deadline.C:
-		case <-tick.C:
-			continue
-		}
-		break
+	}); err != nil {
+		return a, err
 	}
 	s, _ := t.sampler.SampleNow(ctx)
 	after := restStateOf(s)

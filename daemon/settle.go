@@ -38,22 +38,12 @@ func forceGC() {
 func settle(ctx context.Context, t *Target, base restState, d time.Duration) (report.After, error) {
 	start := time.Now()
 	a := report.After{BaselineGoroutines: base.goroutines, BaselineHeapLiveBytes: base.heapLive, ReturnedAfterSeconds: -1}
-	tick := time.NewTicker(settleCheck)
-	defer tick.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for {
+	if err := pollFor(ctx, d, func() {
 		if a.ReturnedAfterSeconds < 0 && returned(base.goroutines, uint64(runtime.NumGoroutine()), t.Service.Broker.Stats().Subscribers) {
 			a.ReturnedAfterSeconds = time.Since(start).Seconds()
 		}
-		select {
-		case <-ctx.Done():
-			return a, ctx.Err()
-		case <-deadline.C:
-		case <-tick.C:
-			continue
-		}
-		break
+	}); err != nil {
+		return a, err
 	}
 	forceGC()
 	s := t.Sampler.SampleNow()
@@ -61,4 +51,23 @@ func settle(ctx context.Context, t *Target, base restState, d time.Duration) (re
 	a.Returned = returned(base.goroutines, s.Goroutines, a.Subscribers)
 	a.SettleSeconds = time.Since(start).Seconds()
 	return a, nil
+}
+
+// pollFor calls check at once and every settleCheck until d has passed;
+// it returns ctx's error when ctx ends first.
+func pollFor(ctx context.Context, d time.Duration, check func()) error {
+	tick := time.NewTicker(settleCheck)
+	defer tick.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		check()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return nil
+		case <-tick.C:
+		}
+	}
 }

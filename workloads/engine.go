@@ -341,9 +341,6 @@ type engine struct {
 // whose connections are closed when Run returns. The error is non-nil only when p or target is
 // invalid, before any request is sent.
 func Run(ctx context.Context, target string, p Phase, client *Client, progress func(Progress)) (Result, error) {
-	if err := p.Validate(); err != nil {
-		return Result{}, fmt.Errorf("invalid phase: %w", err)
-	}
 	ep, err := BaseEndpoints(target)
 	if err != nil {
 		return Result{}, err
