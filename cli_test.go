@@ -67,6 +67,7 @@ func TestCLIHelpVersionAndFlags(t *testing.T) {
 		{[]string{"start", "--set", "kpis", "--api", "http://127.0.0.1:1"}, "want KEY=VALUE"},
 		{[]string{"status", "a", "b"}, "at most one run id"},
 		{[]string{"soak", "--cycles", "-1"}, "must not be negative"},
+		{[]string{"run", "--config", "a.yaml", "--config", "b.yaml"}, "given twice"}, // the second used to replace the first silently
 	} {
 		_, stderr, code := runSoakd(t, bin, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

@@ -203,7 +203,26 @@ func loadConfig(path string) (*daemon.Config, error) {
 
 // configFlag adds --config to cmd.
 func configFlag(cmd *cobra.Command, path *string) {
-	cmd.Flags().StringVar(path, "config", "", "YAML file decoded on top of the embedded config.yaml (it needs only the keys it changes)")
+	configFlagUsage(cmd, path, "YAML file decoded on top of the embedded config.yaml (it needs only the keys it changes)")
+}
+
+// configFlagUsage adds a --config that may be given once: a second file
+// would silently replace the first (they are not layered), so it is refused.
+func configFlagUsage(cmd *cobra.Command, path *string, usage string) {
+	cmd.Flags().Var((*onceString)(path), "config", usage)
+}
+
+// onceString is a string flag that refuses a second value.
+type onceString string
+
+func (o *onceString) String() string { return string(*o) }
+func (o *onceString) Type() string   { return "string" }
+func (o *onceString) Set(v string) error {
+	if *o != "" {
+		return fmt.Errorf("given twice (%q, then %q): files are not layered on each other, so put every key in one file", string(*o), v)
+	}
+	*o = onceString(v)
+	return nil
 }
 
 func newLogger(format string, stderr io.Writer) (*zap.Logger, error) {
@@ -370,7 +389,7 @@ type client struct {
 // api.listen) and the token in SOAKD_CONTROL_TOKEN or api.token.
 func (c *cli) clientFlags(cmd *cobra.Command) func() (client, error) {
 	var config, base string
-	cmd.Flags().StringVar(&config, "config", "", "YAML file decoded on top of the embedded config.yaml (for api.listen and api.token)")
+	configFlagUsage(cmd, &config, "YAML file decoded on top of the embedded config.yaml (for api.listen and api.token)")
 	cmd.Flags().StringVar(&base, "api", "", "control API base URL (default: http://<api.listen>)")
 	return func() (client, error) {
 		cfg, err := loadConfig(config)
@@ -753,7 +772,7 @@ the result (or an error).`,
 	cmd.Flags().StringVar(&graphqlWSURL, "graphql-ws-url", "", "the GraphQL websocket URL for subscriptions (default: --graphql-url with a ws scheme)")
 	cmd.Flags().StringVar(&restURL, "rest-url", "", "base URL of the REST twin, serving /api/donuts/{id} (instead of, or overriding, --target)")
 	cmd.Flags().StringVar(&spec, "spec", "", "phase spec as JSON from this file; - reads standard input")
-	cmd.Flags().StringVar(&config, "config", "", "with --phase: YAML file decoded on top of the embedded config.yaml")
+	configFlagUsage(cmd, &config, "with --phase: YAML file decoded on top of the embedded config.yaml")
 	cmd.Flags().StringVar(&profile, "profile", "", "with --phase: profile holding the phase (default: the config's default_profile)")
 	cmd.Flags().StringVar(&phase, "phase", "", "run this phase of the profile instead of reading --spec")
 	cmd.Flags().StringVar(&cpus, "cpus", "", "pin the driver to these CPUs, e.g. 1 or 2-3")
@@ -935,7 +954,7 @@ func (c *cli) compareCmd() *cobra.Command {
 			return verdictError(cmp.Verdict)
 		},
 	}
-	cmd.Flags().StringVar(&config, "config", "", "YAML file decoded on top of the embedded config.yaml (for the compare: limits)")
+	configFlagUsage(cmd, &config, "YAML file decoded on top of the embedded config.yaml (for the compare: limits)")
 	return cmd
 }
 
