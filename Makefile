@@ -70,7 +70,9 @@ dashboards:
 
 ## stack: soakd + Prometheus + Pyroscope + Grafana (needs Docker); add --profile soak to run a suite in it
 stack:
-	docker compose -f grafana/docker-compose.yml up --build
+	@token=$${SOAKD_CONTROL_TOKEN:-$$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}; \
+	echo "control API: http://127.0.0.1:7070, SOAKD_CONTROL_TOKEN=$$token"; \
+	SOAKD_CONTROL_TOKEN=$$token docker compose -f grafana/docker-compose.yml up --build
 
 clean:
 	rm -rf bin

@@ -34,11 +34,29 @@ import (
 )
 
 // Datasource uids, as provisioning/datasources/datasources.yaml declares them.
+// The dashboards do not hard-code them: their datasource and pyroscope
+// variables default to them and list every datasource of the type, so the
+// dashboards work in a Grafana whose datasources have other uids.
 const (
-	// PrometheusUID is the uid of the Prometheus datasource.
+	// PrometheusUID is the uid of the provisioned Prometheus datasource.
 	PrometheusUID = "prometheus"
-	// PyroscopeUID is the uid of the Pyroscope datasource.
+	// PyroscopeUID is the uid of the provisioned Pyroscope datasource.
 	PyroscopeUID = "pyroscope"
+)
+
+// The dashboard variables every dashboard has. instance and run are
+// multi-value regexes (All is ".*").
+const (
+	// VarDatasource picks the Prometheus datasource.
+	VarDatasource = "datasource"
+	// VarPyroscope picks the Pyroscope datasource (flame graphs).
+	VarPyroscope = "pyroscope"
+	// VarInstance picks the scraped soakd instances (the compose stack has
+	// two: serve and run).
+	VarInstance = "instance"
+	// VarRun picks the runs whose phases are annotated (soakd_phase_info's
+	// run label; the other series carry no run id, by design: cardinality).
+	VarRun = "run"
 )
 
 // Job is the Prometheus job name every query selects: prometheus.yml
@@ -151,15 +169,48 @@ func refIDs(p *dashboard.Panel) {
 }
 
 func promDS() common.DataSourceRef {
-	return common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr(PrometheusUID)}
+	return common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${" + VarDatasource + "}")}
 }
 
 func pyroDS() common.DataSourceRef {
-	return common.DataSourceRef{Type: cog.ToPtr("grafana-pyroscope-datasource"), Uid: cog.ToPtr(PyroscopeUID)}
+	return common.DataSourceRef{Type: cog.ToPtr("grafana-pyroscope-datasource"), Uid: cog.ToPtr("${" + VarPyroscope + "}")}
 }
 
-// sel is the label matcher every soakd query starts with.
-const sel = `job="` + Job + `"`
+// sel is the label matcher every soakd query starts with: the job and the
+// instances picked.
+const sel = `job="` + Job + `", instance=~"$` + VarInstance + `"`
+
+// variables are the variables every dashboard starts with: the two
+// datasources (defaulting to the provisioned ones), the soakd instances
+// and the runs whose phases are annotated.
+func variables(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
+	all := func(v *dashboard.QueryVariableBuilder) *dashboard.QueryVariableBuilder {
+		return v.Datasource(promDS()).
+			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+			Sort(dashboard.VariableSortAlphabeticalAsc).
+			Multi(true).
+			IncludeAll(true).
+			AllValue(".*").
+			Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("All")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr("$__all")}})
+	}
+	return b.
+		WithVariable(dashboard.NewDatasourceVariableBuilder(VarDatasource).
+			Label("Prometheus").
+			Type("prometheus").
+			Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("Prometheus")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr(PrometheusUID)}})).
+		WithVariable(dashboard.NewDatasourceVariableBuilder(VarPyroscope).
+			Label("Pyroscope").
+			Type("grafana-pyroscope-datasource").
+			Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("Pyroscope")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr(PyroscopeUID)}})).
+		WithVariable(all(dashboard.NewQueryVariableBuilder(VarInstance)).
+			Label("Instance").
+			Description("The soakd targets scraped under job soakd (the compose stack: serve and run).").
+			Query(dashboard.StringOrMap{String: cog.ToPtr(`label_values(soakd_run_verdict{job="` + Job + `"}, instance)`)})).
+		WithVariable(all(dashboard.NewQueryVariableBuilder(VarRun)).
+			Label("Run").
+			Description("The runs whose phases are annotated (soakd_phase_info carries the run id; other series do not, to keep their number bounded).").
+			Query(dashboard.StringOrMap{String: cog.ToPtr(`label_values(soakd_phase_info{` + sel + `}, run)`)}))
+}
 
 // q is a range query of expr with a legend.
 func q(expr, legend string) *prometheus.DataqueryBuilder {
@@ -174,7 +225,7 @@ func instant(expr, legend string) *prometheus.DataqueryBuilder {
 // newDashboard starts a dashboard with the settings they all share: the
 // soakd tag, links to the others, a 10 s refresh and the phase annotations.
 func newDashboard(uid, title, description string) *dashboard.DashboardBuilder {
-	return dashboard.NewDashboardBuilder(title).
+	return variables(dashboard.NewDashboardBuilder(title)).
 		Uid(uid).
 		Description(description).
 		Tags([]string{"soakd"}).
@@ -195,7 +246,7 @@ func newDashboard(uid, title, description string) *dashboard.DashboardBuilder {
 			IconColor("#8AB8FF").
 			// One region per phase: the series is 1 while the phase runs and
 			// absent otherwise.
-			Expr(`soakd_phase_info{` + sel + `}`).
+			Expr(`soakd_phase_info{` + sel + `, run=~"$` + VarRun + `"}`).
 			Step("1s").
 			TitleFormat("{{phase}}").
 			TextFormat("run {{run}}, arm {{arm}}").
@@ -303,12 +354,13 @@ func overview() *dashboard.DashboardBuilder {
 			Title("Phase timeline").
 			Description("Which phase (and arm) runs when: soakd_phase_info is 1 while a phase runs. Settle periods between phases are gaps.").
 			Datasource(promDS()).
-			WithTarget(q(`max by (arm, phase) (soakd_phase_info{`+sel+`})`, "{{arm}}: {{phase}}")).
+			WithTarget(q(`max by (arm, phase) (soakd_phase_info{`+sel+`, run=~"$`+VarRun+`"})`, "{{arm}}: {{phase}}")).
 			Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
 				Type:    dashboard.MappingTypeValueToText,
 				Options: map[string]dashboard.ValueMappingResult{"1": {Text: cog.ToPtr("running"), Color: cog.ToPtr("blue"), Index: cog.ToPtr(int32(0))}},
 			}}}).
 			ShowValue(common.VisibilityModeNever).
+			Unit("none").
 			Tooltip(tooltip()).
 			Span(24).
 			Height(5)).
@@ -445,15 +497,33 @@ func kpis() *dashboard.DashboardBuilder {
 	last := func(metric, match string) string {
 		return `last_over_time(` + metric + `{` + sel + match + `}[$__range])`
 	}
+	const pick = `, kpi=~"$kpi"`
+	// figures is a bar gauge of one base-unit family of KPI values, both arms.
+	figures := func(family, unit, title, description string) *bargauge.PanelBuilder {
+		return bargauge.NewPanelBuilder().
+			Title(title).
+			Description(description + " REST and GraphQL per KPI, the last run's values.").
+			Datasource(promDS()).
+			Unit(unit).
+			WithTarget(instant(last("soakd_kpi_value_"+family, pick), "{{kpi}} {{arm}}")).
+			Orientation(common.VizOrientationHorizontal).
+			DisplayMode(common.BarGaugeDisplayModeBasic).
+			ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
+			Thresholds(thresholds("blue")).
+			Min(0).
+			Span(12).
+			Height(6)
+	}
 	return newDashboard("soakd-kpi", "soakd: KPIs",
-		"The last run's release gate, GraphQL against REST, KPI by KPI: the figures per arm, the variance, its limit and whether it passed. Values are the last ones in the selected time range.").
+		"The last run's release gate, GraphQL against REST, KPI by KPI: the figures per arm in base units, the variance, its limit and whether it passed. Values are the last ones in the selected time range.").
 		WithVariable(dashboard.NewQueryVariableBuilder("kpi").
 			Label("KPI").
 			Datasource(promDS()).
-			Query(dashboard.StringOrMap{String: cog.ToPtr(`label_values(soakd_kpi_pass{` + sel + `}, kpi)`)}).
+			Query(dashboard.StringOrMap{String: cog.ToPtr(`label_values({__name__=~"soakd_kpi_value_.+", ` + sel + `}, kpi)`)}).
 			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
 			Multi(true).
-			IncludeAll(true)).
+			IncludeAll(true).
+			AllValue(".*")).
 		WithRow(dashboard.NewRowBuilder("Gate")).
 		WithPanel(stats("Run verdict",
 			"The last run's verdict: the value whose series is 1 among pass, fail, inconclusive (an interval straddles a limit, or a gated figure was not measured), aborted and running.",
@@ -467,57 +537,41 @@ func kpis() *dashboard.DashboardBuilder {
 		WithPanel(stats("Verdict per KPI",
 			"PASS (green) when the gated KPI's whole confidence interval lay inside its limit in the last run, FAIL (red) otherwise (failed, inconclusive or not measured: see soakd_kpi_outcome); informational KPIs are not shown.",
 			"none",
-			instant(last("soakd_kpi_pass", ""), "{{kpi}}")).
+			instant(last("soakd_kpi_pass", pick), "{{kpi}}")).
 			Mappings(passFail()).
 			Thresholds(thresholds("red", 1.0, "green")).
 			ColorMode(common.BigValueColorModeBackground).
 			TextMode(common.BigValueTextModeValueAndName).
 			Span(24).
 			Height(6)).
-		WithPanel(tbl("KPI table",
-			"Per KPI: REST and GraphQL figures (in the KPI's unit), GraphQL's variance from REST (points or percent), the limit on it and the verdict, as in report.md.",
-			instant(last("soakd_kpi_value", `, arm="rest"`), ""),
-			instant(last("soakd_kpi_value", `, arm="graphql"`), ""),
-			instant(last("soakd_kpi_delta", ""), ""),
-			instant(last("soakd_kpi_threshold", ""), ""),
-			instant(last("soakd_kpi_pass", ""), "")).
+		WithPanel(tbl("Variance and limit per KPI",
+			"Per KPI: GraphQL's variance from REST and the limit on it, as percentages (kind difference: GraphQL - REST of two shares, in points; kind relative: the change relative to REST), and the verdict, as in report.md. Informational KPIs have no limit and no verdict.",
+			instant(last("soakd_kpi_delta_ratio", pick), ""),
+			instant(last("soakd_kpi_threshold_ratio", pick), ""),
+			instant(last("soakd_kpi_pass", pick), "")).
+			Unit("percentunit").
 			WithTransformation(dashboard.DataTransformerConfig{Id: "joinByField", Options: map[string]any{"byField": "kpi", "mode": "outer"}}).
 			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
-				"excludeByName": map[string]bool{"Time 1": true, "Time 2": true, "Time 3": true, "Time 4": true, "Time 5": true,
-					"arm 1": true, "arm 2": true, "job 1": true, "job 2": true, "job 3": true, "job 4": true, "job 5": true,
-					"instance 1": true, "instance 2": true, "instance 3": true, "instance 4": true, "instance 5": true},
-				"renameByName": map[string]string{"Value #A": "REST", "Value #B": "GraphQL", "Value #C": "delta", "Value #D": "limit", "Value #E": "verdict"},
+				"excludeByName": map[string]bool{"Time 1": true, "Time 2": true, "Time 3": true, "kind 2": true,
+					"job 1": true, "job 2": true, "job 3": true, "instance 1": true, "instance 2": true, "instance 3": true},
+				"renameByName": map[string]string{"Value #A": "variance", "Value #B": "limit", "Value #C": "verdict", "kind 1": "kind"},
 			}}).
 			OverrideByName("verdict", []dashboard.DynamicConfigValue{
+				{Id: "unit", Value: "none"},
 				{Id: "mappings", Value: passFail()},
 				{Id: "custom.cellOptions", Value: map[string]string{"type": "color-background"}},
 			}).
 			Span(24).
 			Height(9)).
-		WithRow(dashboard.NewRowBuilder("$kpi").Repeat("kpi")).
-		WithPanel(bargauge.NewPanelBuilder().
-			Title("$kpi: GraphQL vs REST").
-			Description("The KPI's figure for each arm in the last run.").
-			Datasource(promDS()).
-			WithTarget(instant(last("soakd_kpi_value", `, kpi=~"$kpi"`), "{{arm}}")).
-			Orientation(common.VizOrientationHorizontal).
-			DisplayMode(common.BarGaugeDisplayModeBasic).
-			ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
-			Thresholds(thresholds("blue")).
-			Span(12).
-			Height(5)).
-		WithPanel(stats("$kpi: variance and limit",
-			"GraphQL's variance from REST and the limit on it; the variance is coloured by the verdict (green passed, red failed).",
-			"none",
-			instant(last("soakd_kpi_delta", `, kpi=~"$kpi"`)+` and on (kpi) `+last("soakd_kpi_pass", `, kpi=~"$kpi"`)+` == 1`, "variance (pass)"),
-			instant(last("soakd_kpi_delta", `, kpi=~"$kpi"`)+` and on (kpi) `+last("soakd_kpi_pass", `, kpi=~"$kpi"`)+` == 0`, "variance (fail)"),
-			instant(last("soakd_kpi_threshold", `, kpi=~"$kpi"`), "limit")).
-			TextMode(common.BigValueTextModeValueAndName).
-			OverrideByName("variance (pass)", []dashboard.DynamicConfigValue{{Id: "color", Value: map[string]string{"mode": "fixed", "fixedColor": "green"}}}).
-			OverrideByName("variance (fail)", []dashboard.DynamicConfigValue{{Id: "color", Value: map[string]string{"mode": "fixed", "fixedColor": "red"}}}).
-			OverrideByName("limit", []dashboard.DynamicConfigValue{{Id: "color", Value: map[string]string{"mode": "fixed", "fixedColor": "text"}}}).
-			Span(12).
-			Height(5))
+		WithRow(dashboard.NewRowBuilder("Figures per arm")).
+		WithPanel(figures("ratio", "percentunit", "Shares: CPU and GC time",
+			"CPU as a share of the machine and of one core, and GC time as a share of CPU time (soakd_kpi_value_ratio).")).
+		WithPanel(figures("requests_per_second", "reqps", "Throughput",
+			"Requests completed per second over the steady window (soakd_kpi_value_requests_per_second).")).
+		WithPanel(figures("seconds", "s", "Durations: CPU per request and GC pause p99",
+			"CPU time per request and the 99th-percentile GC stop-the-world pause (soakd_kpi_value_seconds).")).
+		WithPanel(figures("bytes", "bytes", "Heap allocated per request",
+			"Heap bytes allocated per request (soakd_kpi_value_bytes)."))
 }
 
 func subscriptions() *dashboard.DashboardBuilder {
@@ -554,6 +608,7 @@ func subscriptions() *dashboard.DashboardBuilder {
 				"excludeByName": map[string]bool{"Time 1": true, "Time 2": true, "job 1": true, "job 2": true, "instance 1": true, "instance 2": true},
 				"renameByName":  map[string]string{"Value #A": "expected", "Value #B": "received"},
 			}}).
+			Unit("short").
 			Span(12).
 			Height(8)).
 		WithPanel(stats("Lost and duplicated events",
@@ -578,7 +633,7 @@ func maxLoad() *dashboard.DashboardBuilder {
 		WithPanel(ts("Users and throughput",
 			"Active virtual users (right axis) against the requests per second the driver completed: throughput flattening while users grow is saturation.",
 			"reqps",
-			q(`sum by (arm, phase) (soakd_driver_requests_per_second{`+sel+`})`, "{{phase}} req/s"),
+			q(`sum by (arm, phase) (rate(soakd_driver_requests_total{`+sel+`}[$__rate_interval]))`, "{{phase}} req/s"),
 			q(`sum by (arm, phase) (soakd_driver_active_users{`+sel+`})`, "{{phase}} users")).
 			OverrideByRegexp(".* users", []dashboard.DynamicConfigValue{
 				{Id: "custom.axisPlacement", Value: "right"},

@@ -137,7 +137,7 @@ func walk(v any, fn func(map[string]any)) {
 func TestDashboardsAreValid(t *testing.T) {
 	plugins.RegisterDefaultPlugins()
 	// The template variables a query may use.
-	knownVariable := regexp.MustCompile(`\$(__rate_interval|__range|__interval|kpi)\b`)
+	knownVariable := regexp.MustCompile(`\$(__rate_interval|__range|__interval|kpi|instance|run)\b`)
 	sources := provisioned(t)
 	files, err := filepath.Glob(filepath.Join(Dir, "*.json"))
 	if err != nil || len(files) == 0 {
@@ -197,9 +197,34 @@ func TestDashboardsAreValid(t *testing.T) {
 		if len(panels) == 0 {
 			t.Errorf("%s: no panels", file)
 		}
+		// The datasource variables default to provisioned datasources of
+		// their type; every reference goes through one of them.
+		dsVars := map[string]string{} // "${name}" -> plugin type
+		for _, v := range d.Templating.List {
+			if v.Type != dashboard.VariableTypeDatasource {
+				continue
+			}
+			if v.Query == nil || v.Query.String == nil || v.Current == nil || v.Current.Value.String == nil {
+				t.Errorf("%s: datasource variable %s has no type or default", file, v.Name)
+				continue
+			}
+			src, ok := sources[*v.Current.Value.String]
+			if !ok || src["type"] != *v.Query.String {
+				t.Errorf("%s: datasource variable %s defaults to %q, not a provisioned %s datasource", file, v.Name, *v.Current.Value.String, *v.Query.String)
+			}
+			dsVars["${"+v.Name+"}"] = *v.Query.String
+		}
+		for _, name := range []string{VarInstance, VarRun} {
+			if !slices.ContainsFunc(d.Templating.List, func(v dashboard.VariableModel) bool { return v.Name == name }) {
+				t.Errorf("%s: no %s variable", file, name)
+			}
+		}
 		for _, p := range panels {
 			if p.Datasource == nil || p.Datasource.Uid == nil {
 				t.Errorf("%s: panel %q has no datasource", file, title(p))
+			}
+			if p.Type != "flamegraph" && (p.FieldConfig == nil || p.FieldConfig.Defaults.Unit == nil || *p.FieldConfig.Defaults.Unit == "") {
+				t.Errorf("%s: panel %q has no unit", file, title(p))
 			}
 			if len(p.Targets) == 0 {
 				t.Errorf("%s: panel %q has no queries", file, title(p))
@@ -219,11 +244,11 @@ func TestDashboardsAreValid(t *testing.T) {
 		walk(doc, func(o map[string]any) {
 			if ds, ok := o["datasource"].(map[string]any); ok {
 				uid, _ := ds["uid"].(string)
-				src, ok := sources[uid]
+				typ, ok := dsVars[uid]
 				if !ok {
-					t.Errorf("%s: datasource uid %q is not provisioned", file, uid)
-				} else if ds["type"] != src["type"] {
-					t.Errorf("%s: datasource %s: got type %v, want %v as provisioned", file, uid, ds["type"], src["type"])
+					t.Errorf("%s: datasource uid %q is hard-coded or unknown: use a datasource variable", file, uid)
+				} else if ds["type"] != typ {
+					t.Errorf("%s: datasource %s: got type %v, want %v", file, uid, ds["type"], typ)
 				}
 			}
 			if e, ok := o["expr"].(string); ok {
@@ -267,8 +292,10 @@ func title(p dashboard.Panel) string {
 // compose is the part of docker-compose.yml the tests read.
 type compose struct {
 	Services map[string]struct {
-		Image   string   `yaml:"image"`
-		Volumes []string `yaml:"volumes"`
+		Image       string            `yaml:"image"`
+		Volumes     []string          `yaml:"volumes"`
+		Ports       []string          `yaml:"ports"`
+		Environment map[string]string `yaml:"environment"`
 	} `yaml:"services"`
 }
 
@@ -324,6 +351,11 @@ func TestComposeStack(t *testing.T) {
 		if !slices.Contains(vols, want) {
 			t.Errorf("grafana volumes %v: want %q", vols, want)
 		}
+	}
+	// The control API is reachable from the host (loopback only) and
+	// guarded by a token the compose file requires.
+	if s := c.Services["soakd"]; !slices.Contains(s.Ports, "127.0.0.1:7070:7070") || !strings.HasPrefix(s.Environment["SOAKD_CONTROL_TOKEN"], "${SOAKD_CONTROL_TOKEN:?") {
+		t.Errorf("soakd: the control API must be published on 127.0.0.1:7070 with a required SOAKD_CONTROL_TOKEN: ports %v, env %v", s.Ports, s.Environment)
 	}
 	if !slices.Contains(c.Services["prometheus"].Volumes, "./prometheus.yml:/etc/prometheus/prometheus.yml:ro") {
 		t.Errorf("prometheus does not mount ./prometheus.yml: %v", c.Services["prometheus"].Volumes)

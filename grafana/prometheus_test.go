@@ -52,6 +52,8 @@ func dashboardQueries(t *testing.T) []string {
 		// A repeated panel gets one KPI; the regex matches every KPI, so
 		// the variance queries for passed and failed KPIs both have data.
 		"$kpi", ".+",
+		"$instance", ".+",
+		"$run", ".+",
 	)
 	var out []string
 	for _, f := range files {
@@ -167,7 +169,7 @@ func (f *fixture) traffic(ctx context.Context) {
 		send(http.MethodPost, "/graphql", `{"query":"query Donut { donut(id: \"1\") { id name } }"}`)
 		f.m.DriverProgress("graphql", "graphql", metrics.DriverProgress{
 			Requests: 10 * n, Errors: n, ErrorsByClass: map[string]int64{"graphql_error": n - n/2, "timeout": n / 2},
-			ActiveUsers: 5, RPS: 500,
+			ActiveUsers: 5,
 		})
 		if n%10 == 0 {
 			goruntime.GC()

@@ -77,15 +77,13 @@ type DriverProgress struct {
 	Dropped int64
 	// ActiveUsers is the number of users running (open model: requests in flight).
 	ActiveUsers int64
-	// RPS is the completion rate over the driver's last interval, in requests per second.
-	RPS float64
 }
 
 // FromProgress converts a driver progress message; it carries no error
 // classes, so its errors count as ClassUnclassified until a message or
 // result with classes arrives.
 func FromProgress(p workloads.Progress) DriverProgress {
-	return DriverProgress{Requests: p.Requests, Errors: p.Errors, Dropped: p.Dropped, ActiveUsers: p.ActiveUsers, RPS: p.RPS}
+	return DriverProgress{Requests: p.Requests, Errors: p.Errors, Dropped: p.Dropped, ActiveUsers: p.ActiveUsers}
 }
 
 // phaseArm identifies the driver-side series of one phase.
@@ -120,7 +118,6 @@ type Metrics struct {
 	driverErrors   *prometheus.CounterVec
 	driverDropped  *prometheus.CounterVec
 	activeUsers    *prometheus.GaugeVec
-	rps            *prometheus.GaugeVec
 	latency        map[phaseArm]latencySummary
 	subExpected    *prometheus.GaugeVec
 	subReceived    *prometheus.GaugeVec
@@ -130,7 +127,7 @@ type Metrics struct {
 	peakUsers      *prometheus.GaugeVec
 	failUsers      *prometheus.GaugeVec
 	maxLoadFailed  *prometheus.GaugeVec
-	kpiValue       *prometheus.GaugeVec
+	kpiValue       map[string]*prometheus.GaugeVec // by base unit family (kpiFamilies)
 	kpiDelta       *prometheus.GaugeVec
 	kpiThreshold   *prometheus.GaugeVec
 	kpiPass        *prometheus.GaugeVec
@@ -186,7 +183,6 @@ func New(reg prometheus.Registerer) *Metrics {
 		driverErrors:   counter("driver_errors_total", "Requests the driver counted as failed, by phase, arm and error class.", "phase", "arm", "class"),
 		driverDropped:  counter("driver_dropped_total", "Open-model arrivals the driver did not send because max_in_flight requests were in flight, by phase and arm.", "phase", "arm"),
 		activeUsers:    gauge("driver_active_users", "Virtual users running in the driver (open model: requests in flight), by phase and arm; 0 once the phase ends.", "phase", "arm"),
-		rps:            gauge("driver_requests_per_second", "The driver's completion rate over its last progress interval (about 1 s), in requests per second; 0 once the phase ends.", "phase", "arm"),
 		latency:        make(map[phaseArm]latencySummary),
 		subExpected:    gauge("subscription_expected_events", "Subscription events a finished phase's subscriptions should have received.", "phase"),
 		subReceived:    gauge("subscription_received_events", "Subscription events a finished phase's subscriptions received, duplicates included.", "phase"),
@@ -196,22 +192,28 @@ func New(reg prometheus.Registerer) *Metrics {
 		peakUsers:      gauge("max_load_peak_users", "Active users at the end of a finished max-load phase's peak window.", "phase", "arm"),
 		failUsers:      gauge("max_load_users_at_failure", "Active users when a max-load phase's failure rule tripped; 0 when none tripped.", "phase", "arm"),
 		maxLoadFailed:  gauge("max_load_failed", "1 when a finished max-load phase ended because a failure rule tripped, 0 otherwise.", "phase", "arm"),
-		kpiValue:       gauge("kpi_value", "The last run's KPI figure per arm (rest or graphql), in the KPI's own unit (see the report).", "kpi", "arm"),
-		kpiDelta:       gauge("kpi_delta", "The last run's KPI variance of GraphQL from REST, in points or percent (see the report); absent when undefined.", "kpi"),
-		kpiThreshold:   gauge("kpi_threshold", "The last run's limit on kpi_delta; absent for informational KPIs.", "kpi"),
-		kpiPass:        gauge("kpi_pass", "1 when the last run's gated KPI passed (its whole confidence interval inside the limit), 0 when it failed, was inconclusive or was not measured; absent for informational KPIs.", "kpi"),
-		kpiOutcome:     gauge("kpi_outcome", "1 for the last run's outcome of each gated KPI (pass, fail, inconclusive, not_measured), 0 for the others.", "kpi", "outcome"),
-		checkOutcome:   gauge("check_outcome", "1 for the last run's outcome of each check (memory rules, delivery, errors, return to rest; pass, fail, inconclusive, not_measured), 0 for the others; check is group/name and phase the phase it judged.", "check", "phase", "outcome"),
-		runVerdict:     gauge("run_verdict", "1 for the last run's verdict (pass, fail, inconclusive, aborted, running), 0 for the others; every value is always present.", "verdict"),
-		classes:        make(map[string]bool),
-		counted:        make(map[phaseArm]*counted),
+		kpiValue: map[string]*prometheus.GaugeVec{
+			familyRatio:   gauge("kpi_value_ratio", "The last run's KPI figure per arm (rest or graphql) for KPIs that are shares (CPU of the machine or of one core, GC time), as a ratio: 0.25 is 25 %.", "kpi", "arm"),
+			familySeconds: gauge("kpi_value_seconds", "The last run's KPI figure per arm for KPIs that are durations (CPU per request, GC pause p99), in seconds.", "kpi", "arm"),
+			familyBytes:   gauge("kpi_value_bytes", "The last run's KPI figure per arm for KPIs that are sizes (heap allocated per request), in bytes.", "kpi", "arm"),
+			familyRPS:     gauge("kpi_value_requests_per_second", "The last run's KPI figure per arm for throughput KPIs: requests completed per second over the steady window (a finished phase's figure, not a live rate).", "kpi", "arm"),
+		},
+		kpiDelta:     gauge("kpi_delta_ratio", "The last run's KPI variance of GraphQL from REST as a ratio: kind=difference is GraphQL - REST of two shares (0.05 = 5 points), kind=relative is (GraphQL - REST) / REST (0.1 = +10 %); absent when undefined (REST 0).", "kpi", "kind"),
+		kpiThreshold: gauge("kpi_threshold_ratio", "The last run's limit on soakd_kpi_delta_ratio, in the same ratio and kind; absent for informational KPIs.", "kpi", "kind"),
+		kpiPass:      gauge("kpi_pass", "1 when the last run's gated KPI passed (its whole confidence interval inside the limit), 0 when it failed, was inconclusive or was not measured; absent for informational KPIs.", "kpi"),
+		kpiOutcome:   gauge("kpi_outcome", "1 for the last run's outcome of each gated KPI (pass, fail, inconclusive, not_measured), 0 for the others.", "kpi", "outcome"),
+		checkOutcome: gauge("check_outcome", "1 for the last run's outcome of each check (memory rules, delivery, errors, return to rest; pass, fail, inconclusive, not_measured), 0 for the others; check is group/name and phase the phase it judged.", "check", "phase", "outcome"),
+		runVerdict:   gauge("run_verdict", "1 for the last run's verdict (pass, fail, inconclusive, aborted, running), 0 for the others; every value is always present.", "verdict"),
+		classes:      make(map[string]bool),
+		counted:      make(map[phaseArm]*counted),
 	}
 	reg.MustRegister(
 		m.requests, m.duration, m.inFlight, m.websockets,
-		m.phaseInfo, m.driverRequests, m.driverErrors, m.driverDropped, m.activeUsers, m.rps, newLatencyCollector(m),
+		m.phaseInfo, m.driverRequests, m.driverErrors, m.driverDropped, m.activeUsers, newLatencyCollector(m),
 		m.subExpected, m.subReceived, m.subLost, m.subDuplicated,
 		m.peakRPS, m.peakUsers, m.failUsers, m.maxLoadFailed,
-		m.kpiValue, m.kpiDelta, m.kpiThreshold, m.kpiPass, m.kpiOutcome, m.checkOutcome, m.runVerdict,
+		m.kpiValue[familyRatio], m.kpiValue[familySeconds], m.kpiValue[familyBytes], m.kpiValue[familyRPS],
+		m.kpiDelta, m.kpiThreshold, m.kpiPass, m.kpiOutcome, m.checkOutcome, m.runVerdict,
 	)
 	m.RunVerdict("")
 	return m
@@ -238,7 +240,7 @@ func label(s string) string {
 // phaseVecs are the collectors labelled by phase, for eviction.
 func (m *Metrics) phaseVecs() []*prometheus.MetricVec {
 	return []*prometheus.MetricVec{
-		m.driverRequests.MetricVec, m.driverErrors.MetricVec, m.driverDropped.MetricVec, m.activeUsers.MetricVec, m.rps.MetricVec,
+		m.driverRequests.MetricVec, m.driverErrors.MetricVec, m.driverDropped.MetricVec, m.activeUsers.MetricVec,
 		m.subExpected.MetricVec, m.subReceived.MetricVec, m.subLost.MetricVec, m.subDuplicated.MetricVec,
 		m.peakRPS.MetricVec, m.peakUsers.MetricVec, m.failUsers.MetricVec, m.maxLoadFailed.MetricVec,
 	}
@@ -278,11 +280,20 @@ func (m *Metrics) class(c string) string {
 	return c
 }
 
+// DriverErrorClasses are the error classes the driver's counters start at
+// zero with every phase, so that an error panel reads 0 rather than "No
+// data" until the first error (http_<code> classes appear when they occur:
+// their codes are not known in advance).
+func DriverErrorClasses() []string {
+	return []string{workloads.ClassTimeout, workloads.ClassConnectionRefused, workloads.ClassConnectionReset,
+		workloads.ClassGraphQLError, workloads.ClassPayloadMismatch, workloads.ClassDecodeError, workloads.ClassOther}
+}
+
 // PhaseStarted marks phase (of arm, in run) as running: soakd_phase_info
 // holds only this series until PhaseEnded, so the run id is never on more
 // than one series. It also starts the phase's driver counters at zero (so
-// rate() sees their first increase) and forgets the phase's latency summary
-// from an earlier run.
+// rate() sees their first increase, and error panels read 0, not "No
+// data") and forgets the phase's latency summary from an earlier run.
 func (m *Metrics) PhaseStarted(run, phase, arm string) {
 	run, phase, arm = label(run), label(phase), label(arm)
 	m.mu.Lock()
@@ -295,20 +306,21 @@ func (m *Metrics) PhaseStarted(run, phase, arm string) {
 	m.counted[key] = &counted{classes: make(map[string]int64)}
 	m.driverRequests.WithLabelValues(phase, arm)
 	m.driverDropped.WithLabelValues(phase, arm)
+	for _, cls := range DriverErrorClasses() {
+		m.driverErrors.WithLabelValues(phase, arm, m.class(cls))
+	}
 	m.activeUsers.WithLabelValues(phase, arm).Set(0)
-	m.rps.WithLabelValues(phase, arm).Set(0)
 	delete(m.latency, key)
 }
 
 // PhaseEnded marks the running phase as over: soakd_phase_info has no series
-// until the next PhaseStarted, and the phase's active users and rate drop to 0.
+// until the next PhaseStarted, and the phase's active users drop to 0.
 func (m *Metrics) PhaseEnded() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.phaseInfo.Reset()
 	if m.current != nil {
 		m.activeUsers.WithLabelValues(m.current.phase, m.current.arm).Set(0)
-		m.rps.WithLabelValues(m.current.phase, m.current.arm).Set(0)
 		m.current = nil
 	}
 }
@@ -339,7 +351,6 @@ func (m *Metrics) DriverProgress(phase, arm string, p DriverProgress) {
 		m.driverErrors.WithLabelValues(phase, arm, cls).Add(float64(n))
 	}
 	m.activeUsers.WithLabelValues(phase, arm).Set(float64(p.ActiveUsers))
-	m.rps.WithLabelValues(phase, arm).Set(p.RPS)
 }
 
 // advance moves *last to now and returns the increment: now - *last, or now
@@ -491,26 +502,73 @@ func (m *Metrics) DriverResult(res workloads.Result) {
 	}
 }
 
+// The base-unit families of the KPI value series (one metric per unit).
+const (
+	familyRatio   = "ratio"
+	familySeconds = "seconds"
+	familyBytes   = "bytes"
+	familyRPS     = "requests_per_second"
+)
+
+// BaseUnit maps a KPI's report unit to the family of soakd_kpi_value_*
+// series that carries it and the factor that converts a value into the
+// family's base unit: "%" → ratio ×0.01, "µs" → seconds ×1e-6, "ms" →
+// seconds ×1e-3, "B" → bytes, "req/s" → requests_per_second. ok is false
+// for a unit with no base-unit family; such a row is not exported.
+func BaseUnit(unit string) (family string, factor float64, ok bool) {
+	switch unit {
+	case "%":
+		return familyRatio, 0.01, true
+	case "µs":
+		return familySeconds, 1e-6, true
+	case "ms":
+		return familySeconds, 1e-3, true
+	case "s":
+		return familySeconds, 1, true
+	case "B", "bytes":
+		return familyBytes, 1, true
+	case "req/s":
+		return familyRPS, 1, true
+	}
+	return "", 0, false
+}
+
+// deltaKind names a KPI's delta unit for the kind label: a difference of
+// two shares ("points") or a change relative to REST ("percent").
+func deltaKind(unit string) string {
+	if unit == "points" {
+		return "difference"
+	}
+	return "relative"
+}
+
 // KPIResults replaces the exposed KPI rows with rows (the last run's):
-// soakd_kpi_value per arm, soakd_kpi_delta and soakd_kpi_threshold (absent
-// when nil) and soakd_kpi_pass (1 or 0), labelled by the row's Name.
+// soakd_kpi_value_<unit> per arm in base units (BaseUnit),
+// soakd_kpi_delta_ratio and soakd_kpi_threshold_ratio (points and percent
+// ÷ 100; absent when nil), soakd_kpi_pass (1 or 0) and soakd_kpi_outcome,
+// labelled by the row's Name.
 func (m *Metrics) KPIResults(rows []kpi.Result) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.kpiValue.Reset()
+	for _, v := range m.kpiValue {
+		v.Reset()
+	}
 	m.kpiDelta.Reset()
 	m.kpiThreshold.Reset()
 	m.kpiPass.Reset()
 	m.kpiOutcome.Reset()
 	for _, r := range rows[:min(len(rows), MaxKPIs)] {
 		name := label(r.Name)
-		m.kpiValue.WithLabelValues(name, "rest").Set(r.REST)
-		m.kpiValue.WithLabelValues(name, "graphql").Set(r.GraphQL)
+		if family, factor, ok := BaseUnit(r.Unit); ok {
+			m.kpiValue[family].WithLabelValues(name, "rest").Set(r.REST * factor)
+			m.kpiValue[family].WithLabelValues(name, "graphql").Set(r.GraphQL * factor)
+		}
+		kind := deltaKind(r.DeltaUnit)
 		if r.Delta != nil {
-			m.kpiDelta.WithLabelValues(name).Set(*r.Delta)
+			m.kpiDelta.WithLabelValues(name, kind).Set(*r.Delta / 100)
 		}
 		if r.Threshold != nil {
-			m.kpiThreshold.WithLabelValues(name).Set(*r.Threshold)
+			m.kpiThreshold.WithLabelValues(name, kind).Set(*r.Threshold / 100)
 		}
 		if !r.Gated {
 			continue // informational: neither pass nor fail

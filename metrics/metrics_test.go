@@ -130,9 +130,16 @@ func TestDriverProgressCounters(t *testing.T) {
 	if got := mustValue(t, reg, "soakd_driver_requests_total", "phase=rest", "arm=rest"); got != 0 {
 		t.Fatalf("at phase start: requests got %v, want 0 (series present from the start)", got)
 	}
-	m.DriverProgress("rest", "rest", DriverProgress{Requests: 100, Errors: 2, ActiveUsers: 10, RPS: 99.5})
-	m.DriverProgress("rest", "rest", DriverProgress{Requests: 100, Errors: 2, ActiveUsers: 10, RPS: 99.5}) // a repeat adds nothing
-	m.DriverProgress("rest", "rest", DriverProgress{Requests: 250, Errors: 5, ErrorsByClass: map[string]int64{"timeout": 4, "http_500": 1}, Dropped: 3, ActiveUsers: 8, RPS: 150})
+	// Every known error class starts at 0, so an error panel reads 0 and
+	// not "No data" before the first error.
+	for _, cls := range DriverErrorClasses() {
+		if got := mustValue(t, reg, "soakd_driver_errors_total", "phase=rest", "arm=rest", "class="+cls); got != 0 {
+			t.Fatalf("at phase start: errors{class=%s} got %v, want 0", cls, got)
+		}
+	}
+	m.DriverProgress("rest", "rest", DriverProgress{Requests: 100, Errors: 2, ActiveUsers: 10})
+	m.DriverProgress("rest", "rest", DriverProgress{Requests: 100, Errors: 2, ActiveUsers: 10}) // a repeat adds nothing
+	m.DriverProgress("rest", "rest", DriverProgress{Requests: 250, Errors: 5, ErrorsByClass: map[string]int64{"timeout": 4, "http_500": 1}, Dropped: 3, ActiveUsers: 8})
 	f := func(name string, want float64, labels ...string) {
 		t.Helper()
 		if got := mustValue(t, reg, name, labels...); got != want {
@@ -142,7 +149,6 @@ func TestDriverProgressCounters(t *testing.T) {
 	f("soakd_driver_requests_total", 250, "phase=rest", "arm=rest")
 	f("soakd_driver_dropped_total", 3, "phase=rest", "arm=rest")
 	f("soakd_driver_active_users", 8, "phase=rest", "arm=rest")
-	f("soakd_driver_requests_per_second", 150, "phase=rest", "arm=rest")
 	// 2 unclassified first; then 3 more errors: http_500 (sorted first) takes
 	// 1, timeout the remaining 2 of its 4.
 	f("soakd_driver_errors_total", 2, "phase=rest", "arm=rest", "class=unclassified")
@@ -156,7 +162,6 @@ func TestDriverProgressCounters(t *testing.T) {
 
 	m.PhaseEnded()
 	f("soakd_driver_active_users", 0, "phase=rest", "arm=rest")
-	f("soakd_driver_requests_per_second", 0, "phase=rest", "arm=rest")
 }
 
 func TestErrorIncrementsAddUpToErrors(t *testing.T) {
@@ -315,13 +320,18 @@ func TestKPIResults(t *testing.T) {
 			t.Errorf("%s%v: got %v, want %v", name, labels, got, want)
 		}
 	}
-	f("soakd_kpi_value", 20, "kpi=cpu_machine_percent", "arm=rest")
-	f("soakd_kpi_value", 30, "kpi=cpu_machine_percent", "arm=graphql")
-	f("soakd_kpi_delta", 10, "kpi=cpu_machine_percent")
-	f("soakd_kpi_threshold", 5, "kpi=cpu_machine_percent")
+	// One unit per metric, in base units: shares as ratios, sizes in
+	// bytes, durations in seconds; the variance as a ratio of its kind.
+	f("soakd_kpi_value_ratio", 0.2, "kpi=cpu_machine_percent", "arm=rest")
+	f("soakd_kpi_value_ratio", 0.3, "kpi=cpu_machine_percent", "arm=graphql")
+	f("soakd_kpi_value_bytes", 100, "kpi=alloc_bytes_per_request", "arm=graphql")
+	f("soakd_kpi_value_requests_per_second", 950, "kpi=throughput_rps", "arm=graphql")
+	f("soakd_kpi_delta_ratio", 0.1, "kpi=cpu_machine_percent", "kind=difference")
+	f("soakd_kpi_threshold_ratio", 0.05, "kpi=cpu_machine_percent", "kind=difference")
+	f("soakd_kpi_delta_ratio", -0.05, "kpi=throughput_rps", "kind=relative")
 	f("soakd_kpi_pass", 0, "kpi=cpu_machine_percent")
 	f("soakd_kpi_pass", 1, "kpi=gc_percent")
-	f("soakd_kpi_threshold", -10, "kpi=throughput_rps")
+	f("soakd_kpi_threshold_ratio", -0.1, "kpi=throughput_rps", "kind=relative")
 	if _, ok := value(t, reg, "soakd_kpi_pass", "kpi=cpu_core_percent"); ok {
 		t.Errorf("an informational KPI is exported as pass")
 	}
@@ -344,10 +354,10 @@ func TestKPIResults(t *testing.T) {
 	if got := len(gather(t, reg, "soakd_run_verdict")); got != 5 {
 		t.Errorf("run verdict series: got %d, want 5", got)
 	}
-	if _, ok := value(t, reg, "soakd_kpi_threshold", "kpi=cpu_core_percent"); ok {
+	if _, ok := value(t, reg, "soakd_kpi_threshold_ratio", "kpi=cpu_core_percent", "kind=difference"); ok {
 		t.Errorf("an informational KPI has a threshold series")
 	}
-	if _, ok := value(t, reg, "soakd_kpi_delta", "kpi=alloc_bytes_per_request"); ok {
+	if _, ok := value(t, reg, "soakd_kpi_delta_ratio", "kpi=alloc_bytes_per_request", "kind=relative"); ok {
 		t.Errorf("a KPI with an undefined delta (REST 0) has a delta series")
 	}
 	if got, want := len(gather(t, reg, "soakd_kpi_pass")), 3; got != want {
@@ -355,8 +365,22 @@ func TestKPIResults(t *testing.T) {
 	}
 	// The next run replaces the rows.
 	m.KPIResults(rows[:1])
-	if got := len(gather(t, reg, "soakd_kpi_value")); got != 2 {
+	if got := len(gather(t, reg, "soakd_kpi_value_ratio")); got != 2 {
 		t.Errorf("after one row: got %d value series, want 2", got)
+	}
+}
+
+// TestEveryKPIUnitHasABaseUnit: a KPI row whose unit had no family would
+// silently vanish from Prometheus.
+func TestEveryKPIUnitHasABaseUnit(t *testing.T) {
+	rows := kpi.Evaluate(kpi.Figures{ThroughputRPS: 1}, kpi.Figures{ThroughputRPS: 1}, kpi.Limits{})
+	if len(rows) < 7 {
+		t.Fatalf("got %d KPI rows, want the 7 of the table", len(rows))
+	}
+	for _, r := range rows {
+		if _, _, ok := BaseUnit(r.Unit); !ok {
+			t.Errorf("KPI %s: unit %q has no soakd_kpi_value_* family", r.Name, r.Unit)
+		}
 	}
 }
 

@@ -68,7 +68,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	do(t, c, http.MethodGet, srv.URL+"/api/donuts/nope", "")
 	do(t, c, http.MethodPost, srv.URL+"/graphql", `{"query":"{ donut(id: \"1\") { id } }"}`)
 	m.PhaseStarted("20250101T000000Z", "graphql", "graphql")
-	m.DriverProgress("graphql", "graphql", DriverProgress{Requests: 10, Errors: 1, ErrorsByClass: map[string]int64{"timeout": 1}, ActiveUsers: 2, RPS: 10})
+	m.DriverProgress("graphql", "graphql", DriverProgress{Requests: 10, Errors: 1, ErrorsByClass: map[string]int64{"timeout": 1}, ActiveUsers: 2})
 	m.DriverResult(workloads.Result{Phase: "graphql", Arm: "graphql", Requests: 20, Errors: 1, LatencyMs: workloads.Latency{P50: 1, P99: 3, Max: 4},
 		Subscriptions: &workloads.SubscriptionResult{Expected: 3, Received: 3},
 		MaxLoad:       &workloads.MaxLoadResult{PeakThroughputRPS: 10, PeakUsers: 2}})
@@ -83,7 +83,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
 	}
-	for _, name := range []string{"soakd_target_requests_total", "soakd_phase_info", "soakd_driver_latency_seconds", "soakd_kpi_pass", "soakd_broker_published_events_total", "go_gc_pauses_seconds_bucket", "process_cpu_seconds_total"} {
+	for _, name := range []string{"soakd_target_requests_total", "soakd_phase_info", "soakd_driver_latency_seconds", "soakd_kpi_pass", "soakd_kpi_value_ratio", "soakd_kpi_delta_ratio", "soakd_broker_published_events_total", "go_gc_pauses_seconds_bucket", "process_cpu_seconds_total"} {
 		if !bytes.Contains(scrape, []byte("\n"+name)) {
 			t.Errorf("the scrape has no %s", name)
 		}
