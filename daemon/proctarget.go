@@ -94,7 +94,9 @@ func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, lo
 	t.relay = &lineLogger{log: log.With(zap.String("source", "target")), what: "target output"}
 	tap := &firstLine{ch: make(chan string, 1)}
 	argv := []string{exe, "target", "--config", f.Name(), "--log-format", "json"}
-	env := commandEnv(os.Environ(), map[string]string{TargetTokenEnv: t.token}, driverSecrets(cfg))
+	// The child pushes its own profiles, so it keeps the Pyroscope password
+	// variable; the control API token is no business of it.
+	env := commandEnv(os.Environ(), map[string]string{TargetTokenEnv: t.token}, []string{TokenEnv})
 	t.proc, err = startProcess(procSpec{argv: argv, env: env, what: "the target process (soakd target)", logDir: logDir,
 		stdout: tap, stderr: t.relay, logsOptional: true}, t.log)
 	if err != nil {
@@ -430,22 +432,6 @@ func (t *processTarget) affinity() ([]int, bool, error) {
 		return a.CPUs, a.Uniform, errors.New(a.Error)
 	}
 	return a.CPUs, a.Uniform, nil
-}
-
-// startPyroscope starts the push of the child's profiles.
-func (t *processTarget) startPyroscope(o profiles.PyroscopeOptions) (func() error, error) {
-	if o.ServerAddress == "" {
-		return func() error { return nil }, nil
-	}
-	if err := t.call(context.Background(), http.MethodPost, "pyroscope/start", o, nil); err != nil {
-		return nil, err
-	}
-	var once sync.Once
-	return func() error {
-		var err error
-		once.Do(func() { err = t.call(context.Background(), http.MethodPost, "pyroscope/stop", nil, nil) })
-		return err
-	}, nil
 }
 
 // remoteMetrics sets soakd's series on the child's registry, so its

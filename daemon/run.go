@@ -195,21 +195,6 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		r.cfg.Profiling.Pyroscope.ServerAddress = ""
 		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles the built-in target's process, which is not the target.")
 	}
-	if r.cfg.Profiling.Pyroscope.ServerAddress != "" && r.cfg.Profiling.CPU {
-		// Go has one CPU profiler per process and pyroscope-go restarts it
-		// every upload period: local CPU captures would fail or be cut.
-		r.cfg.Profiling.CPU = false
-		r.rep.Notes = append(r.rep.Notes, "Local CPU profiles are off while Pyroscope is on (one CPU profiler per process); the overhead breakdown needs them.")
-	}
-	stopPyroscope, err := r.startPyroscope()
-	if err != nil {
-		return r.abort(err)
-	}
-	defer func() {
-		if err := stopPyroscope(); err != nil {
-			r.log.Warn("pyroscope flush", zap.Error(err))
-		}
-	}()
 	r.target.runMetrics().RunVerdict(string(kpi.OutcomeRunning))
 	r.log.Info("run started", zap.String("run", runID), zap.String("profile", name), zap.String("dir", r.dir), zap.String("arms", r.opts.Arms.String()))
 
@@ -572,31 +557,6 @@ func (r *run) pin() error {
 	}
 	r.rep.Pinning = &report.Pinning{TargetCPUs: cpus, DriverCPUs: driver}
 	return nil
-}
-
-// startPyroscope starts the continuous-profiling push when configured.
-func (r *run) startPyroscope() (func() error, error) {
-	py := r.cfg.Profiling.Pyroscope
-	tags := map[string]string{"run": r.rep.Run, "profile": r.rep.Profile}
-	for k, v := range py.Tags {
-		tags[k] = v
-	}
-	o := profiles.PyroscopeOptions{
-		ServerAddress: py.ServerAddress, ApplicationName: py.ApplicationName, Tags: tags,
-		BasicAuthUser: py.BasicAuthUser, UploadRate: py.UploadRate,
-	}
-	if py.BasicAuthPasswordEnv != "" {
-		o.BasicAuthPassword = os.Getenv(py.BasicAuthPasswordEnv)
-	}
-	start := func(o profiles.PyroscopeOptions) (func() error, error) { return profiles.StartPyroscope(o, r.log) }
-	if ht, ok := r.target.(hostedTarget); ok {
-		start = ht.startPyroscope
-	}
-	stop, err := start(o)
-	if err != nil {
-		return nil, fmt.Errorf("cannot start the pyroscope push: %w", err)
-	}
-	return stop, nil
 }
 
 // overheadCaptures pairs each round's REST and GraphQL captures, in round

@@ -41,7 +41,7 @@ type RunTarget interface {
 	// runMetrics are soakd's own series (phase marker, KPI results).
 	runMetrics() metricsSink
 	// hosted is true for the built-in target, in process or not: soakd
-	// pins it (hostedTarget) and pushes its profiles to Pyroscope.
+	// pins it (hostedTarget); it pushes its own profiles to Pyroscope.
 	hosted() bool
 	// baseline forces GCs where it can and returns the state a phase starts from.
 	baseline(ctx context.Context) restState
@@ -75,11 +75,10 @@ type metricsSink interface {
 }
 
 // hostedTarget is what soakd does to the built-in target's process beyond
-// RunTarget: pin it, read back its CPUs, push its profiles to Pyroscope.
+// RunTarget: pin it and read back its CPUs.
 type hostedTarget interface {
 	pinCPUs(cpus []int) error
 	affinity() (cpus []int, uniform bool, err error)
-	startPyroscope(o profiles.PyroscopeOptions) (stop func() error, err error)
 }
 
 var (
@@ -198,18 +197,12 @@ func (t *Target) setPhase(name string)    { t.Sampler.SetPhase(name) }
 
 func (t *Target) pinCPUs(cpus []int) error                        { return thisProcess{}.pinCPUs(cpus) }
 func (t *Target) affinity() (cpus []int, uniform bool, err error) { return thisProcess{}.affinity() }
-func (t *Target) startPyroscope(o profiles.PyroscopeOptions) (func() error, error) {
-	return thisProcess{log: t.log}.startPyroscope(o)
-}
 
 // thisProcess is soakd's own process as a hostedTarget.
-type thisProcess struct{ log *zap.Logger }
+type thisProcess struct{}
 
 func (thisProcess) pinCPUs(cpus []int) error                        { return pin.Process(cpus) }
 func (thisProcess) affinity() (cpus []int, uniform bool, err error) { return pin.Affinity() }
-func (p thisProcess) startPyroscope(o profiles.PyroscopeOptions) (func() error, error) {
-	return profiles.StartPyroscope(o, p.log)
-}
 
 // baseline forces GCs, so each phase starts from the same heap state, and
 // samples.

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"regexp"
 	"runtime"
 	"strconv"
 	"sync"
 	"time"
 
+	pyropprof "github.com/grafana/pyroscope-go/http/pprof"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -46,10 +49,31 @@ type Target struct {
 	stop     context.CancelFunc // stops the sampler and websocket handlers
 	wg       sync.WaitGroup     // the server and sampler goroutines
 	failed   *failSignal        // set when the server stops serving on its own
+	// pyroscope stops the profile push (flushing what it collected); a
+	// no-op when profiling.pyroscope.server_address is empty.
+	pyroscope func() error
+}
+
+// pyroscopeOptions is the push of this process's profiles that cfg asks
+// for. Its static tags are the configured ones only: the run, phase and
+// arm travel as pprof labels on the CPU samples of each request (from the
+// driver's baggage), so one long-lived push serves every run.
+func pyroscopeOptions(cfg *Config) profiles.PyroscopeOptions {
+	py := cfg.Profiling.Pyroscope
+	o := profiles.PyroscopeOptions{
+		ServerAddress: py.ServerAddress, ApplicationName: py.ApplicationName, Tags: maps.Clone(py.Tags),
+		BasicAuthUser: py.BasicAuthUser, UploadRate: py.UploadRate,
+	}
+	if py.BasicAuthPasswordEnv != "" {
+		o.BasicAuthPassword = os.Getenv(py.BasicAuthPasswordEnv)
+	}
+	return o
 }
 
 // StartTarget builds the target from cfg, binds its listener and starts
-// serving and sampling. Stop it with Shutdown.
+// serving and sampling, and the Pyroscope push of this process's profiles
+// when configured (for as long as the target runs: an idle serve pushes
+// too). Stop it with Shutdown.
 func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, error) {
 	svc := &donut.Service{Store: donut.NewStore(cfg.Data.Donuts), Broker: donut.NewBroker(cfg.Data.SubscriberBuffer)}
 	sampler, err := profiles.New(profiles.Options{Interval: cfg.Sampler.Interval, MaxSamples: cfg.Sampler.MaxSamples})
@@ -102,7 +126,9 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	// pyroscope-go's handler shares the CPU profiler with the push (Go has
+	// one per process): net/http/pprof's would fail while it runs.
+	mux.HandleFunc("/debug/pprof/profile", pyropprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -114,6 +140,10 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	ln, err := lc.Listen(ctx, "tcp", cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on server.listen %q: %w", cfg.Server.Listen, err)
+	}
+	stopPush, err := profiles.StartPyroscope(pyroscopeOptions(cfg), log)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("cannot start the pyroscope push: %w", err), ln.Close())
 	}
 	// Request contexts derive from sctx, cancelled after the graceful
 	// shutdown, so hijacked websocket connections end too.
@@ -131,7 +161,7 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	t := &Target{
 		Service: svc, Sampler: sampler, Registry: reg, Metrics: m,
 		log: log, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
-		stop: stop, failed: newFailSignal(),
+		stop: stop, failed: newFailSignal(), pyroscope: stopPush,
 	}
 	t.wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -175,6 +205,9 @@ func (t *Target) Shutdown(ctx context.Context) error {
 	}
 	t.stop()
 	t.wg.Wait()
+	if perr := t.pyroscope(); perr != nil {
+		t.log.Warn("pyroscope flush", zap.Error(perr))
+	}
 	t.log.Info("target stopped", zap.Duration("took", time.Since(start)))
 	return err
 }

@@ -138,25 +138,18 @@ type targetControl struct {
 	token []byte
 	log   *zap.Logger
 
-	mu        sync.Mutex
-	cpu       *profiles.CPUProfile // the CPU profile in progress, if any
-	pyroscope func() error         // stops the Pyroscope push, if one runs
+	mu  sync.Mutex
+	cpu *profiles.CPUProfile // the CPU profile in progress, if any
 }
 
-// release stops what the control surface started: a CPU profile, a
-// Pyroscope push.
+// release stops what the control surface started: a CPU profile (before
+// the target's Pyroscope push stops, which waits for it).
 func (c *targetControl) release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cpu != nil {
 		_ = c.cpu.Stop()
 		c.cpu = nil
-	}
-	if c.pyroscope != nil {
-		if err := c.pyroscope(); err != nil {
-			c.log.Warn("pyroscope flush", zap.Error(err))
-		}
-		c.pyroscope = nil
 	}
 }
 
@@ -211,8 +204,6 @@ func (c *targetControl) handler() http.Handler {
 	mux.HandleFunc("POST /soakd/metrics", c.metrics)
 	mux.HandleFunc("POST /soakd/pin", c.pin)
 	mux.HandleFunc("GET /soakd/affinity", c.affinity)
-	mux.HandleFunc("POST /soakd/pyroscope/start", c.pyroscopeStart)
-	mux.HandleFunc("POST /soakd/pyroscope/stop", c.pyroscopeStop)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil || !api.IsLoopback(host) {
@@ -414,40 +405,4 @@ func (c *targetControl) affinity(w http.ResponseWriter, _ *http.Request) {
 		a.Error = err.Error()
 	}
 	reply(w, a)
-}
-
-func (c *targetControl) pyroscopeStart(w http.ResponseWriter, r *http.Request) {
-	var o profiles.PyroscopeOptions
-	if !decode(w, r, &o) {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.pyroscope != nil {
-		http.Error(w, "the pyroscope push is already running", http.StatusConflict)
-		return
-	}
-	stop, err := profiles.StartPyroscope(o, c.log.Named("pyroscope"))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	c.pyroscope = stop
-	reply(w, nil)
-}
-
-func (c *targetControl) pyroscopeStop(w http.ResponseWriter, _ *http.Request) {
-	c.mu.Lock()
-	stop := c.pyroscope
-	c.pyroscope = nil
-	c.mu.Unlock()
-	if stop == nil {
-		reply(w, nil)
-		return
-	}
-	if err := stop(); err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	reply(w, nil)
 }

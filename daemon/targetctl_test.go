@@ -120,8 +120,6 @@ func TestTargetControlSurface(t *testing.T) {
 		{"POST", "/soakd/metrics", `{"Op":"run_verdict","Verdict":"fail"}`},
 		{"POST", "/soakd/pin", `{"CPUs":[0]}`},
 		{"GET", "/soakd/affinity", ""},
-		{"POST", "/soakd/pyroscope/start", `{"ServerAddress":"http://127.0.0.1:1"}`},
-		{"POST", "/soakd/pyroscope/stop", ""},
 		{"GET", "/soakd/nothing", ""},
 	}
 	for _, e := range endpoints {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/bargauge"
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -413,9 +414,26 @@ func overview() *dashboard.DashboardBuilder {
 			Min(0))
 }
 
+// phaseVariable is a multi-value variable over soakd_phase_info's label
+// (phase or arm), All being ".*", which also matches samples without it.
+func phaseVariable(label string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(label).
+		Label(strings.ToUpper(label[:1]) + label[1:]).
+		Description("Filters the flame graph by the pprof label " + label + " of the requests whose CPU samples it shows.").
+		Datasource(promDS()).
+		Query(dashboard.StringOrMap{String: cog.ToPtr(`label_values(soakd_phase_info{` + sel + `}, ` + label + `)`)}).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Multi(true).
+		IncludeAll(true).
+		AllValue(".*").
+		Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("All")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr("$__all")}})
+}
+
 func goRuntime() *dashboard.DashboardBuilder {
 	return newDashboard("soakd-runtime", "soakd: Go runtime",
 		"The target process's GC, heap, allocation, scheduler, CPU and memory, from client_golang's Go collector (runtime/metrics) and process collector, plus its CPU flame graph from Pyroscope. The driver is another process and is not in these figures.").
+		WithVariable(phaseVariable("phase")).
+		WithVariable(phaseVariable("arm")).
 		WithRow(dashboard.NewRowBuilder("Garbage collector")).
 		WithPanel(ts("GC % of CPU",
 			"The GC's share of the CPU the Go runtime accounted: Δ/cpu/classes/gc/total ÷ Δ/cpu/classes/total × 100, the GC KPI's definition. These runtime estimates compare only with each other.",
@@ -481,13 +499,13 @@ func goRuntime() *dashboard.DashboardBuilder {
 		WithPanel(dashboard.NewPanelBuilder().
 			Type("flamegraph").
 			Title("CPU flame graph (Pyroscope)").
-			Description("Where the target spent CPU over the selected time range, pushed to Pyroscope by soakd (service_name " + PyroscopeService + "). Requests carry pprof labels endpoint, phase and arm.").
+			Description("Where the target spent CPU over the selected time range, pushed to Pyroscope by the target process (service_name " + PyroscopeService + "), for the phases and arms picked above: each request's CPU samples carry the pprof labels endpoint, run, phase and arm.").
 			Datasource(pyroDS()).
 			WithTarget(grafanapyroscope.NewDataqueryBuilder().
 				Datasource(pyroDS()).
 				QueryType("profile").
 				ProfileTypeId("process_cpu:cpu:nanoseconds:cpu:nanoseconds").
-				LabelSelector(`{service_name="` + PyroscopeService + `"}`).
+				LabelSelector(`{service_name="` + PyroscopeService + `", phase=~"$phase", arm=~"$arm"}`).
 				GroupBy([]string{})).
 			Span(24).
 			Height(14))

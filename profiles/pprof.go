@@ -1,13 +1,20 @@
 package profiles
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
+
+	pyropprof "github.com/grafana/pyroscope-go/http/pprof"
 )
 
 // Kinds of local capture a phase leaves in the run directory; CapturePath joins one to a phase name:
@@ -26,11 +33,11 @@ const (
 	CaptureGoroutineAfter = "goroutine-after.txt"
 )
 
-// ErrCPUProfilerBusy is wrapped by StartCPUProfile's error when this process's CPU profiler is already
-// running: another capture, a request to /debug/pprof/profile, or the Pyroscope push (which holds the
-// profiler for as long as it runs). Go has one CPU profiler per process, so the caller logs this and
-// carries on without the capture.
-const ErrCPUProfilerBusy = cpuBusyError("the cpu profiler is already running (another capture, /debug/pprof/profile or the pyroscope push)")
+// ErrCPUProfilerBusy is wrapped by CPUProfile.Stop's error when the capture could not run because another
+// foreground CPU profile was running (another capture, or a request to /debug/pprof/profile). Go has one
+// CPU profiler per process, so the caller logs this and carries on without the capture. The Pyroscope
+// push does not make the profiler busy: captures share its profiler (see StartCPUProfile).
+const ErrCPUProfilerBusy = cpuBusyError("the cpu profiler is already running (another capture or /debug/pprof/profile)")
 
 // cpuBusyError is a constant error type, so ErrCPUProfilerBusy needs no package variable.
 type cpuBusyError string
@@ -123,35 +130,52 @@ func removeTemp(f *os.File) error {
 // CPUProfile is a CPU profile being written to a file; StartCPUProfile begins it and Stop finishes it.
 // The profile covers the wall time between the two calls, sampled at the runtime's 100 Hz.
 type CPUProfile struct {
-	path string
-	f    *os.File
-	w    *errWriter
+	path   string
+	f      *os.File
+	resp   *profileResponse
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the profiling goroutine has returned
 
 	mu      sync.Mutex
 	stopped bool
 }
 
-// StartCPUProfile starts this process's CPU profiler writing into a temporary file next to path (its
+// maxCPUProfileSeconds bounds one capture (a week): pyroscope-go's handler needs a duration, and a
+// capture nobody stops must still end.
+const maxCPUProfileSeconds = 7 * 24 * 3600
+
+// StartCPUProfile starts a CPU profile of this process writing into a temporary file next to path (its
 // directory is created if needed). Stop moves the finished profile to path, so path never holds a partial
-// profile. If the profiler is already running the error wraps ErrCPUProfilerBusy and nothing is left on
-// disk; callers log it and go on, since a missing profile must not fail a run.
+// profile.
 //
-// Go has one CPU profiler per process, and the Pyroscope push (StartPyroscope) restarts it every upload
-// period: while Pyroscope runs, StartCPUProfile fails, and a capture started before Pyroscope is cut short
-// at Pyroscope's first upload. Use one or the other for a run.
+// Go has one CPU profiler per process. The capture goes through pyroscope-go's collector-aware entry
+// point (its http/pprof handler, which /debug/pprof/profile also serves): while the Pyroscope push runs,
+// the capture shares the push's profiler (the push's current profile is cut and uploaded, the profiler
+// restarts writing to both, and at Stop the capture's window is uploaded too), so local profiles and the
+// push work together; without the push it is runtime/pprof's profiler. Whether the profiler could start
+// is known only at Stop: a capture refused because another foreground profile ran returns an error
+// wrapping ErrCPUProfilerBusy there and leaves nothing on disk; callers log it and go on, since a missing
+// profile must not fail a run. The profiling goroutine this starts is awaited by Stop.
 func StartCPUProfile(path string) (*CPUProfile, error) {
 	f, err := createTemp(path)
 	if err != nil {
 		return nil, err
 	}
-	w := &errWriter{w: f}
-	if err := pprof.StartCPUProfile(w); err != nil {
-		return nil, errors.Join(fmt.Errorf("cannot start cpu profile: %w: %w", ErrCPUProfilerBusy, err), removeTemp(f))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/debug/pprof/profile?seconds="+strconv.Itoa(maxCPUProfileSeconds), nil)
+	if err != nil {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("cannot start cpu profile: %w", err), removeTemp(f))
 	}
-	return &CPUProfile{path: path, f: f, w: w}, nil
+	c := &CPUProfile{path: path, f: f, resp: &profileResponse{w: &errWriter{w: f}, header: http.Header{}}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		pyropprof.Profile(c.resp, req)
+	}()
+	return c, nil
 }
 
-// Stop stops the CPU profiler, which writes the whole profile, then syncs the file and renames it into
+// Stop stops the CPU profile, which writes the whole profile, then syncs the file and renames it into
 // place. Calling it again returns an error.
 func (c *CPUProfile) Stop() error {
 	c.mu.Lock()
@@ -160,13 +184,42 @@ func (c *CPUProfile) Stop() error {
 		return fmt.Errorf("cannot stop cpu profile %s: already stopped", c.path)
 	}
 	c.stopped = true
-	// StopCPUProfile returns once the profile has been written; runtime/pprof ignores write errors, so
-	// errWriter keeps the first one.
-	pprof.StopCPUProfile()
-	if c.w.err != nil {
-		return errors.Join(fmt.Errorf("cannot write cpu profile %s: %w", c.path, c.w.err), removeTemp(c.f))
+	// The handler stops the profiler when its context ends and returns once the profile has been written.
+	c.cancel()
+	<-c.done
+	if c.resp.status >= http.StatusBadRequest {
+		msg := strings.TrimSpace(c.resp.refusal.String())
+		return errors.Join(fmt.Errorf("cannot take cpu profile %s: %w: %s", c.path, ErrCPUProfilerBusy, msg), removeTemp(c.f))
+	}
+	if c.resp.w.err != nil {
+		return errors.Join(fmt.Errorf("cannot write cpu profile %s: %w", c.path, c.resp.w.err), removeTemp(c.f))
 	}
 	return commitTemp(c.f, c.path)
+}
+
+// profileResponse is the http.ResponseWriter pyroscope-go's profile handler writes to: the profile goes to
+// w, and an error response (the profiler could not start) is kept in refusal. Only the profiling
+// goroutine touches it until Stop has awaited that goroutine.
+type profileResponse struct {
+	w       *errWriter
+	header  http.Header
+	status  int
+	refusal bytes.Buffer
+}
+
+func (r *profileResponse) Header() http.Header { return r.header }
+
+func (r *profileResponse) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *profileResponse) Write(p []byte) (int, error) {
+	if r.status >= http.StatusBadRequest {
+		return r.refusal.Write(p)
+	}
+	return r.w.Write(p)
 }
 
 // errWriter passes writes to w and remembers the first error.

@@ -1,13 +1,17 @@
 package profiles
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 // burnCPU spins for d of wall time so that the CPU profiler samples it.
@@ -24,7 +28,7 @@ func burnCPU(d time.Duration) uint64 {
 }
 
 // onlyFile fails the test unless dir holds exactly the file name (no temporary leftovers).
-func onlyFile(t *testing.T, dir, name string) {
+func onlyFile(t *testing.T, dir string, want ...string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -34,8 +38,8 @@ func onlyFile(t *testing.T, dir, name string) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if len(names) != 1 || names[0] != name {
-		t.Errorf("files in %s: got %v, want only %s", dir, names, name)
+	if !slices.Equal(names, want) {
+		t.Errorf("files in %s: got %v, want only %v", dir, names, want)
 	}
 }
 
@@ -97,29 +101,39 @@ func TestStartCPUProfile(t *testing.T) {
 	}
 }
 
+// TestStartCPUProfileBusy: a capture while another foreground profile
+// holds the profiler (here runtime/pprof directly, as net/http/pprof's
+// handler does) is refused at Stop with ErrCPUProfilerBusy and leaves no
+// file; the profiler's holder is undisturbed.
 func TestStartCPUProfileBusy(t *testing.T) {
 	dir := t.TempDir()
-	c, err := StartCPUProfile(filepath.Join(dir, "first.cpu.pb.gz"))
+	var held bytes.Buffer
+	if err := pprof.StartCPUProfile(&held); err != nil {
+		t.Fatalf("runtime/pprof.StartCPUProfile: %v", err)
+	}
+	c, err := StartCPUProfile(filepath.Join(dir, "refused.cpu.pb.gz"))
 	if err != nil {
-		t.Fatalf("first StartCPUProfile: %v", err)
-	}
-	defer func() { _ = c.Stop() }()
-	// runtime/pprof directly, as /debug/pprof/profile does.
-	if err := pprof.StartCPUProfile(os.Stderr); err == nil {
 		pprof.StopCPUProfile()
-		t.Fatal("runtime/pprof.StartCPUProfile during a capture: got nil error, want busy")
+		t.Fatalf("StartCPUProfile: %v", err)
 	}
-	second, err := StartCPUProfile(filepath.Join(dir, "second.cpu.pb.gz"))
+	err = c.Stop()
+	pprof.StopCPUProfile()
 	if !errors.Is(err, ErrCPUProfilerBusy) {
-		if second != nil {
-			_ = second.Stop()
-		}
-		t.Fatalf("second StartCPUProfile: got error %v, want one wrapping ErrCPUProfilerBusy", err)
+		t.Fatalf("Stop of a capture refused by a busy profiler: got %v, want one wrapping ErrCPUProfilerBusy", err)
+	}
+	if _, err := profile.Parse(&held); err != nil {
+		t.Errorf("the holder's profile was damaged: %v", err)
+	}
+	onlyFile(t, dir) // nothing left of the refused capture
+	// The profiler is free again: a capture works.
+	c, err = StartCPUProfile(filepath.Join(dir, "ok.cpu.pb.gz"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	onlyFile(t, dir, "first.cpu.pb.gz") // nothing left of the refused capture
+	onlyFile(t, dir, "ok.cpu.pb.gz")
 }
 
 func TestHeapProfile(t *testing.T) {

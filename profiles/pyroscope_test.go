@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,7 +190,9 @@ func TestStartPyroscope(t *testing.T) {
 	defer ingest.Close()
 
 	// The labelled target: each request burns CPU and allocates, so GC runs on its own.
+	var served atomic.Int64
 	target := httptest.NewServer(Labeled("graphql", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		defer served.Add(1)
 		b := make([]byte, 256<<10)
 		b[len(b)-1] = byte(burnCPU(5 * time.Millisecond))
 		runtime.KeepAlive(b)
@@ -231,6 +234,26 @@ func TestStartPyroscope(t *testing.T) {
 			}
 		}
 	})
+	// A local capture while the push runs shares its profiler: both get the samples. While it runs the
+	// push's CPU profile is not cut; the capture's window is uploaded when it stops.
+	capture := CapturePath(t.TempDir(), "graphql-1", CaptureCPU)
+	local, err := StartCPUProfile(capture)
+	if err != nil {
+		t.Fatalf("StartCPUProfile while pushing: %v", err)
+	}
+	localStopped := false
+	defer func() {
+		if !localStopped {
+			_ = local.Stop() // before the push's stop, which waits for foreground profiles
+		}
+	}()
+	for served.Load() < 200 {
+		runtime.Gosched()
+	}
+	localStopped = true
+	if err := local.Stop(); err != nil {
+		t.Fatalf("a local capture while pushing: %v", err)
+	}
 	want := map[string]string{LabelEndpoint: "graphql", LabelRun: "test", LabelPhase: "graphql-1", LabelArm: "graphql"}
 	rc.waitFor(t, "a cpu upload with the request labels and a heap upload", func(ups []ingested) bool {
 		heap := false
@@ -241,6 +264,21 @@ func TestStartPyroscope(t *testing.T) {
 	})
 	cancel()
 	traffic.Wait()
+	f, err := os.Open(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("the local capture taken while pushing: %v", err)
+	}
+	labelled := slices.ContainsFunc(p.Sample, func(s *profile.Sample) bool {
+		return slices.Equal(s.Label[LabelPhase], []string{"graphql-1"}) && slices.Equal(s.Label[LabelArm], []string{"graphql"})
+	})
+	if !labelled {
+		t.Errorf("the local capture has %d samples, none labelled phase=graphql-1 arm=graphql", len(p.Sample))
+	}
 
 	// A stretch with the collector off: without DisableGCRuns, pyroscope-go forces a GC at a heap upload
 	// when none ran since the last one, so it would do so at the next upload period and at the flush in
