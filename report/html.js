@@ -87,6 +87,7 @@
     ctx.save();
     ctx.font = (11 * px) + "px system-ui, sans-serif";
     ctx.textBaseline = "top";
+    ctx.textAlign = "left";
     data.phases.forEach(function (p, i) {
       var x0 = Math.max(u.valToPos(p.start, "x", true), b.left);
       var x1 = Math.min(u.valToPos(p.end, "x", true), b.left + b.width);
@@ -109,6 +110,7 @@
       ctx.save();
       ctx.font = (11 * px) + "px system-ui, sans-serif";
       ctx.textBaseline = "top";
+      ctx.textAlign = "left";
       ctx.lineWidth = 1.5 * px;
       ctx.setLineDash([5 * px, 4 * px]);
       marks.forEach(function (m, i) {
@@ -124,6 +126,23 @@
       });
       ctx.restore();
     };
+  }
+
+  // Log axes: a tick and a grid line at each power of ten only.
+  function decades(u, axisIdx, min, max) {
+    var out = [];
+    for (var e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++) {
+      var v = Math.pow(10, e);
+      if (v >= min * 0.999 && v <= max * 1.001) out.push(+v.toPrecision(1));
+    }
+    return out;
+  }
+
+  // A value axis as wide as its longest tick label (about 7 px a character).
+  function axisSize(u, values) {
+    var n = 0;
+    (values || []).forEach(function (v) { n = Math.max(n, String(v).length); });
+    return Math.max(40, Math.ceil(n * 7 + 18));
   }
 
   function options(spec, width) {
@@ -158,8 +177,9 @@
     units.forEach(function (unit, i) {
       var key = "y" + i;
       o.scales[key] = spec.log ? { distr: 3, log: 10 } : { range: function (u, min, max) { return [Math.min(0, min), max > 0 ? max * 1.05 : 1]; } };
-      var axis = { scale: key, side: i === 0 ? 3 : 1, size: 78, values: tickText(unit), grid: { show: i === 0 } };
+      var axis = { scale: key, side: i === 0 ? 3 : 1, size: axisSize, values: tickText(unit), grid: { show: i === 0 } };
       if ((unit === "B" || unit === "B/s") && !spec.log) axis.incrs = binaryIncrs;
+      if (spec.log) axis.splits = decades;
       o.axes.push(axis);
     });
     spec.series.forEach(function (s) {
