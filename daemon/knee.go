@@ -61,7 +61,7 @@ func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []cpuReading, 
 	}
 	points := make([]kpi.KneePoint, len(ml.Timeline))
 	for i, tp := range ml.Timeline {
-		p := kpi.KneePoint{TSeconds: tp.TSeconds, Users: tp.Users, RPS: tp.RPS, P99Ms: tp.P99Ms, ErrorRatio: tp.ErrorRatio}
+		p := kpi.KneePoint{TSeconds: tp.TSeconds, Users: tp.Users, ArrivalRPS: tp.ArrivalRPS, RPS: tp.RPS, P99Ms: tp.P99Ms, ErrorRatio: tp.ErrorRatio}
 		bucket := workloads.LoadBucket.Seconds()
 		if tp.DriverCPUSeconds != nil && driverCPUs > 0 {
 			demand := *tp.DriverCPUSeconds

@@ -288,7 +288,9 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		case <-phaseCtx.Done():
 		}
 	}()
+	var series report.SeriesRecorder
 	res, driver, err := runDriver(phaseCtx, r.log, r.opts.Executable, r.target.driverArgs(), r.cfg.Pinning.Driver, driverSecrets(r.cfg), spec, func(p workloads.Progress) {
+		series.Add(p)
 		capt.progress(p)
 		pr.update(p)
 		m.DriverProgress(spec.Name, spec.Arm, metrics.FromProgress(p))
@@ -309,6 +311,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	}
 	phase := r.target.phase(res, runtime.NumCPU())
 	phase.DriverCPUPercent = driver.MachinePercent(runtime.NumCPU())
+	phase.DriverSeries = series.Series()
 	if ml := phase.MaxLoad; ml != nil && res.MaxLoad != nil {
 		chart, knee := kneeOf(res.MaxLoad, res.Start, r.target.cpuReadings(res.Start, res.End), layoutOf(r.rep.Pinning), spec.Failure.Window)
 		ml.Chart, ml.Knee = chart, &knee

@@ -33,8 +33,13 @@ const (
 type KneePoint struct {
 	// TSeconds is the bucket's end, in seconds since the phase start.
 	TSeconds float64 `json:"t_seconds"`
-	// Users is the number of active users at the bucket's end.
+	// Users is the number of active users at the bucket's end (in a
+	// ramping-rate phase, the requests in flight).
 	Users int `json:"users"`
+	// ArrivalRPS is, in a ramping-rate phase, the intended arrival rate at
+	// the bucket's end in requests per second (the knee chart's x axis
+	// there); 0 and left out in a ramping-users phase.
+	ArrivalRPS float64 `json:"arrival_rps,omitempty"`
 	// RPS is the bucket's completed requests per second.
 	RPS float64 `json:"rps"`
 	// P99Ms is the bucket's 99th-percentile latency of successful requests, in ms.

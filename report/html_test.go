@@ -3,6 +3,9 @@ package report
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"html"
 	"image"
@@ -12,36 +15,107 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/soakd/soakd/kpi"
 	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/workloads"
 )
 
-const trickyPhase = `mem<&>"ory`
+const (
+	trickyPhase  = `mem<&>"ory`
+	hostilePhase = `</script><script>alert("x")</script><!--`
+)
 
-var timeChartIDs = []string{"chart-cpu", "chart-gc", "chart-heap", "chart-alloc"}
+var (
+	targetChartIDs = []string{"chart-cpu", "chart-gc", "chart-heap", "chart-alloc"}
+	driverChartIDs = []string{"chart-throughput", "chart-errors"}
+	phaseChartIDs  = []string{"chart-latency", "chart-pauses"}
+)
+
+// progressSeries records n reports a second apart of a phase completing
+// rps requests a second with errEvery-th second adding an error.
+func progressSeries(n int, rps int64, users int64, errEvery int) *DriverSeries {
+	var rec SeriesRecorder
+	var req, errs int64
+	for i := 1; i <= n; i++ {
+		req += rps
+		if errEvery > 0 && i%errEvery == 0 {
+			errs++
+		}
+		rec.Add(workloads.Progress{ElapsedSeconds: float64(i), Requests: req, Errors: errs, ActiveUsers: users})
+	}
+	return rec.Series()
+}
 
 // htmlFixture is richFixture with the phases one after the other, a third
-// phase whose name needs escaping, an overhead breakdown, and samples
-// every half second over the whole run.
+// phase whose name needs escaping, driver progress, GC pauses, an overhead
+// breakdown, and samples every half second over the whole run.
 func htmlFixture() (*Report, *Samples) {
 	r := richFixture(kpi.GateInterval)
 	t0 := r.StartedAt
 	r.Phases[0].Start, r.Phases[0].End = t0.Add(2*time.Second), t0.Add(22*time.Second)
 	r.Phases[1].Start, r.Phases[1].End = t0.Add(25*time.Second), t0.Add(45*time.Second)
+	for i := range r.Phases {
+		r.Phases[i].DriverSeries = progressSeries(20, 4000, 80, 5*(i+1))
+		res := *r.Phases[i].Resources
+		res.GCPauses, res.GCPauseP50Ms, res.GCPauseMaxMs = 40, 0.1, 4
+		r.Phases[i].Resources = &res
+	}
 	mem := r.Phases[1]
 	mem.Name, mem.Arm = trickyPhase, "graphql"
 	mem.Start, mem.End = t0.Add(47*time.Second), t0.Add(50*time.Second)
 	mem.Resources = nil
 	mem.ResourcesError = "fewer than 2 samples <in window>"
+	mem.DriverSeries = progressSeries(3, 100, 15, 0)
 	r.Phases = append(r.Phases, mem)
 	r.Overhead, r.OverheadBasis = overheadFixture()
 	r.Pinning = &Pinning{TargetCPUs: []int{0}, DriverCPUs: []int{1}}
 	return r, fixtureSamples(t0, 101, 500*time.Millisecond)
+}
+
+// allSectionsFixture is htmlFixture with every section report.md can
+// have: a max-load phase with its knee, an open-model phase, subscriptions,
+// the return to rest, a target soakd does not host and its figures' sources.
+func allSectionsFixture() (*Report, *Samples) {
+	r, s := htmlFixture()
+	t0 := r.StartedAt
+	share := func(v float64) *float64 { return &v }
+	ml := &MaxLoad{MaxLoadResult: workloads.MaxLoadResult{Reason: workloads.ReasonP99Latency, Detail: "p99 31 ms > 20 ms", Failed: true,
+		UsersAtFailure: 120, FailureAt: t0.Add(58 * time.Second), PeakThroughputRPS: 9100, PeakUsers: 100,
+		PeakWindowStart: t0.Add(53 * time.Second), PeakWindowEnd: t0.Add(56 * time.Second)},
+		PeakResources: &profiles.Summary{CPUMachinePercent: 91, CPUCorePercent: 182, RSSBytesMax: 30 << 20}}
+	for sec := 1; sec <= 7; sec++ {
+		ml.Chart = append(ml.Chart, kpi.KneePoint{TSeconds: float64(sec), Users: 20 * sec, RPS: 1500 * float64(sec), P99Ms: 2 * float64(sec*sec),
+			DriverCPUShare: share(0.05 * float64(sec)), TargetCPUShare: share(0.14 * float64(sec)), ErrorRatio: 0})
+	}
+	ml.Knee = &kpi.Knee{Attribution: kpi.KneeTarget, Resource: "target CPU", AtT: 6, Users: 120, RPS: 9000, Reason: "the target's CPUs saturated"}
+	maxLoad := Phase{Name: "max-load-rest", Arm: "rest", Model: "ramping", Start: t0.Add(52 * time.Second), End: t0.Add(59 * time.Second),
+		Requests: 40000, ThroughputRPS: 9100, LatencyMs: workloads.Latency{P50: 1, P90: 5, P99: 20, P999: 30, Max: 50},
+		MaxLoad: ml, DriverSeries: progressSeries(7, 6000, 100, 0)}
+	open := Phase{Name: "open-graphql", Arm: "graphql", Model: "open", Start: t0.Add(60 * time.Second), End: t0.Add(70 * time.Second),
+		Requests: 5000, ThroughputRPS: 500, LatencyMs: workloads.Latency{P50: 1, P90: 2, P99: 3, P999: 4, Max: 9},
+		Open: &workloads.OpenResult{IntendedRateRPS: 500, AchievedRateRPS: 490, Arrivals: 5000, Sent: 4900, Dropped: 100, LateThresholdMs: 10}}
+	var rec SeriesRecorder
+	for i := 1; i <= 10; i++ {
+		rec.Add(workloads.Progress{ElapsedSeconds: float64(i), Requests: int64(490 * i), ActiveUsers: 3, Dropped: int64(10 * i)})
+	}
+	open.DriverSeries = rec.Series()
+	r.Phases[1].Subscriptions = &workloads.SubscriptionResult{Clients: 5, Subscriptions: 10, Expected: 100, Received: 100, LatencyNote: "publish-to-receive"}
+	r.Phases[0].After = &After{BaselineGoroutines: 10, Goroutines: 11, Returned: true}
+	r.Phases[1].After = &After{BaselineGoroutines: 10, Goroutines: 40, Subscribers: 2, Returned: false}
+	r.Phases = append(r.Phases, maxLoad, open)
+	r.Target = &TargetInfo{Kind: TargetAttach, PID: 4242, GraphQLURL: "http://127.0.0.1:1/graphql", Figures: []FigureSource{
+		{Name: "cpu_seconds", Source: "os: gopsutil, pid 4242", Definition: "user + system CPU", Measured: true},
+		{Name: "gc_percent", Source: "series go_gc_cpu", Definition: "GC share", Reason: "no such series"},
+	}}
+	r.Checks = append(r.Checks,
+		Check{Group: "delivery", Name: "exactly_once", Title: "Every event once", Phase: "graphql-load", Unit: "events", Pass: true, Definition: "lost + duplicated"},
+		Check{Group: "rest", Name: "returned", Title: "Returned to rest", Phase: "graphql-load", Unit: "goroutines", Value: 30, Limit: 2, Definition: "goroutines after − before"})
+	return r, s
 }
 
 // fixtureSamples returns n samples every step from t0: CPU that rises
@@ -71,8 +145,81 @@ func fixtureSamples(t0 time.Time, n int, step time.Duration) *Samples {
 	return s
 }
 
-// chartSection returns the <figure> of chart id.
-func chartSection(t *testing.T, page, id string) string {
+func render(t *testing.T, r *Report, s *Samples) string {
+	t.Helper()
+	b, err := r.HTML(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var dataBlob = regexp.MustCompile(`(?s)<script id="soakd-data" type="application/json">(.*?)</script>`)
+
+// pageData decodes the page's chart data.
+func pageData(t *testing.T, page string) (chartData, map[string]chartSpec) {
+	t.Helper()
+	m := dataBlob.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("report.html has no chart data")
+	}
+	var raw struct {
+		TimeRange [2]float64 `json:"time_range"`
+		Phases    []chartPhase
+		Charts    []struct {
+			chartSpec
+			X      []*float64 `json:"x"`
+			Series []struct {
+				chartSeries
+				Y []*float64 `json:"y"`
+			} `json:"series"`
+		} `json:"charts"`
+	}
+	if err := json.Unmarshal([]byte(m[1]), &raw); err != nil {
+		t.Fatalf("chart data is not JSON: %v", err)
+	}
+	unnull := func(v []*float64) nums {
+		out := make(nums, len(v))
+		for i, p := range v {
+			out[i] = math.NaN()
+			if p != nil {
+				out[i] = *p
+			}
+		}
+		return out
+	}
+	cd := chartData{TimeRange: raw.TimeRange, Phases: raw.Phases}
+	byID := map[string]chartSpec{}
+	for _, c := range raw.Charts {
+		spec := c.chartSpec
+		spec.X, spec.Series = unnull(c.X), nil
+		for _, s := range c.Series {
+			cs := s.chartSeries
+			cs.Y = unnull(s.Y)
+			if len(cs.Y) != len(spec.X) {
+				t.Errorf("%s: series %s has %d values for %d x values", spec.ID, cs.Label, len(cs.Y), len(spec.X))
+			}
+			spec.Series = append(spec.Series, cs)
+		}
+		cd.Charts = append(cd.Charts, spec)
+		byID[spec.ID] = spec
+	}
+	return cd, byID
+}
+
+// defined counts the values that are not gaps.
+func defined(v nums) int {
+	n := 0
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			n++
+		}
+	}
+	return n
+}
+
+// chartFrame returns the <figure> of chart id.
+func chartFrame(t *testing.T, page, id string) string {
 	t.Helper()
 	start := strings.Index(page, `<figure class="chart" id="`+id+`">`)
 	if start < 0 {
@@ -85,132 +232,316 @@ func chartSection(t *testing.T, page, id string) string {
 	return page[start : start+end]
 }
 
-var seriesPath = regexp.MustCompile(`<path class="series [^"]*" d="([^"]*)"`)
+var (
+	mdHeading   = regexp.MustCompile(`(?m)^#{2,3} (.+)$`)
+	htmlHeading = regexp.MustCompile(`(?s)<h[23][^>]*>(.*?)</h[23]>`)
+	tag         = regexp.MustCompile(`<[^>]+>`)
+)
 
-func TestHTMLStructure(t *testing.T) {
-	r, s := htmlFixture()
-	b, err := r.HTML(s)
-	if err != nil {
-		t.Fatal(err)
+// missingSections returns report.md's ## and ### headings that report.html
+// does not have as <h2> or <h3>, or has out of report.md's order.
+func missingSections(md, page string) []string {
+	var have []string
+	for _, m := range htmlHeading.FindAllStringSubmatch(page, -1) {
+		have = append(have, strings.TrimSpace(html.UnescapeString(tag.ReplaceAllString(m[1], ""))))
 	}
-	page := string(b)
-	for _, id := range timeChartIDs {
-		sec := chartSection(t, page, id)
-		if got := strings.Count(sec, `<g class="band `); got != len(r.Phases) {
-			t.Errorf("%s: got %d phase bands, want %d", id, got, len(r.Phases))
+	var missing []string
+	at := 0
+	for _, m := range mdHeading.FindAllStringSubmatch(md, -1) {
+		want := strings.TrimSpace(m[1])
+		i := slices.Index(have[at:], want)
+		if i < 0 {
+			if slices.Contains(have, want) {
+				want += " (out of order)"
+			}
+			missing = append(missing, want)
+			continue
 		}
-		m := seriesPath.FindAllStringSubmatch(sec, -1)
-		if len(m) != 1 {
-			t.Fatalf("%s: got %d series paths, want 1", id, len(m))
+		at += i + 1
+	}
+	return missing
+}
+
+// TestHTMLHasEverySection: report.html has every section report.md has,
+// under the same heading and in the same order, for reports with every
+// kind of section, an aborted one and a running one.
+func TestHTMLHasEverySection(t *testing.T) {
+	all, s := allSectionsFixture()
+	rich, _ := htmlFixture()
+	aborted := &Report{Run: "r1", Profile: "p", Status: StatusAborted, Verdict: VerdictAborted, Error: "target <exited>"}
+	running := fixture()
+	running.Status, running.Verdict, running.KPIs = StatusRunning, VerdictRunning, nil
+	for name, r := range map[string]*Report{"all sections": all, "rich": rich, "aborted": aborted, "running": running} {
+		t.Run(name, func(t *testing.T) {
+			md := r.Markdown()
+			page := render(t, r, s)
+			if miss := missingSections(md, page); len(miss) > 0 {
+				t.Errorf("report.html lacks report.md's sections %q", miss)
+			}
+		})
+	}
+	md, page := all.Markdown(), render(t, all, s)
+	for _, want := range []string{"Max load: max-load-rest", "Open model: open-graphql", "Subscriptions during graphql-load",
+		"Back to rest after each phase", "Where the resource figures come from", "Memory profile verdict", "Subscription delivery",
+		"Compared phases", "Return to rest", "Where the overhead goes", "Notes", trickyPhase + ": problems"} {
+		if !strings.Contains(md, "# "+want+"\n") {
+			t.Errorf("the fixture's report.md lacks the section %q: the test no longer covers it", want)
 		}
-		if pts := strings.Count(m[0][1], "L") + strings.Count(m[0][1], "M"); pts < 10 {
-			t.Errorf("%s: path has %d points, want at least 10: %q", id, pts, m[0][1])
-		}
-		if !strings.Contains(sec, "<title") || !strings.Contains(sec, "<figcaption>") {
-			t.Errorf("%s: no <title> or caption", id)
-		}
-		if strings.Contains(sec, noSamplesTx) {
-			t.Errorf("%s says %q with samples given", id, noSamplesTx)
-		}
 	}
-	if sec := chartSection(t, page, "chart-cpu"); !strings.Contains(sec, "50 %") && !strings.Contains(sec, "40 %") {
-		t.Errorf("cpu chart: no y tick with a %% unit")
+	// The comparison itself must catch a missing or reordered section.
+	cut := strings.Replace(page, "<h2>Max load: max-load-rest</h2>", "", 1)
+	if miss := missingSections(md, cut); !slices.Equal(miss, []string{"Max load: max-load-rest"}) {
+		t.Errorf("with the max-load heading removed: got missing %q", miss)
 	}
-	if sec := chartSection(t, page, "chart-heap"); !strings.Contains(sec, "MiB<") {
-		t.Errorf("heap chart: no y tick in MiB")
+	i, j := strings.Index(page, "<h2>Notes</h2>"), strings.Index(page, "<h2>Memory profile verdict</h2>")
+	swapped := page[:j] + "<h2>Notes</h2>" + page[j+len("<h2>Memory profile verdict</h2>"):i] + "<h2>Memory profile verdict</h2>" + page[i+len("<h2>Notes</h2>"):]
+	if miss := missingSections(md, swapped); len(miss) == 0 {
+		t.Errorf("sections out of order went unnoticed")
 	}
-	if sec := chartSection(t, page, "chart-alloc"); !strings.Contains(sec, "MiB/s<") {
-		t.Errorf("allocation chart: no y tick in MiB/s")
-	}
-	if sec := chartSection(t, page, "chart-gc"); !strings.Contains(sec, "only between samples where /gc/cycles/total advanced") {
-		t.Errorf("gc chart: the caption does not explain when GC %% is computed")
-	}
-	pauses := chartSection(t, page, "chart-pauses")
-	if got, want := strings.Count(pauses, `<rect class="bar `), 2*3; got != want {
-		t.Errorf("pause chart: got %d bars, want %d (3 per phase with resources)", got, want)
-	}
-	if !strings.Contains(pauses, "no resources") {
-		t.Errorf("pause chart: the phase without resources is not marked")
-	}
-	lat := chartSection(t, page, "chart-latency")
-	if got, want := strings.Count(lat, `<rect class="bar `), 5*len(r.Phases); got != want {
-		t.Errorf("latency chart: got %d bars, want %d", got, want)
-	}
-	if !strings.Contains(lat, "arm: rest") || !strings.Contains(lat, "arm: graphql") {
-		t.Errorf("latency chart: arms are not named")
-	}
+}
+
+// TestHTMLContent: the sections carry report.md's figures and sentences.
+func TestHTMLContent(t *testing.T) {
+	r, s := allSectionsFixture()
+	page := render(t, r, s)
 	text := html.UnescapeString(page)
 	for _, want := range []string{
-		`id="verdict"`, `class="verdict fail"`, "Verdict: FAIL",
-		`<table id="kpis">`, "+13.00 points", "≤ +5 points",
-		`<table id="checks">`, "3 of 80000 requests failed",
-		`<table id="overhead">`, "encoding/json.Marshal", "160 / 367", "~ (1 sample, within noise)",
+		`class="verdict fail"`, "Verdict: FAIL",
+		"+13.00 points", "≤ +5 points", "3 of 80000 requests failed",
+		"encoding/json.Marshal", "160 / 367", "~ (1 sample, within noise)",
 		"merged over 4 rounds (1,234 REST and 2,345 GraphQL samples at 100 Hz",
-		`<table id="phases">`, `<table id="rounds">`,
-		"mem&lt;&amp;&gt;&#34;ory", "Live heap &lt;trend&gt; &amp; drift", "fewer than 2 samples &lt;in window&gt;",
+		"Knee: target (target CPU ran out) at 6 s, 120 users, 9000 req/s: the target's CPUs saturated.",
+		"Outcome: failed (p99_latency): p99 31 ms > 20 ms.", "Users at failure: 120.",
+		"Target at the peak: CPU 91.0 % of the machine",
+		"Intended 500.0 req/s, achieved 490.0 req/s; 5000 arrivals, 4900 sent, 100 dropped",
+		"Expected is, for every subscription, the successful mutations of the id it follows.",
+		"10 → 40", "not measured: no such series", "Target: attach, pid 4242",
+		"CPU affinity: target on CPUs [0], drivers on CPUs [1].",
+		"Smallest effect detectable (80 % power)", "Definitions:", "least-squares slope of the live heap after GC",
+		"Resources could not be summarised: fewer than 2 samples <in window>",
+		"Shaded bands are the phases",
 	} {
-		src := page
-		if !strings.Contains(want, "&") {
-			src = text // html/template writes + as &#43;
-		}
-		if !strings.Contains(src, want) {
+		if !strings.Contains(text, want) {
 			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	for _, want := range []string{"mem&lt;&amp;&gt;&#34;ory", "Live heap &lt;trend&gt; &amp; drift"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks the escaped %q", want)
 		}
 	}
 	if strings.Contains(page, trickyPhase) || strings.Contains(page, "<in window>") {
 		t.Errorf("report.html contains unescaped text")
 	}
+	for _, id := range slices.Concat(targetChartIDs, driverChartIDs, phaseChartIDs, []string{"chart-knee-3", "chart-knee-3-cpu"}) {
+		if f := chartFrame(t, page, id); !strings.Contains(f, "<figcaption>") || !strings.Contains(f, `data-chart="`+id+`"`) {
+			t.Errorf("%s: no caption or no place to draw: %s", id, f)
+		}
+	}
+}
+
+// TestHTMLChartData checks the charts' data: every chart's series, the
+// driver's rates from its cumulative counts, the knee chart's axis and marks.
+func TestHTMLChartData(t *testing.T) {
+	r, s := allSectionsFixture()
+	cd, byID := pageData(t, render(t, r, s))
+	if len(cd.Phases) != len(r.Phases) || cd.Phases[0].Name != "rest-control" || cd.Phases[0].Start != 2 || cd.Phases[0].End != 22 {
+		t.Errorf("phase bands: got %+v", cd.Phases)
+	}
+	for _, id := range targetChartIDs {
+		c := byID[id]
+		if c.XKind != "time" || len(c.Series) != 1 || defined(c.Series[0].Y) < 10 {
+			t.Errorf("%s: want a time chart with one series of at least 10 points, got %+v", id, c)
+		}
+	}
+	th := byID["chart-throughput"]
+	if len(th.Series) != 2 || th.Series[0].Unit != "req/s" || th.Series[1].Label != "active users" {
+		t.Fatalf("throughput chart: got %+v", th.Series)
+	}
+	// rest-control starts at 2 s: one report a second of 4000 more requests.
+	if th.X[0] != 3 || th.Series[0].Y[0] != 4000 || th.Series[0].Y[5] != 4000 || th.Series[1].Y[0] != 80 {
+		t.Errorf("throughput: got x %v, y %v", th.X[:6], th.Series[0].Y[:6])
+	}
+	if gaps := len(th.X) - defined(th.Series[0].Y); gaps != len(r.Phases)-1 {
+		t.Errorf("throughput: got %d breaks, want one between each two phases", gaps)
+	}
+	errs := byID["chart-errors"]
+	if got := errs.Series[0].Y[4]; got != 1 { // rest-control: an error every 5 s
+		t.Errorf("errors at 5 s: got %v /s, want 1", got)
+	}
+	if len(errs.Series) != 2 || errs.Series[1].Label != "dropped arrivals" || errs.Series[1].Y[len(errs.X)-1] != 10 {
+		t.Errorf("errors chart: want the open phase's dropped arrivals at 10/s, got %+v", errs.Series)
+	}
+	lat := byID["chart-latency"]
+	if !lat.Log || len(lat.XCategories) != 5 || len(lat.Series) != len(r.Phases) || lat.Series[0].Y[2] != 1.5 {
+		t.Errorf("latency chart: got %+v", lat)
+	}
+	if p := byID["chart-pauses"]; len(p.Series) != 2 {
+		t.Errorf("pause chart: got %d series, want the 2 phases with pauses", len(p.Series))
+	}
+	knee := byID["chart-knee-3"]
+	if knee.XKind != "value" || knee.XLabel != "active users" || !slices.Equal(knee.X, nums{20, 40, 60, 80, 100, 120, 140}) {
+		t.Errorf("knee chart x: got %s %v", knee.XLabel, knee.X)
+	}
+	var labels []string
+	for _, m := range knee.Marks {
+		labels = append(labels, fmt.Sprintf("%s@%g", m.Label, m.X))
+	}
+	if want := []string{"peak 9100 req/s@80", "failure: p99_latency@120", "knee: target (target CPU)@120"}; !slices.Equal(labels, want) {
+		t.Errorf("knee marks: got %q, want %q", labels, want)
+	}
+	cpu := byID["chart-knee-3-cpu"]
+	if len(cpu.Series) != 3 || math.Abs(cpu.Series[1].Y[6]-98) > 1e-9 {
+		t.Errorf("knee cpu chart: got %+v", cpu.Series)
+	}
+}
+
+// TestHTMLKneeByArrivalRate: a ramping-rate phase's knee chart is drawn
+// against the intended arrival rate.
+func TestHTMLKneeByArrivalRate(t *testing.T) {
+	r, s := allSectionsFixture()
+	ml := r.Phases[3].MaxLoad
+	for i := range ml.Chart {
+		ml.Chart[i].ArrivalRPS = 1000 * float64(i+1)
+	}
+	_, byID := pageData(t, render(t, r, s))
+	if k := byID["chart-knee-3"]; k.XLabel != "intended arrival rate (req/s)" || k.X[6] != 7000 {
+		t.Errorf("got %s %v", k.XLabel, k.X)
+	}
+}
+
+// TestHTMLScriptInjection: a phase name and an error example that try to
+// close the data's <script> element stay data.
+func TestHTMLScriptInjection(t *testing.T) {
+	r, s := allSectionsFixture()
+	r.Phases[0].Name = hostilePhase
+	r.Phases[0].ErrorsByClass = map[string]int64{"http_500": 1}
+	r.Phases[0].ErrorExamples = map[string][]string{"http_500": {"</SCRIPT><img src=x onerror=alert(1)>"}}
+	page := render(t, r, s)
+	if got := strings.Count(strings.ToLower(page), "</script"); got != 3 {
+		t.Errorf("got %d </script, want 3 (data, uPlot, charts)", got)
+	}
+	if strings.Contains(page, "<img") || strings.Contains(page, "<script>alert") {
+		t.Errorf("hostile text was not escaped")
+	}
+	cd, _ := pageData(t, page)
+	if cd.Phases[0].Name != hostilePhase {
+		t.Errorf("the phase name did not survive as data: %q", cd.Phases[0].Name)
+	}
 }
 
 func TestHTMLSelfContained(t *testing.T) {
-	r, s := htmlFixture()
-	b, err := r.HTML(s)
-	if err != nil {
-		t.Fatal(err)
+	r, s := allSectionsFixture()
+	page := strings.ToLower(render(t, r, s))
+	// uPlot's own header comment names its home page; nothing else may.
+	lib := strings.ToLower(uplotJS)
+	if strings.Count(page, lib) != 1 {
+		t.Fatalf("the page does not embed uPlot once")
 	}
-	page := strings.ToLower(string(b))
-	for _, bad := range []string{"http://", "https://", "<script", "src=", "href=", "url(", "@import", "//cdn"} {
-		if strings.Contains(page, bad) {
-			i := strings.Index(page, bad)
-			t.Errorf("report.html contains %q (…%s…): it must work offline", bad, page[max(0, i-60):min(len(page), i+60)])
+	// The fixture's target URLs are text, not links.
+	rest := strings.ReplaceAll(strings.Replace(page, lib, "", 1), "http://127.0.0.1:1/graphql", "")
+	for _, bad := range []string{"http://", "https://", " src=", " href=", "url(", "@import", "//cdn", "<link", "<img", "<iframe", "<object", "<embed"} {
+		if i := strings.Index(rest, bad); i >= 0 {
+			t.Errorf("report.html contains %q (…%s…): it must work offline", bad, rest[max(0, i-60):min(len(rest), i+60)])
 		}
+	}
+	for _, bad := range []string{"fetch(", "xmlhttprequest", "import(", "</script", "<!--", "websocket"} {
+		if strings.Contains(lib, bad) || strings.Contains(strings.ToLower(chartScript), bad) {
+			t.Errorf("the charts' script contains %q", bad)
+		}
+	}
+}
+
+// TestUPlotVendored: the embedded uPlot is the release VERSION names,
+// byte for byte.
+func TestUPlotVendored(t *testing.T) {
+	version := string(mustRead(t, filepath.Join("uplot", "VERSION")))
+	m := regexp.MustCompile(`uPlot (\d+\.\d+\.\d+)`).FindStringSubmatch(version)
+	if m == nil || !strings.HasPrefix(uplotJS, "/*! https://github.com/leeoniya/uPlot (v"+m[1]+") */") {
+		t.Errorf("uplot/VERSION names %v, the script's header is %.60q", m, uplotJS)
+	}
+	for name, body := range map[string]string{"uPlot.iife.min.js": uplotJS, "uPlot.min.css": uplotCSS} {
+		sum := sha256.Sum256([]byte(body))
+		if want := hex.EncodeToString(sum[:]) + "  " + name; !strings.Contains(version, want) {
+			t.Errorf("uplot/VERSION lacks %q", want)
+		}
+	}
+	if !strings.Contains(string(mustRead(t, filepath.Join("uplot", "LICENSE"))), "MIT License") {
+		t.Errorf("uplot/LICENSE is not uPlot's MIT licence")
 	}
 }
 
 func TestHTMLWithoutSamples(t *testing.T) {
 	r, _ := htmlFixture()
 	for _, s := range []*Samples{nil, {}, {Samples: fixtureSamples(r.StartedAt, 1, time.Second).Samples}} {
-		b, err := r.HTML(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		page := string(b)
-		for _, id := range timeChartIDs {
-			sec := chartSection(t, page, id)
-			if !strings.Contains(sec, ">"+noSamplesTx+"<") {
+		page := render(t, r, s)
+		cd, byID := pageData(t, page)
+		for _, id := range targetChartIDs {
+			if f := chartFrame(t, page, id); !strings.Contains(f, ">"+noSamplesTx+"<") {
 				t.Errorf("%s: got no %q message without samples", id, noSamplesTx)
 			}
-			if seriesPath.MatchString(sec) {
-				t.Errorf("%s: got a series without samples", id)
+			if _, ok := byID[id]; ok {
+				t.Errorf("%s: got chart data without samples", id)
 			}
-			if got := strings.Count(sec, `<g class="band `); got != len(r.Phases) {
-				t.Errorf("%s: got %d phase bands, want %d", id, got, len(r.Phases))
-			}
+		}
+		if len(cd.Phases) != len(r.Phases) {
+			t.Errorf("got %d phase bands, want %d", len(cd.Phases), len(r.Phases))
+		}
+		if _, ok := byID["chart-throughput"]; !ok {
+			t.Errorf("the driver's charts need no samples")
+		}
+	}
+}
+
+func TestHTMLWithoutDriverSeries(t *testing.T) {
+	r, s := htmlFixture()
+	for i := range r.Phases {
+		r.Phases[i].DriverSeries = nil
+	}
+	page := render(t, r, s)
+	for _, id := range driverChartIDs {
+		if f := chartFrame(t, page, id); !strings.Contains(f, "no driver progress in this report") {
+			t.Errorf("%s: no message for a report without driver progress", id)
 		}
 	}
 }
 
 func TestHTMLAborted(t *testing.T) {
 	r := &Report{Run: "r1", Profile: "p", Status: StatusAborted, Verdict: VerdictAborted, Error: "target <exited>"}
-	b, err := r.HTML(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
+	page := render(t, r, nil)
 	for _, want := range []string{`class="verdict aborted"`, "target &lt;exited&gt;", "No KPIs were evaluated"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("aborted report lacks %q", want)
 		}
+	}
+}
+
+func TestSeriesRecorder(t *testing.T) {
+	var rec SeriesRecorder
+	if rec.Series() != nil {
+		t.Errorf("no report: want no series")
+	}
+	const n = 3*MaxDriverSeriesPoints + 7
+	for i := 1; i <= n; i++ {
+		rec.Add(workloads.Progress{ElapsedSeconds: float64(i), Requests: int64(10 * i), Errors: int64(i / 100), ActiveUsers: 5})
+	}
+	s := rec.Series()
+	if len(s.TSeconds) > MaxDriverSeriesPoints || len(s.TSeconds) < MaxDriverSeriesPoints/2 {
+		t.Fatalf("got %d points, want between %d and %d", len(s.TSeconds), MaxDriverSeriesPoints/2, MaxDriverSeriesPoints)
+	}
+	for i := 1; i < len(s.TSeconds); i++ {
+		if d := s.TSeconds[i] - s.TSeconds[i-1]; d != 4 {
+			t.Fatalf("points %d and %d are %v s apart, want an even 4 s", i-1, i, d)
+		}
+		if s.Requests[i] != int64(10*s.TSeconds[i]) {
+			t.Fatalf("point %d: %d requests at %v s, want the cumulative count", i, s.Requests[i], s.TSeconds[i])
+		}
+	}
+	if last := s.TSeconds[len(s.TSeconds)-1]; last < n-4 {
+		t.Errorf("the last point is at %v s, want within one stride of %d", last, n)
+	}
+	if s.Dropped != nil || len(s.Errors) != len(s.TSeconds) || len(s.ActiveUsers) != len(s.TSeconds) {
+		t.Errorf("columns: got %d errors, %d users, dropped %v", len(s.Errors), len(s.ActiveUsers), s.Dropped)
 	}
 }
 
@@ -251,6 +582,10 @@ func TestDeriveSeries(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.name, roundSegs(c.got), c.want)
 		}
 	}
+	x, y := segmentsXY(got.cpu, 0, 8)
+	if fmt.Sprint(x) != "[1 2 3.5 5 6 7 8]" || defined(y) != 5 {
+		t.Errorf("segments on one axis: got x %v, y %v", x, y)
+	}
 }
 
 func roundSegs(segs [][]tsPoint) [][]tsPoint {
@@ -264,15 +599,14 @@ func roundSegs(segs [][]tsPoint) [][]tsPoint {
 }
 
 func TestReducePointsKeepsSpikes(t *testing.T) {
-	ax := timeAxis{lo: 0, hi: 10000}
 	seg := make([]tsPoint, 10001)
 	for i := range seg {
 		seg[i] = tsPoint{float64(i), 1}
 	}
 	seg[5000].v = 99
-	got := reducePoints(seg, ax, chartW-plotLeft-plotRight)
-	if len(got) > 3*int(chartW) {
-		t.Errorf("got %d points, want at most %d", len(got), 3*int(chartW))
+	got := reducePoints(seg, 0, 10000)
+	if len(got) > 3*reduceColumns+3 {
+		t.Errorf("got %d points, want at most %d", len(got), 3*reduceColumns+3)
 	}
 	spike := false
 	for i, p := range got {
@@ -286,36 +620,118 @@ func TestReducePointsKeepsSpikes(t *testing.T) {
 	}
 }
 
-func TestNiceTicks(t *testing.T) {
-	for _, tc := range []struct {
-		lo, hi float64
-		want   string
-	}{
-		{0, 50, "[0 10 20 30 40 50]"},
-		{0, 1, "[0 0.2 0.4 0.6 0.8 1]"},
-		{-3, 47, "[0 10 20 30 40]"},
-	} {
-		if got := fmt.Sprint(niceTicks(tc.lo, tc.hi, 5)); got != tc.want {
-			t.Errorf("niceTicks(%v, %v): got %s, want %s", tc.lo, tc.hi, got, tc.want)
-		}
+func TestHTMLLongRun(t *testing.T) {
+	r, _ := htmlFixture()
+	t0 := r.StartedAt
+	r.Phases[0].Start, r.Phases[0].End = t0, t0.Add(3*time.Hour)
+	r.Phases[1].Start, r.Phases[1].End = t0.Add(3*time.Hour), t0.Add(6*time.Hour)
+	r.Phases = r.Phases[:2]
+	for i := range r.Phases {
+		r.Phases[i].DriverSeries = progressSeries(3*3600, 100, 10, 7)
 	}
-	top, ticks := niceAxis(37)
-	if top != 40 || fmt.Sprint(ticks) != "[0 10 20 30 40]" {
-		t.Errorf("niceAxis(37): got %v %v, want 40 [0 10 20 30 40]", top, ticks)
+	page := render(t, r, fixtureSamples(t0, 6*3600, time.Second))
+	if len(page) > 1<<20 {
+		t.Errorf("report.html is %d bytes for 6 h of samples, want under 1 MiB (series must be reduced)", len(page))
+	}
+	_, byID := pageData(t, page)
+	if n := len(byID["chart-heap"].X); n > 3*reduceColumns+3 || n < 100 {
+		t.Errorf("heap series has %d points, want between 100 and %d", n, 3*reduceColumns+3)
+	}
+	if n := len(byID["chart-throughput"].X); n > 2*MaxDriverSeriesPoints+1 {
+		t.Errorf("throughput series has %d points, want at most %d", n, 2*MaxDriverSeriesPoints+1)
 	}
 }
 
-var svgPathD = regexp.MustCompile(`<path class="series [^"]*" d="(M[^"]+)"`)
+func TestHTMLSeriesWithoutData(t *testing.T) {
+	r, s := htmlFixture()
+	for i := range s.Samples {
+		s.Samples[i].GCCycles = 7 // no cycle ends: GC % cannot be computed
+		s.Samples[i].ProcMissing = true
+	}
+	page := render(t, r, s)
+	_, byID := pageData(t, page)
+	for id, want := range map[string]string{
+		"chart-gc":  "no data: no GC cycle ended between two samples",
+		"chart-cpu": "no data: no window with the OS CPU times read at both ends",
+	} {
+		if f := chartFrame(t, page, id); !strings.Contains(f, want) || byID[id].ID != "" {
+			t.Errorf("%s: want the message %q and no chart data", id, want)
+		}
+	}
+	if byID["chart-heap"].ID == "" {
+		t.Errorf("chart-heap: the heap series must still be drawn")
+	}
+}
 
-// TestHTMLInChromium loads report.html in a real headless browser: the DOM
-// must hold the charts with their path data, and a screenshot must show
-// something (not a blank page).
+// TestHTMLRatesStayPhysical draws a target keeping both cores busy, sampled
+// every second plus phase-edge pairs 2.9 ms apart, with CPU times that move in
+// whole 10 ms ticks (user and system truncated separately, as Linux reports
+// them) and an allocation counter that moves in 4 MiB steps, one of which
+// falls between each pair: rates between samples that close read up to 345 %
+// of the machine and over 1 GiB/s. The charts must show neither.
+func TestHTMLRatesStayPhysical(t *testing.T) {
+	r, _ := htmlFixture()
+	t0 := r.StartedAt
+	const cores, allocRate, allocStep = 2, 40e6, 4 << 20
+	sample := func(off time.Duration) profiles.Sample {
+		cpu := off.Seconds() * cores // fully busy
+		tick := profiles.CPUTick.Seconds()
+		return profiles.Sample{Time: t0.Add(off), FDs: -1, Threads: -1,
+			UserCPUSeconds:   math.Floor(cpu*0.7/tick) * tick,
+			SystemCPUSeconds: math.Floor(cpu*0.3/tick) * tick,
+			AllocBytes:       uint64(math.Floor(off.Seconds()*allocRate/allocStep)) * allocStep}
+	}
+	s := &Samples{}
+	for sec := range 51 {
+		off := time.Duration(sec) * time.Second
+		s.Samples = append(s.Samples, sample(off))
+		if sec%5 == 2 {
+			// 1 ms before the allocation counter's next step after off + 400 ms.
+			next := math.Ceil((off.Seconds() + 0.4) * allocRate / allocStep)
+			edge := time.Duration(next*allocStep/allocRate*float64(time.Second)) - time.Millisecond
+			s.Samples = append(s.Samples, sample(edge), sample(edge+2900*time.Microsecond))
+		}
+	}
+	page := render(t, r, s)
+	_, byID := pageData(t, page)
+	top := func(c chartSpec) float64 {
+		m := math.Inf(-1)
+		for _, v := range c.Series[0].Y {
+			if !math.IsNaN(v) {
+				m = max(m, v)
+			}
+		}
+		return m
+	}
+	if c := byID["chart-cpu"]; c.ID == "" || top(c) > 100 {
+		t.Errorf("cpu chart: no series, or it reaches over 100 %% of the machine")
+	}
+	if c := byID["chart-alloc"]; top(c) > 60<<20 {
+		t.Errorf("allocation chart: reaches %.0f MiB/s, want at most 60 MiB/s for a steady %.0f MiB/s", top(c)/(1<<20), allocRate/(1<<20))
+	}
+	text := html.UnescapeString(page)
+	for _, id := range []string{"chart-cpu", "chart-alloc"} {
+		if !strings.Contains(chartFrame(t, text, id), "at least 750 ms") {
+			t.Errorf("%s: the caption does not give the 750 ms window", id)
+		}
+	}
+}
+
+var (
+	drawnPlot = regexp.MustCompile(`<div class="plot" data-chart="([^"]+)" data-drawn="(\d+)">`)
+	canvasTag = regexp.MustCompile(`<canvas width="(\d+)" height="(\d+)"`)
+)
+
+// TestHTMLInChromium loads report.html in a real headless browser: every
+// chart must be drawn (a canvas of non-zero size where the page holds its
+// data) with no script error, every section must be there, and a
+// screenshot must show a rendered page.
 func TestHTMLInChromium(t *testing.T) {
 	const chromium = "/usr/bin/chromium"
 	if _, err := os.Stat(chromium); err != nil {
 		t.Skipf("skipping the browser test: %s not found (CI installs it; apt-get install -y chromium)", chromium)
 	}
-	r, s := htmlFixture()
+	r, s := allSectionsFixture()
 	b, err := r.HTML(s)
 	if err != nil {
 		t.Fatal(err)
@@ -325,13 +741,13 @@ func TestHTMLInChromium(t *testing.T) {
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(extra ...string) []byte {
+	run := func(extra ...string) ([]byte, string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--user-data-dir=" + filepath.Join(dir, "profile")}, extra...)
+			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0",
+			"--virtual-time-budget=5000", "--user-data-dir=" + filepath.Join(dir, "profile")}, extra...)
 		args = append(args, "file://"+file)
 		cmd := exec.CommandContext(ctx, chromium, args...)
 		var stderr bytes.Buffer
@@ -341,34 +757,53 @@ func TestHTMLInChromium(t *testing.T) {
 		if err != nil {
 			t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.String())
 		}
-		return out
+		return out, stderr.String()
 	}
 
-	dom := string(run("--dump-dom"))
-	if got := strings.Count(dom, "<svg"); got != len(timeChartIDs)+2 {
-		t.Errorf("DOM: got %d svg charts, want %d", got, len(timeChartIDs)+2)
+	out, stderr := run("--window-size=1300,2000", "--dump-dom")
+	dom := string(out)
+	// The page logs nothing: any console line (chromium prints them as
+	// "INFO:CONSOLE…", uncaught exceptions included) is a problem.
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, ":CONSOLE") {
+			t.Errorf("console: %s", line)
+		}
 	}
-	for _, id := range timeChartIDs {
-		i := strings.Index(dom, `id="`+id+`"`)
-		if i < 0 {
-			t.Errorf("DOM lacks chart %s", id)
-			continue
+	if !strings.Contains(dom, `<div id="charts-not-drawn" hidden=""><strong>Some charts could not be drawn:</strong><ul></ul></div>`) {
+		i := strings.Index(dom, `id="charts-not-drawn"`)
+		t.Errorf("the page reports chart errors: %.600s", dom[max(0, i):])
+	}
+	_, byID := pageData(t, string(b))
+	drawn := map[string]bool{}
+	for _, m := range drawnPlot.FindAllStringSubmatchIndex(dom, -1) {
+		id, series := dom[m[2]:m[3]], dom[m[4]:m[5]]
+		if want := fmt.Sprint(len(byID[id].Series)); series != want {
+			t.Errorf("%s: drew %s series, want %s", id, series, want)
 		}
-		sec := dom[i:]
-		if j := strings.Index(sec, "</figure>"); j >= 0 {
-			sec = sec[:j]
+		rest := dom[m[1]:]
+		c := canvasTag.FindStringSubmatch(rest[:min(len(rest), 3000)])
+		if c == nil || c[1] == "0" || c[2] == "0" {
+			t.Errorf("%s: no canvas of non-zero size: %v", id, c)
 		}
-		m := svgPathD.FindStringSubmatch(sec)
-		if m == nil || strings.Count(m[1], "L") < 10 {
-			t.Errorf("DOM: chart %s has no path with data", id)
+		drawn[id] = true
+	}
+	for id := range byID {
+		if !drawn[id] {
+			t.Errorf("chart %s was not drawn", id)
 		}
+	}
+	if len(drawn) < len(targetChartIDs)+len(driverChartIDs)+len(phaseChartIDs)+2 {
+		t.Errorf("drew %d charts, want every chart of the fixture", len(drawn))
+	}
+	if miss := missingSections(r.Markdown(), dom); len(miss) > 0 {
+		t.Errorf("the rendered page lacks sections %q", miss)
 	}
 	if !strings.Contains(dom, "mem&lt;&amp;&gt;\"ory") {
 		t.Errorf("DOM: the escaped phase name did not come back as text")
 	}
 
 	shot := filepath.Join(dir, "shot.png")
-	run("--screenshot="+shot, "--window-size=1280,2000", "--hide-scrollbars")
+	run("--screenshot="+shot, "--window-size=1300,2600", "--hide-scrollbars")
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatalf("no screenshot: %v", err)
@@ -417,134 +852,4 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func TestHTMLLongRun(t *testing.T) {
-	r, _ := htmlFixture()
-	t0 := r.StartedAt
-	r.Phases[0].Start, r.Phases[0].End = t0, t0.Add(3*time.Hour)
-	r.Phases[1].Start, r.Phases[1].End = t0.Add(3*time.Hour), t0.Add(6*time.Hour)
-	r.Phases = r.Phases[:2]
-	s := fixtureSamples(t0, 6*3600, time.Second)
-	b, err := r.HTML(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
-	if len(b) > 1<<20 {
-		t.Errorf("report.html is %d bytes for 6 h of samples, want under 1 MiB (series must be reduced)", len(b))
-	}
-	sec := chartSection(t, page, "chart-heap")
-	m := seriesPath.FindStringSubmatch(sec)
-	if m == nil {
-		t.Fatal("heap chart has no series")
-	}
-	if pts := strings.Count(m[1], "L") + 1; pts > 3*int(chartW) || pts < 100 {
-		t.Errorf("heap series has %d points, want between 100 and %d", pts, 3*int(chartW))
-	}
-	for _, want := range []string{">0 h<", ">3 h<", ">6 h<", "(hours)"} {
-		if !strings.Contains(sec, want) {
-			t.Errorf("6 h time axis lacks %q", want)
-		}
-	}
-}
-
-func TestHTMLSeriesWithoutData(t *testing.T) {
-	r, s := htmlFixture()
-	for i := range s.Samples {
-		s.Samples[i].GCCycles = 7 // no cycle ends: GC % cannot be computed
-		s.Samples[i].ProcMissing = true
-	}
-	b, err := r.HTML(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := string(b)
-	for id, want := range map[string]string{
-		"chart-gc":  "no data: no GC cycle ended between two samples",
-		"chart-cpu": "no data: no window with the OS CPU times read at both ends",
-	} {
-		sec := chartSection(t, page, id)
-		if !strings.Contains(sec, want) || seriesPath.MatchString(sec) {
-			t.Errorf("%s: want the message %q and no series", id, want)
-		}
-	}
-	if !seriesPath.MatchString(chartSection(t, page, "chart-heap")) {
-		t.Errorf("chart-heap: the heap series must still be drawn")
-	}
-}
-
-var yTickLabel = regexp.MustCompile(`<text class="ytick"[^>]*>([0-9.]+) ([^<]*)</text>`)
-
-// topYTick returns the value and unit of the highest y tick of a chart section.
-func topYTick(t *testing.T, sec string) (float64, string) {
-	t.Helper()
-	top, unit := math.Inf(-1), ""
-	for _, m := range yTickLabel.FindAllStringSubmatch(sec, -1) {
-		v, err := strconv.ParseFloat(m[1], 64)
-		if err != nil {
-			t.Fatalf("y tick %q: %v", m[0], err)
-		}
-		if v > top {
-			top, unit = v, m[2]
-		}
-	}
-	if math.IsInf(top, -1) {
-		t.Fatalf("no y ticks in %.200s…", sec)
-	}
-	return top, unit
-}
-
-// TestHTMLRatesStayPhysical draws a target keeping both cores busy, sampled
-// every second plus phase-edge pairs 2.9 ms apart, with CPU times that move in
-// whole 10 ms ticks (user and system truncated separately, as Linux reports
-// them) and an allocation counter that moves in 4 MiB steps, one of which
-// falls between each pair: rates between samples that close read up to 345 %
-// of the machine and over 1 GiB/s. The charts must show neither.
-func TestHTMLRatesStayPhysical(t *testing.T) {
-	r, _ := htmlFixture()
-	t0 := r.StartedAt
-	const cores, allocRate, allocStep = 2, 40e6, 4 << 20
-	sample := func(off time.Duration) profiles.Sample {
-		cpu := off.Seconds() * cores // fully busy
-		tick := profiles.CPUTick.Seconds()
-		return profiles.Sample{Time: t0.Add(off), FDs: -1, Threads: -1,
-			UserCPUSeconds:   math.Floor(cpu*0.7/tick) * tick,
-			SystemCPUSeconds: math.Floor(cpu*0.3/tick) * tick,
-			AllocBytes:       uint64(math.Floor(off.Seconds()*allocRate/allocStep)) * allocStep}
-	}
-	s := &Samples{}
-	for sec := range 51 {
-		off := time.Duration(sec) * time.Second
-		s.Samples = append(s.Samples, sample(off))
-		if sec%5 == 2 {
-			// 1 ms before the allocation counter's next step after off + 400 ms.
-			next := math.Ceil((off.Seconds() + 0.4) * allocRate / allocStep)
-			edge := time.Duration(next*allocStep/allocRate*float64(time.Second)) - time.Millisecond
-			s.Samples = append(s.Samples, sample(edge), sample(edge+2900*time.Microsecond))
-		}
-	}
-	b, err := r.HTML(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := html.UnescapeString(string(b))
-	cpu := chartSection(t, page, "chart-cpu")
-	if top, unit := topYTick(t, cpu); unit != "%" || top > 100 {
-		t.Errorf("cpu chart: the y axis reaches %v %s, want at most 100 %%", top, unit)
-	}
-	if !seriesPath.MatchString(cpu) {
-		t.Errorf("cpu chart: no series drawn for a fully busy target")
-	}
-	if !strings.Contains(cpu, "at least 750 ms") {
-		t.Errorf("cpu chart: the caption does not give the 750 ms window: %s", cpu[strings.Index(cpu, "<figcaption>"):])
-	}
-	alloc := chartSection(t, page, "chart-alloc")
-	if top, unit := topYTick(t, alloc); unit != "MiB/s" || top > 60 {
-		t.Errorf("allocation chart: the y axis reaches %v %s, want at most 60 MiB/s for a steady %.0f MiB/s",
-			top, unit, allocRate/(1<<20))
-	}
-	if !strings.Contains(alloc, "at least 750 ms") {
-		t.Errorf("allocation chart: the caption does not give the 750 ms window")
-	}
 }

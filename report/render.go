@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/workloads"
 )
 
 // value formats a metric value with its unit.
@@ -162,15 +164,7 @@ func (r *Report) Markdown() string {
 				len(r.Rounds), first, second, second, first, r.Gate, gateWords(r.Gate))
 			b.WriteString("| Metric | Mean variance | Confidence interval | Spread across rounds | Smallest effect detectable (80 % power) | Recorded noise floor: smallest effect detectable | Outcome |\n|---|---:|---:|---:|---:|---:|---|\n")
 			for _, k := range r.KPIs {
-				spread := "n/a"
-				if k.DeltaMin != nil && k.DeltaMax != nil {
-					spread = fmt.Sprintf("%+.2f … %+.2f %s", *k.DeltaMin, *k.DeltaMax, k.DeltaUnit)
-				}
-				mde := "not measured (fewer than 2 rounds)"
-				if k.MinDetectable != nil {
-					mde = fmt.Sprintf("%.2f %s", *k.MinDetectable, k.DeltaUnit)
-				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", k.Title, variance(k), intervalText(k), spread, mde, noiseText(k), outcome(k))
+				fmt.Fprintf(&b, "| %s | %s |\n", k.Title, strings.Join(roundCells(k), " | "))
 			}
 			fmt.Fprintf(&b, "\n| Round | %s phase | %s phase | Verdict |\n|---:|---|---|---|\n", first, second)
 			for _, rd := range r.Rounds {
@@ -191,55 +185,25 @@ func (r *Report) Markdown() string {
 		l := p.LatencyMs
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f req/s | %.2f ms | %.2f ms | %.2f ms | %.2f ms |",
 			p.Name, p.Arm, p.DriverPID, p.Requests, p.Errors, p.ThroughputRPS, l.P50, l.P90, l.P99, l.Max)
-		if s := p.Resources; s != nil {
-			nm := func(key, v string) string {
-				if _, ok := s.NotMeasured[key]; ok {
-					return "n/m"
-				}
-				return v
-			}
-			fmt.Fprintf(&b, " %s | %s | %s | %s | %s | %s |\n",
-				nm("cpu_seconds", fmt.Sprintf("%.2f %%", s.CPUMachinePercent)), nm("gc_percent", fmt.Sprintf("%.2f %%", s.GCPercent)),
-				nm("gc_cycles", fmt.Sprintf("%d", s.GCCycles)), nm("gc_pause_p99_ms", fmt.Sprintf("%.3f ms", s.GCPauseP99Ms)),
-				nm("heap_live_bytes", mib(s.HeapLiveBytesMax)), nm("rss_bytes", mib(s.RSSBytesMax)))
-		} else {
-			b.WriteString(" — | — | — | — | — | — |\n")
-		}
+		fmt.Fprintf(&b, " %s |\n", strings.Join(resourceCells(p.Resources), " | "))
 	}
 	b.WriteString("\nPer request (steady window; target rate ÷ throughput):\n\n")
 	b.WriteString("| Phase | CPU | Heap allocated | Objects allocated | GC cycles per 10k requests |\n|---|---:|---:|---:|---:|\n")
 	for _, p := range r.Phases {
-		pr := p.PerRequest
-		nm := func(key, v string) string {
-			if _, ok := pr.NotMeasured[key]; ok {
-				return "n/m"
-			}
-			return v
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", p.Name, nm("cpu_us", fmt.Sprintf("%.1f µs", pr.CPUMicros)), nm("alloc_bytes", fmt.Sprintf("%.0f B", pr.AllocBytes)),
-			nm("alloc_objects", fmt.Sprintf("%.1f", pr.AllocObjects)), nm("gc_cycles_per_10k", fmt.Sprintf("%.2f", pr.GCCyclesPer10kReq)))
+		fmt.Fprintf(&b, "| %s | %s |\n", p.Name, strings.Join(perRequestCells(p.PerRequest), " | "))
 	}
 	b.WriteString("\n")
 	if r.hasNotMeasured() {
-		b.WriteString("n/m: not measured: the target does not give this figure (see *Where the resource figures come from*).\n\n")
+		b.WriteString("n/m: " + notMeasuredLegend + "\n\n")
 	}
 	for _, p := range r.Phases {
-		if p.Errors == 0 && p.ResourcesError == "" && p.SteadyFallback == "" {
+		probs := problems(p)
+		if len(probs) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "### %s: problems\n\n", p.Name)
-		if p.ResourcesError != "" {
-			fmt.Fprintf(&b, "- Resources could not be summarised: %s\n", p.ResourcesError)
-		}
-		if p.SteadyFallback != "" {
-			fmt.Fprintf(&b, "- No steady window (%s); figures cover the whole phase.\n", p.SteadyFallback)
-		}
-		for _, class := range slices.Sorted(maps.Keys(p.ErrorsByClass)) {
-			fmt.Fprintf(&b, "- %s: %d", class, p.ErrorsByClass[class])
-			if ex := p.ErrorExamples[class]; len(ex) > 0 {
-				fmt.Fprintf(&b, " (e.g. %q)", ex[0])
-			}
-			b.WriteString("\n")
+		fmt.Fprintf(&b, "### %s\n\n", problemsHeading(p))
+		for _, x := range probs {
+			fmt.Fprintf(&b, "- %s\n", x)
 		}
 		b.WriteString("\n")
 	}
@@ -253,18 +217,25 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(strings.Join(r.footerLines(), "  \n") + "\n")
+	return b.String()
+}
+
+// footerLines say where and how the run happened: CPU pinning, a
+// self-check's arms, the target, the host.
+func (r *Report) footerLines() []string {
+	var out []string
 	if p := r.Pinning; p != nil {
-		fmt.Fprintf(&b, "%s  \n", p.Describe())
+		out = append(out, p.Describe())
 	}
 	if r.Arms != "" && r.Arms != "rest,graphql" {
-		fmt.Fprintf(&b, "Arms: %s (self-check).  \n", r.Arms)
+		out = append(out, fmt.Sprintf("Arms: %s (self-check).", r.Arms))
 	}
 	if t := r.Target; t != nil {
-		fmt.Fprintf(&b, "%s  \n", t.Describe())
+		out = append(out, t.Describe())
 	}
-	fmt.Fprintf(&b, "Target PID %d on %d cores (GOMAXPROCS %d), %s %s/%s, soakd %s. Sampler interval %gs.\n",
-		r.TargetPID, r.Host.Cores, r.Host.GOMAXPROCS, r.Host.GoVersion, r.Host.OS, r.Host.Arch, r.Host.Soakd, r.SamplerIntervalSeconds)
-	return b.String()
+	return append(out, fmt.Sprintf("Target PID %d on %d cores (GOMAXPROCS %d), %s %s/%s, soakd %s. Sampler interval %gs.",
+		r.TargetPID, r.Host.Cores, r.Host.GOMAXPROCS, r.Host.GoVersion, r.Host.OS, r.Host.Arch, r.Host.Soakd, r.SamplerIntervalSeconds))
 }
 
 // Table writes the KPI table, every rule that did not pass with its
@@ -357,56 +328,30 @@ func (r *Report) Reasons() []string {
 func (r *Report) workloadSections(b *strings.Builder) {
 	for _, p := range r.Phases {
 		if sr := p.Subscriptions; sr != nil {
-			fmt.Fprintf(b, "## Subscriptions during %s\n\n", p.Name)
-			b.WriteString("| Clients | Subscriptions | Expected | Received | Lost | Duplicated | Out of order | Foreign | Unexpected | Client errors | Latency p50 | p90 | p99 | max |\n")
+			fmt.Fprintf(b, "## %s\n\n", subscriptionsHeading(p))
+			b.WriteString("| " + strings.Join(subscriptionColumns, " | ") + " |\n")
 			b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-			l := sr.LatencyMs
-			fmt.Fprintf(b, "| %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms |\n\n",
-				sr.Clients, sr.Subscriptions, sr.Expected, sr.Received, sr.Lost, sr.Duplicated, sr.OutOfOrder, sr.Foreign, sr.Unexpected, sr.ClientErrors, l.P50, l.P90, l.P99, l.Max)
-			b.WriteString("Expected is, for every subscription, the successful mutations of the id it follows. Lost must be 0. " + sr.LatencyNote + ".\n\n")
+			fmt.Fprintf(b, "| %s |\n\n", strings.Join(subscriptionCells(sr), " | "))
+			b.WriteString(subscriptionNote(sr) + "\n\n")
 		}
 	}
+	md := func(s string) string { return "**" + s + "**" }
+	code := func(s string) string { return "`" + s + "`" }
 	for _, p := range r.Phases {
-		ml := p.MaxLoad
-		if ml == nil {
+		if p.MaxLoad == nil {
 			continue
 		}
-		fmt.Fprintf(b, "## Max load: %s\n\n", p.Name)
-		outcome := "no failure up to the cap"
-		if ml.Failed {
-			outcome = "failed"
-		}
-		fmt.Fprintf(b, "- Outcome: **%s** (`%s`): %s.\n", outcome, ml.Reason, ml.Detail)
-		fmt.Fprintf(b, "- Maximum sustained throughput (best window before failure): **%.0f req/s** with %d users.\n", ml.PeakThroughputRPS, ml.PeakUsers)
-		if ml.Failed {
-			fmt.Fprintf(b, "- Users at failure: %d.\n", ml.UsersAtFailure)
-		}
-		if k := ml.Knee; k != nil {
-			fmt.Fprintf(b, "- Knee: **%s**", k.Attribution)
-			if k.Resource != "" {
-				fmt.Fprintf(b, " (%s ran out)", k.Resource)
-			}
-			if k.Attribution != "none" {
-				fmt.Fprintf(b, " at %.0f s, %d users, %.0f req/s", k.AtT, k.Users, k.RPS)
-			}
-			fmt.Fprintf(b, ": %s.\n", k.Reason)
-		}
-		if pr := ml.PeakResources; pr != nil {
-			fmt.Fprintf(b, "- Target at the peak: CPU %.1f %% of the machine (%.1f %% of one core), RSS %s, GC %.2f %%.\n", pr.CPUMachinePercent, pr.CPUCorePercent, mib(pr.RSSBytesMax), pr.GCPercent)
-		} else if ml.PeakResourcesError != "" {
-			fmt.Fprintf(b, "- Target at the peak: not measured (%s).\n", ml.PeakResourcesError)
+		fmt.Fprintf(b, "## %s\n\n", maxLoadHeading(p))
+		for _, line := range maxLoadLines(p.MaxLoad, md, code) {
+			fmt.Fprintf(b, "- %s\n", line)
 		}
 		b.WriteString("\n")
 	}
 	for _, p := range r.Phases {
-		o := p.Open
-		if o == nil {
+		if p.Open == nil {
 			continue
 		}
-		fmt.Fprintf(b, "## Open model: %s\n\n", p.Name)
-		fmt.Fprintf(b, "Intended %.1f req/s, achieved %.1f req/s; %d arrivals, %d sent, **%d dropped** (max_in_flight reached), %d late (> %.0f ms behind schedule, worst %.1f ms). ",
-			o.IntendedRateRPS, o.AchievedRateRPS, o.Arrivals, o.Sent, o.Dropped, o.Late, o.LateThresholdMs, o.MaxLatenessMs)
-		fmt.Fprintf(b, "Latency from the intended send time p99 %.2f ms; service time p99 %.2f ms.\n\n", p.LatencyMs.P99, o.ServiceMs.P99)
+		fmt.Fprintf(b, "## %s\n\n%s\n\n", openHeading(p), openText(p, md))
 	}
 	var settled []Phase
 	for _, p := range r.Phases {
@@ -416,26 +361,14 @@ func (r *Report) workloadSections(b *strings.Builder) {
 	}
 	if len(settled) > 0 {
 		b.WriteString("## Back to rest after each phase\n\n")
-		if settled[0].After.NoForcedGC {
-			b.WriteString("After the settle period, compared with the sample taken before the phase. No GC can be forced in a target soakd does not host: each live heap is as of the target's own last GC cycle; n/m: not measured.\n\n")
-		} else {
-			b.WriteString("After the settle period and a forced GC, compared with the sample taken before the phase (also after a forced GC).\n\n")
-		}
+		fmt.Fprintf(b, "%s\n\n", afterIntro(settled[0].After))
 		b.WriteString("| Phase | Goroutines before → after | Subscriptions open | Live heap before → after | Returned |\n|---|---:|---:|---:|---|\n")
 		for _, p := range settled {
-			a := p.After
-			ret := "yes"
-			if !a.Returned {
-				ret = "**no**"
+			c := afterCells(p.After)
+			if !p.After.Returned {
+				c[3] = "**" + c[3] + "**"
 			}
-			nm := func(key, v string) string {
-				if _, ok := a.NotMeasured[key]; ok {
-					return "n/m"
-				}
-				return v
-			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", p.Name, nm("goroutines", fmt.Sprintf("%d → %d", a.BaselineGoroutines, a.Goroutines)),
-				nm("subscribers", fmt.Sprintf("%d", a.Subscribers)), nm("heap_live_bytes", mib(a.BaselineHeapLiveBytes)+" → "+mib(a.HeapLiveBytes)), ret)
+			fmt.Fprintf(b, "| %s | %s |\n", p.Name, strings.Join(c, " | "))
 		}
 		b.WriteString("\n")
 	}
@@ -445,52 +378,84 @@ func gateWords(string) string {
 	return "pass when the whole confidence interval of the mean variance is inside the limit, fail when it is wholly beyond, inconclusive otherwise"
 }
 
+// checkGroup is one section of verdict rules other than the KPI rows.
+type checkGroup struct {
+	Title, Intro string
+	Rows         []Check
+}
+
+// checkGroups returns the checks by section, in report order, leaving out
+// sections with no rows.
+func (r *Report) checkGroups() []checkGroup {
+	restIntro := "After each phase, a settle period and forced GCs, the target must have released what the phase took."
+	if r.Target.External() {
+		restIntro = "After each phase and a settle period, the target must have released what the phase took (no GC can be forced in a target soakd does not host)."
+	}
+	var out []checkGroup
+	for _, g := range []struct{ title, group, intro string }{
+		{"Memory profile verdict", "memory", "Seed 002's memory expectations, measured: steady allocation with no extreme spikes, little to nothing surviving each GC cycle, and a return to the pre-test state."},
+		{"Subscription delivery", "delivery", "Every subscription must receive each event of its id exactly once."},
+		{"Compared phases", "errors", "The compared phases must be error-free and measured."},
+		{"Return to rest", "rest", restIntro},
+	} {
+		cg := checkGroup{Title: g.title, Intro: g.intro}
+		for _, c := range r.Checks {
+			if c.Group == g.group {
+				cg.Rows = append(cg.Rows, c)
+			}
+		}
+		if len(cg.Rows) > 0 {
+			out = append(out, cg)
+		}
+	}
+	return out
+}
+
+// checkResult is a check row's result as the check tables show it.
+func checkResult(c Check) string {
+	switch {
+	case c.Outcome == kpi.OutcomeNotMeasured:
+		return "not measured"
+	case c.Outcome == kpi.OutcomeInconclusive:
+		return "inconclusive"
+	case !c.Pass:
+		return "FAIL"
+	}
+	return "pass"
+}
+
+// checkDefinitions returns the rows with a name not seen before: one
+// definition per rule.
+func checkDefinitions(rows []Check) []Check {
+	var out []Check
+	seen := map[string]bool{}
+	for _, c := range rows {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // checkSections renders the memory-profile verdict, the other checks and
 // the overhead breakdown.
 func (r *Report) checkSections(b *strings.Builder) {
-	group := func(title, g, intro string) {
-		var rows []Check
-		for _, c := range r.Checks {
-			if c.Group == g {
-				rows = append(rows, c)
-			}
-		}
-		if len(rows) == 0 {
-			return
-		}
-		fmt.Fprintf(b, "## %s\n\n%s\n\n| Phase | Rule | Measured | Limit | Result | Detail |\n|---|---|---:|---:|---|---|\n", title, intro)
-		for _, c := range rows {
-			res := "pass"
-			switch {
-			case c.Outcome == kpi.OutcomeNotMeasured:
-				res = "not measured"
-			case c.Outcome == kpi.OutcomeInconclusive:
-				res = "inconclusive"
-			case !c.Pass:
+	for _, g := range r.checkGroups() {
+		fmt.Fprintf(b, "## %s\n\n%s\n\n| Phase | Rule | Measured | Limit | Result | Detail |\n|---|---|---:|---:|---|---|\n", g.Title, g.Intro)
+		for _, c := range g.Rows {
+			res := checkResult(c)
+			if res == "FAIL" {
 				res = "**FAIL**"
 			}
 			fmt.Fprintf(b, "| %s | %s | %.4g %s | %.4g %s | %s | %s |\n", c.Phase, c.Title, c.Value, c.Unit, c.Limit, c.Unit, res, c.Detail)
 		}
 		b.WriteString("\nDefinitions:\n\n")
-		seen := map[string]bool{}
-		for _, c := range rows {
-			if !seen[c.Name] {
-				seen[c.Name] = true
-				fmt.Fprintf(b, "- **%s** (`%s`): %s.\n", c.Title, c.Name, c.Definition)
-			}
+		for _, c := range checkDefinitions(g.Rows) {
+			fmt.Fprintf(b, "- **%s** (`%s`): %s.\n", c.Title, c.Name, c.Definition)
 		}
 		b.WriteString("\n")
 	}
-	group("Memory profile verdict", "memory",
-		"Seed 002's memory expectations, measured: steady allocation with no extreme spikes, little to nothing surviving each GC cycle, and a return to the pre-test state.")
-	group("Subscription delivery", "delivery",
-		"Every subscription must receive each event of its id exactly once.")
-	group("Compared phases", "errors", "The compared phases must be error-free and measured.")
-	restIntro := "After each phase, a settle period and forced GCs, the target must have released what the phase took."
-	if r.Target.External() {
-		restIntro = "After each phase and a settle period, the target must have released what the phase took (no GC can be forced in a target soakd does not host)."
-	}
-	group("Return to rest", "rest", restIntro)
 	if len(r.Overhead) > 0 {
 		b.WriteString("## Where the overhead goes\n\n")
 		fmt.Fprintf(b, "Self (flat) CPU per request by function, from CPU profiles of the target over each compared phase's steady window, %s; each arm's CPU divided by the requests completed while its profiles ran. %s\n\n",
@@ -592,8 +557,8 @@ func (r *Report) figureSources(b *strings.Builder) {
 	if !t.External() || len(t.Figures) == 0 {
 		return
 	}
-	b.WriteString("## Where the resource figures come from\n\n")
-	fmt.Fprintf(b, "The target is a server soakd does not host (%s, pid %d), sampled from outside.\n\n", t.Kind, t.PID)
+	b.WriteString("## " + figureSourcesHeading + "\n\n")
+	fmt.Fprintf(b, "%s\n\n", figureSourcesIntro(t))
 	b.WriteString("| Figure | Source | Definition |\n|---|---|---|\n")
 	for _, f := range t.Figures {
 		src := "`" + f.Source + "`"
@@ -603,4 +568,175 @@ func (r *Report) figureSources(b *strings.Builder) {
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", f.Name, strings.ReplaceAll(src, "|", "\\|"), strings.ReplaceAll(f.Definition, "|", "\\|"))
 	}
 	b.WriteString("\n")
+}
+
+// notMeasuredLegend explains the "n/m" cells of the phase tables.
+const notMeasuredLegend = "not measured: the target does not give this figure (see *Where the resource figures come from*)."
+
+// resourceCells formats a phase's target figures over its steady window, as
+// the phase tables show them: CPU share of the machine, GC %, GC cycles, GC
+// pause p99, largest live heap and RSS; "n/m" for a figure the target does
+// not give, "—" for all when there is no summary.
+func resourceCells(s *profiles.Summary) []string {
+	if s == nil {
+		return []string{"—", "—", "—", "—", "—", "—"}
+	}
+	nm := func(key, v string) string {
+		if _, ok := s.NotMeasured[key]; ok {
+			return "n/m"
+		}
+		return v
+	}
+	return []string{nm("cpu_seconds", fmt.Sprintf("%.2f %%", s.CPUMachinePercent)), nm("gc_percent", fmt.Sprintf("%.2f %%", s.GCPercent)),
+		nm("gc_cycles", fmt.Sprintf("%d", s.GCCycles)), nm("gc_pause_p99_ms", fmt.Sprintf("%.3f ms", s.GCPauseP99Ms)),
+		nm("heap_live_bytes", mib(s.HeapLiveBytesMax)), nm("rss_bytes", mib(s.RSSBytesMax))}
+}
+
+// perRequestCells formats a phase's per-request costs: CPU, heap bytes and
+// objects allocated, GC cycles per 10k requests ("n/m" when not measured).
+func perRequestCells(pr PerRequest) []string {
+	nm := func(key, v string) string {
+		if _, ok := pr.NotMeasured[key]; ok {
+			return "n/m"
+		}
+		return v
+	}
+	return []string{nm("cpu_us", fmt.Sprintf("%.1f µs", pr.CPUMicros)), nm("alloc_bytes", fmt.Sprintf("%.0f B", pr.AllocBytes)),
+		nm("alloc_objects", fmt.Sprintf("%.1f", pr.AllocObjects)), nm("gc_cycles_per_10k", fmt.Sprintf("%.2f", pr.GCCyclesPer10kReq))}
+}
+
+// problemsHeading titles a phase's problems section.
+func problemsHeading(p Phase) string { return p.Name + ": problems" }
+
+// problems lists what went wrong in a phase, one sentence each: resources
+// not summarised, no steady window, failed requests by class with an
+// example; nil when nothing did.
+func problems(p Phase) []string {
+	if p.Errors == 0 && p.ResourcesError == "" && p.SteadyFallback == "" {
+		return nil
+	}
+	var out []string
+	if p.ResourcesError != "" {
+		out = append(out, "Resources could not be summarised: "+p.ResourcesError)
+	}
+	if p.SteadyFallback != "" {
+		out = append(out, fmt.Sprintf("No steady window (%s); figures cover the whole phase.", p.SteadyFallback))
+	}
+	for _, class := range slices.Sorted(maps.Keys(p.ErrorsByClass)) {
+		line := fmt.Sprintf("%s: %d", class, p.ErrorsByClass[class])
+		if ex := p.ErrorExamples[class]; len(ex) > 0 {
+			line += fmt.Sprintf(" (e.g. %q)", ex[0])
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// afterIntro says how the back-to-rest figures were taken.
+func afterIntro(a *After) string {
+	if a.NoForcedGC {
+		return "After the settle period, compared with the sample taken before the phase. No GC can be forced in a target soakd does not host: each live heap is as of the target's own last GC cycle; n/m: not measured."
+	}
+	return "After the settle period and a forced GC, compared with the sample taken before the phase (also after a forced GC)."
+}
+
+// afterCells formats a phase's return to rest: goroutines and live heap
+// before → after, subscriptions still open, and whether it returned.
+func afterCells(a *After) []string {
+	nm := func(key, v string) string {
+		if _, ok := a.NotMeasured[key]; ok {
+			return "n/m"
+		}
+		return v
+	}
+	ret := "yes"
+	if !a.Returned {
+		ret = "no"
+	}
+	return []string{nm("goroutines", fmt.Sprintf("%d → %d", a.BaselineGoroutines, a.Goroutines)),
+		nm("subscribers", fmt.Sprintf("%d", a.Subscribers)), nm("heap_live_bytes", mib(a.BaselineHeapLiveBytes)+" → "+mib(a.HeapLiveBytes)), ret}
+}
+
+// roundCells formats a KPI row's figures across rounds: mean variance,
+// confidence interval, spread, smallest detectable effect, the recorded
+// noise floor's, and the outcome.
+func roundCells(k kpi.Result) []string {
+	spread := "n/a"
+	if k.DeltaMin != nil && k.DeltaMax != nil {
+		spread = fmt.Sprintf("%+.2f … %+.2f %s", *k.DeltaMin, *k.DeltaMax, k.DeltaUnit)
+	}
+	mde := "not measured (fewer than 2 rounds)"
+	if k.MinDetectable != nil {
+		mde = fmt.Sprintf("%.2f %s", *k.MinDetectable, k.DeltaUnit)
+	}
+	return []string{variance(k), intervalText(k), spread, mde, noiseText(k), outcome(k)}
+}
+
+func subscriptionsHeading(p Phase) string { return "Subscriptions during " + p.Name }
+
+// subscriptionColumns head the subscription table; subscriptionCells fill it.
+var subscriptionColumns = []string{"Clients", "Subscriptions", "Expected", "Received", "Lost", "Duplicated", "Out of order", "Foreign", "Unexpected", "Client errors", "Latency p50", "p90", "p99", "max"}
+
+func subscriptionCells(sr *workloads.SubscriptionResult) []string {
+	l := sr.LatencyMs
+	return strings.Split(fmt.Sprintf("%d|%d|%d|%d|%d|%d|%d|%d|%d|%d|%.2f ms|%.2f ms|%.2f ms|%.2f ms",
+		sr.Clients, sr.Subscriptions, sr.Expected, sr.Received, sr.Lost, sr.Duplicated, sr.OutOfOrder, sr.Foreign, sr.Unexpected, sr.ClientErrors, l.P50, l.P90, l.P99, l.Max), "|")
+}
+
+// subscriptionNote defines the subscription table's figures.
+func subscriptionNote(sr *workloads.SubscriptionResult) string {
+	return "Expected is, for every subscription, the successful mutations of the id it follows. Lost must be 0. " + sr.LatencyNote + "."
+}
+
+func maxLoadHeading(p Phase) string { return "Max load: " + p.Name }
+
+// maxLoadLines states a max-load phase's outcome, one sentence each:
+// outcome, peak, users at failure, the knee and its attribution, the target
+// at the peak. emph and code mark up a key figure and an identifier (the
+// identity for plain text).
+func maxLoadLines(ml *MaxLoad, emph, code func(string) string) []string {
+	outcome := "no failure up to the cap"
+	if ml.Failed {
+		outcome = "failed"
+	}
+	lines := []string{
+		fmt.Sprintf("Outcome: %s (%s): %s.", emph(outcome), code(ml.Reason), ml.Detail),
+		fmt.Sprintf("Maximum sustained throughput (best window before failure): %s with %d users.", emph(fmt.Sprintf("%.0f req/s", ml.PeakThroughputRPS)), ml.PeakUsers),
+	}
+	if ml.Failed {
+		lines = append(lines, fmt.Sprintf("Users at failure: %d.", ml.UsersAtFailure))
+	}
+	if k := ml.Knee; k != nil {
+		line := "Knee: " + emph(k.Attribution)
+		if k.Resource != "" {
+			line += fmt.Sprintf(" (%s ran out)", k.Resource)
+		}
+		if k.Attribution != "none" {
+			line += fmt.Sprintf(" at %.0f s, %d users, %.0f req/s", k.AtT, k.Users, k.RPS)
+		}
+		lines = append(lines, line+": "+k.Reason+".")
+	}
+	if pr := ml.PeakResources; pr != nil {
+		lines = append(lines, fmt.Sprintf("Target at the peak: CPU %.1f %% of the machine (%.1f %% of one core), RSS %s, GC %.2f %%.", pr.CPUMachinePercent, pr.CPUCorePercent, mib(pr.RSSBytesMax), pr.GCPercent))
+	} else if ml.PeakResourcesError != "" {
+		lines = append(lines, fmt.Sprintf("Target at the peak: not measured (%s).", ml.PeakResourcesError))
+	}
+	return lines
+}
+
+func openHeading(p Phase) string { return "Open model: " + p.Name }
+
+// openText states an open-model phase's schedule figures; emph marks up
+// the dropped count.
+func openText(p Phase, emph func(string) string) string {
+	o := p.Open
+	return fmt.Sprintf("Intended %.1f req/s, achieved %.1f req/s; %d arrivals, %d sent, %s (max_in_flight reached), %d late (> %.0f ms behind schedule, worst %.1f ms). ",
+		o.IntendedRateRPS, o.AchievedRateRPS, o.Arrivals, o.Sent, emph(fmt.Sprintf("%d dropped", o.Dropped)), o.Late, o.LateThresholdMs, o.MaxLatenessMs) +
+		fmt.Sprintf("Latency from the intended send time p99 %.2f ms; service time p99 %.2f ms.", p.LatencyMs.P99, o.ServiceMs.P99)
+}
+
+const figureSourcesHeading = "Where the resource figures come from"
+
+func figureSourcesIntro(t *TargetInfo) string {
+	return fmt.Sprintf("The target is a server soakd does not host (%s, pid %d), sampled from outside.", t.Kind, t.PID)
 }

@@ -468,6 +468,10 @@ type Phase struct {
 	// Subscriptions is the delivery of subscription events during the
 	// phase; nil when it opened none.
 	Subscriptions *workloads.SubscriptionResult `json:"subscriptions,omitempty"`
+	// DriverSeries is the driver's progress over the phase (requests,
+	// errors, active users about once a second) for report.html's charts;
+	// nil when the driver sent no progress report (or in older reports).
+	DriverSeries *DriverSeries `json:"driver_series,omitempty"`
 	// After is the target once the phase has settled; nil for an
 	// interrupted phase.
 	After   *After `json:"after"`
