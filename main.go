@@ -390,7 +390,7 @@ type client struct {
 func (c *cli) clientFlags(cmd *cobra.Command) func() (client, error) {
 	var config, base string
 	configFlagUsage(cmd, &config, "YAML file decoded on top of the embedded config.yaml (for api.listen and api.token)")
-	cmd.Flags().StringVar(&base, "api", "", "control API base URL (default: http://<api.listen>)")
+	apiFlag(cmd, &base)
 	return func() (client, error) {
 		cfg, err := loadConfig(config)
 		if err != nil {
@@ -399,19 +399,30 @@ func (c *cli) clientFlags(cmd *cobra.Command) func() (client, error) {
 		for _, w := range cfg.Warnings {
 			fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
 		}
-		if base == "" {
-			base = "http://" + cfg.API.Listen
-		}
-		u, err := url.Parse(base)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return client{}, daemon.Usagef("--api must be an http:// or https:// URL such as http://127.0.0.1:7070 (got %q)", base)
-		}
-		token := cfg.API.Token
-		if env := os.Getenv(daemon.TokenEnv); env != "" {
-			token = env
-		}
-		return client{&api.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: clientTimeout}}}, nil
+		return newClient(cfg, base)
 	}
+}
+
+// apiFlag adds --api to cmd.
+func apiFlag(cmd *cobra.Command, base *string) {
+	cmd.Flags().StringVar(base, "api", "", "control API base URL (default: http://<api.listen>)")
+}
+
+// newClient builds the control API client at base (default: the config's
+// api.listen) with the token in SOAKD_CONTROL_TOKEN or api.token.
+func newClient(cfg *daemon.Config, base string) (client, error) {
+	if base == "" {
+		base = "http://" + cfg.API.Listen
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return client{}, daemon.Usagef("--api must be an http:// or https:// URL such as http://127.0.0.1:7070 (got %q)", base)
+	}
+	token := cfg.API.Token
+	if env := os.Getenv(daemon.TokenEnv); env != "" {
+		token = env
+	}
+	return client{&api.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: clientTimeout}}}, nil
 }
 
 // clientCommand builds a control API client command: its --api and
@@ -923,39 +934,144 @@ func (c *cli) reportCmd() *cobra.Command {
 	}
 }
 
+// Output formats of soakd compare.
+const (
+	formatText     = "text"
+	formatJSON     = "json"
+	formatJUnit    = "junit"
+	formatMarkdown = "markdown"
+)
+
 func (c *cli) compareCmd() *cobra.Command {
-	var config string
+	var config, base, format string
 	cmd := &cobra.Command{
-		Use:                   "compare [--config FILE] OLD NEW",
+		Use:                   "compare [--config FILE] [--format text|json|junit|markdown] [--api URL] OLD NEW",
 		DisableFlagsInUseLine: true,
 		Short:                 "Compare two runs metric by metric; exit 0, 1 or 4",
-		Args:                  exactArgs(2, "two run directories (or report.json files): OLD NEW"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		Long: `Compare two runs metric by metric and exit 0 (pass), 1 (fail) or 4
+(inconclusive).
+
+OLD and NEW are each a run directory, a report.json file, or the id of a run
+of a soakd serve, fetched from its control API (--api, default
+http://<api.listen>); "baseline" names the run the daemon keeps as its
+baseline (soakd baseline ID marks it). An argument that names a file or a
+directory is read from disk.
+
+--format text (the default) prints the table for a terminal; json one
+document (schemas/compare.schema.json); junit a junit.xml for CI servers;
+markdown a section for a pull request.`,
+		Args: exactArgs(2, "two runs: OLD NEW (run directories, report.json files, run ids of a soakd serve, or baseline)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch format {
+			case formatText, formatJSON, formatJUnit, formatMarkdown:
+			default:
+				return daemon.Usagef("--format must be text, json, junit or markdown (got %q)", format)
+			}
 			cfg, err := loadConfig(config)
 			if err != nil {
 				return err
 			}
+			for _, w := range cfg.Warnings {
+				fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
+			}
 			var reps [2]*report.Report
 			for i, arg := range args {
-				path := arg
-				if st, err := os.Stat(arg); err == nil && st.IsDir() {
-					path = filepath.Join(arg, report.JSONFile)
-				}
-				if reps[i], err = report.Read(path); err != nil {
-					return daemon.WithCode(daemon.ExitUsage, err)
+				if reps[i], err = c.compareInput(cmd.Context(), cfg, base, arg); err != nil {
+					return err
 				}
 			}
 			lim := cfg.Compare.Limits()
 			lim.Confidence = cfg.KPIs.Confidence
 			cmp := report.CompareRuns(reps[0], reps[1], lim)
-			if err := cmp.Table(c.stdout); err != nil {
+			if err := writeComparison(c.stdout, cmp, format); err != nil {
 				return err
 			}
 			return verdictError(cmp.Verdict)
 		},
 	}
-	configFlagUsage(cmd, &config, "YAML file decoded on top of the embedded config.yaml (for the compare: limits)")
+	configFlagUsage(cmd, &config, "YAML file decoded on top of the embedded config.yaml (for the compare: limits, and api.listen and api.token for run ids)")
+	apiFlag(cmd, &base)
+	cmd.Flags().StringVar(&format, "format", formatText, "output: text (a table), json, junit (junit.xml) or markdown")
 	return cmd
+}
+
+// baselineArg is the compare argument that names the daemon's baseline run.
+const baselineArg = "baseline"
+
+// compareInput reads one side of a comparison: a report.json file, a run
+// directory, or else a run id (or "baseline") fetched from the control API
+// at base.
+func (c *cli) compareInput(ctx context.Context, cfg *daemon.Config, base, arg string) (*report.Report, error) {
+	if st, err := os.Stat(arg); err == nil {
+		path := arg
+		if st.IsDir() {
+			path = filepath.Join(arg, report.JSONFile)
+		}
+		rep, err := report.Read(path)
+		if err != nil {
+			return nil, daemon.WithCode(daemon.ExitUsage, err)
+		}
+		return rep, nil
+	}
+	if strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".json") {
+		return nil, daemon.Usagef("%s: no such file or directory (give a run directory, a report.json, or the id of a run of a soakd serve)", arg)
+	}
+	cl, err := newClient(cfg, base)
+	if err != nil {
+		return nil, err
+	}
+	id := arg
+	if arg == baselineArg {
+		runs, err := cl.List(ctx)
+		if err != nil {
+			return nil, cl.clientError(err)
+		}
+		id = ""
+		for _, r := range runs {
+			if r.Baseline {
+				id = r.ID
+				break
+			}
+		}
+		if id == "" {
+			return nil, daemon.WithCode(daemon.ExitNotFound, fmt.Errorf("the soakd serve at %s has no baseline run: mark one with soakd baseline ID", cl.BaseURL))
+		}
+	}
+	sum, raw, err := cl.Get(ctx, id)
+	if err != nil {
+		return nil, cl.clientError(err)
+	}
+	if raw == nil {
+		return nil, daemon.WithCode(daemon.ExitNotFound, fmt.Errorf("run %s (status %s) has no report yet", sum.ID, sum.Status))
+	}
+	var rep report.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return nil, fmt.Errorf("cannot decode the report of run %s from %s: %w", id, cl.BaseURL, err)
+	}
+	return &rep, nil
+}
+
+// writeComparison writes cmp to w in format.
+func writeComparison(w io.Writer, cmp report.Comparison, format string) error {
+	var out []byte
+	var err error
+	switch format {
+	case formatJSON:
+		out, err = cmp.JSON()
+	case formatJUnit:
+		out, err = cmp.JUnit()
+	case formatMarkdown:
+		out = []byte(cmp.Markdown())
+	default:
+		return cmp.Table(w)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(out); err != nil {
+		return fmt.Errorf("cannot write the comparison: %w", err)
+	}
+	return nil
 }
 
 // verdictError maps a verdict to the exit code: pass 0, fail 1,

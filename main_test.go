@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/soakd/soakd/schemas"
 )
 
 // soakdBinary is the binary the tests run, built once for the whole test
@@ -190,6 +192,9 @@ func TestEndToEndRun(t *testing.T) {
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatalf("report.json does not decode: %v", err)
 	}
+	if err := schemas.Validate(schemas.Report, raw); err != nil {
+		t.Errorf("report.json: %v", err)
+	}
 	if rep.Status != "complete" {
 		t.Fatalf("status: got %q, want complete (exit %d)\nstderr:\n%s", rep.Status, code, stderr)
 	}
@@ -291,6 +296,17 @@ func TestEndToEndRun(t *testing.T) {
 	cout, stderr, ccode := runSoakd(t, bin, "compare", out, filepath.Join(out, "report.json"))
 	if ccode != 4 || !strings.Contains(cout, "graphql-load is reported, not gated: one sample per run") || !strings.Contains(cout, "INCONCLUSIVE") {
 		t.Errorf("soakd compare of a one-round run with itself: exit %d, want 4 with the reason\n%s\n%s", ccode, cout, stderr)
+	}
+	// Every testcase of junit.xml says how many seconds of measurement it
+	// judges.
+	if junit, err := os.ReadFile(filepath.Join(out, "junit.xml")); err != nil || bytes.Count(junit, []byte("<testcase ")) == 0 ||
+		len(regexp.MustCompile(`<testcase [^>]*time="[0-9]+\.[0-9]{3}"`).FindAll(junit, -1)) != bytes.Count(junit, []byte("<testcase ")) {
+		t.Errorf("junit.xml: a testcase without a time (%v):\n%.2000s", err, junit)
+	}
+	// The same as JSON: a document of its schema, the exit code unchanged.
+	cout, stderr, ccode = runSoakd(t, bin, "compare", "--format", "json", out, out)
+	if err := schemas.Validate(schemas.Compare, []byte(cout)); ccode != 4 || err != nil {
+		t.Errorf("soakd compare --format json: exit %d, want 4 and a valid document: %v\n%s\n%s", ccode, err, cout, stderr)
 	}
 }
 
@@ -724,6 +740,9 @@ func TestSoakCycles(t *testing.T) {
 	}
 	if err := json.Unmarshal(raw, &soak); err != nil {
 		t.Fatal(err)
+	}
+	if err := schemas.Validate(schemas.Soak, raw); err != nil {
+		t.Errorf("soak.json: %v", err)
 	}
 	if soak.Status != "complete" || len(soak.Cycles) != 3 || len(soak.Drift) != 5 {
 		t.Fatalf("soak: status %s, %d cycles, %d drift rules; want complete, 3, 5\n%s", soak.Status, len(soak.Cycles), len(soak.Drift), raw)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/api"
+	"github.com/soakd/soakd/schemas"
 )
 
 // daemonProc is a `soakd serve` started by a test.
@@ -174,6 +175,12 @@ func TestServeControlAPI(t *testing.T) {
 	if out, _, _ := runSoakd(t, bin, "runs", "--api", d.api); !strings.Contains(out, "baseline") {
 		t.Errorf("soakd runs does not show the baseline:\n%s", out)
 	}
+	// soakd compare fetches the daemon's baseline by name; one round per
+	// run cannot be gated: inconclusive, exit 4, a document of the schema.
+	out, stderr, code = runSoakd(t, bin, "compare", "--api", d.api, "--format", "json", "baseline", run.ID)
+	if err := schemas.Validate(schemas.Compare, []byte(out)); code != 4 || err != nil || !strings.Contains(out, `"old": "`+run.ID+`"`) {
+		t.Errorf("soakd compare baseline %s: exit %d, want 4 and a valid comparison of the baseline (%v)\n%s%s", run.ID, code, err, out, stderr)
+	}
 
 	// Overrides make a long run; soakd stop ends it gracefully.
 	long, err := cl.Start(ctx, api.StartRequest{Profile: "tiny", Overrides: "profiles:\n  tiny:\n    request_timeout: 5s\n    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n      - name: rest-control\n        arm: rest\n        users: [{operation: rest-get, users: 2, iterations: 100000}]\n      - name: graphql-load\n        arm: graphql\n        users: [{operation: graphql-query, users: 2, iterations: 10}]\n"})
@@ -193,6 +200,11 @@ func TestServeControlAPI(t *testing.T) {
 	}
 	if r := waitStatus(t, cl, long.ID, "aborted"); r.Verdict != "aborted" {
 		t.Errorf("a stopped run: %+v", r)
+	}
+	// The stopped run against the baseline: its junit.xml is in error, not
+	// failed, and the comparison fails (exit 1).
+	if out, stderr, code := runSoakd(t, bin, "compare", "--api", d.api, "--format", "junit", "baseline", long.ID); code != 1 || !strings.Contains(out, `<error message="the new run `+long.ID+` was aborted`) {
+		t.Errorf("soakd compare of an aborted run: exit %d, want 1 and an <error>\n%s%s", code, out, stderr)
 	}
 	if err := cl.Stop(ctx, run.ID); !errors.As(err, &ae) || ae.Status != http.StatusConflict {
 		t.Errorf("stopping a finished run: got %v, want 409", err)

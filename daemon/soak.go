@@ -21,12 +21,19 @@ import (
 // figures and the drift verdict, rewritten after each cycle.
 const SoakFile = "soak.json"
 
+// SoakSchemaVersion is the version of soak.json's layout
+// (schemas/soak.schema.json); it changes only when a field changes meaning
+// or disappears.
+const SoakSchemaVersion = 1
+
 // SoakReport is soak.json.
 type SoakReport struct {
-	Soak      string    `json:"soak"`
-	Profile   string    `json:"profile"`
-	StartedAt time.Time `json:"started_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	// SchemaVersion is SoakSchemaVersion.
+	SchemaVersion int       `json:"schema_version"`
+	Soak          string    `json:"soak"`
+	Profile       string    `json:"profile"`
+	StartedAt     time.Time `json:"started_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 	// Status is running, complete or aborted.
 	Status string `json:"status"`
 	// Verdict is pass when every cycle passed and no drift rule failed.
@@ -107,7 +114,7 @@ func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error)
 		profile = s.cfg.DefaultProfile
 	}
 	start := time.Now().UTC()
-	s.rep = SoakReport{Soak: start.Format("20060102T150405Z"), Profile: profile, StartedAt: start, Status: report.StatusRunning, Cycles: []Cycle{}}
+	s.rep = SoakReport{SchemaVersion: SoakSchemaVersion, Soak: start.Format("20060102T150405Z"), Profile: profile, StartedAt: start, Status: report.StatusRunning, Cycles: []Cycle{}}
 	for n := 1; opts.Cycles == 0 || n <= opts.Cycles; n++ {
 		if opts.Duration > 0 && time.Since(start) >= opts.Duration {
 			break

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -49,27 +50,33 @@ type CompareRow struct {
 	// Unit of Old and New: req/s, µs, B, % or ms.
 	Unit string `json:"unit"`
 	// Old and New are the metric's mean over the phase's rounds in the old
-	// and the new run; 0 when missing.
-	Old float64 `json:"old"`
-	New float64 `json:"new"`
+	// and the new run that measured it (rounds lacking it are named in
+	// Missing); nil when no round did.
+	Old *float64 `json:"old"`
+	New *float64 `json:"new"`
 	// OldRounds and NewRounds are the samples behind Old and New.
 	OldRounds int `json:"old_rounds"`
 	NewRounds int `json:"new_rounds"`
-	// Delta is New's change from Old in DeltaUnit ("percent" of Old, or
+	// Change is New's change from Old in ChangeUnit ("percent" of Old, or
 	// "points" for gc_percent); nil when either value is missing or when Old
 	// is 0 and New is not (no finite percentage).
-	Delta     *float64 `json:"delta"`
-	DeltaUnit string   `json:"delta_unit"`
-	// Interval is the confidence interval of Delta (Welch's, on the
-	// logarithms for percent changes); nil with fewer than two samples in
-	// either run.
-	Interval *kpi.Interval `json:"interval,omitempty"`
-	// Limit is the bound on Delta: an upper bound for costs, and for
+	Change     *float64 `json:"change"`
+	ChangeUnit string   `json:"change_unit"`
+	// Interval is the confidence interval of Change (Welch's, on the
+	// logarithms for percent changes); nil when the row was not judged
+	// (not gated, or a value missing).
+	Interval *kpi.Interval `json:"interval"`
+	// Limit is the bound on Change: an upper bound for costs, and for
 	// throughput a lower bound (the negative of the allowed decrease); nil
-	// when the metric is not gated.
+	// when the metric has no limit.
 	Limit *float64 `json:"limit"`
-	// EffectiveLimit is the bound applied when a floor raised Limit.
-	EffectiveLimit *float64 `json:"effective_limit,omitempty"`
+	// Floor is the limit's absolute floor in Unit (p99 latency in ms, live
+	// heap in bytes): the limit applied is max(Limit, Floor ÷ Old × 100);
+	// nil when the metric has none.
+	Floor *float64 `json:"floor"`
+	// EffectiveLimit is the bound applied when Floor raised Limit; nil
+	// otherwise.
+	EffectiveLimit *float64 `json:"effective_limit"`
 	// Gated is true when the row counts towards the comparison's verdict:
 	// its metric has a limit and the phase has at least two samples in each
 	// run (one sample cannot measure its own noise).
@@ -80,19 +87,30 @@ type CompareRow struct {
 	// Pass is true when Outcome is pass, and always true when not gated.
 	Pass bool `json:"pass"`
 	// Missing says which run lacks the metric and why ("" when both have
-	// it); Delta is then nil.
+	// it); Change is then nil.
 	Missing string `json:"missing,omitempty"`
 	// Reason explains an informational row, an inconclusive one, or a
 	// not-measured one.
 	Reason string `json:"reason,omitempty"`
 }
 
+// CompareSchemaVersion is the version of the comparison's JSON layout
+// (`soakd compare --format json`, schemas/compare.schema.json); it changes
+// only when a field changes meaning or disappears.
+const CompareSchemaVersion = 1
+
 // Comparison is a new run measured against an old one (a release against
 // the last accepted run), phase by phase.
 type Comparison struct {
+	// SchemaVersion is CompareSchemaVersion.
+	SchemaVersion int `json:"schema_version"`
 	// Old and New are the run ids.
 	Old string `json:"old"`
 	New string `json:"new"`
+	// OldStatus and NewStatus are the runs' statuses: complete, running
+	// or aborted (a run whose verdict is aborted counts as aborted).
+	OldStatus string `json:"old_status"`
+	NewStatus string `json:"new_status"`
 	// Rows hold every metric of every phase present in both runs, in the
 	// new run's phase order.
 	Rows []CompareRow `json:"rows"`
@@ -153,7 +171,8 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 	if l.Confidence == 0 {
 		l.Confidence = kpi.DefaultConfidence
 	}
-	c := Comparison{Old: old.Run, New: new.Run, Notes: []string{}}
+	c := Comparison{SchemaVersion: CompareSchemaVersion, Old: old.Run, New: new.Run,
+		OldStatus: runStatus(old), NewStatus: runStatus(new), Rows: []CompareRow{}, Notes: []string{}}
 	var forced []kpi.Outcome
 	for _, r := range []struct {
 		which string
@@ -207,12 +226,20 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 		forced = append(forced, kpi.OutcomeInconclusive)
 		c.Notes = append(c.Notes, "a run is still in progress: the comparison cannot pass until both are complete.")
 	}
-	if new.Status == StatusAborted || new.Verdict == VerdictAborted {
+	if c.NewStatus == StatusAborted {
 		forced = append(forced, kpi.OutcomeFail)
 		c.Notes = append(c.Notes, "the new run was aborted: the comparison cannot pass.")
 	}
 	c.Verdict = string(kpi.Combine(append(gated, forced...)...))
 	return c
+}
+
+// runStatus is r's status, aborted when its verdict says so.
+func runStatus(r *Report) string {
+	if r.Verdict == VerdictAborted {
+		return StatusAborted
+	}
+	return r.Status
 }
 
 // compareSpec is one compared metric.
@@ -317,10 +344,14 @@ func maxLoadReason(ops, nps []Phase) string {
 
 // compareMetric builds one row.
 func compareMetric(name string, s compareSpec, ops, nps []Phase, notGateable string, confidence float64, notes *[]string) CompareRow {
-	row := CompareRow{Phase: name, Metric: s.metric, Unit: s.unit, DeltaUnit: "percent", Gated: s.limit != 0 && notGateable == "", Pass: true,
+	row := CompareRow{Phase: name, Metric: s.metric, Unit: s.unit, ChangeUnit: "percent", Gated: s.limit != 0 && notGateable == "", Pass: true,
 		OldRounds: len(ops), NewRounds: len(nps)}
 	if s.points {
-		row.DeltaUnit = "points"
+		row.ChangeUnit = "points"
+	}
+	if s.floor > 0 {
+		f := s.floor
+		row.Floor = &f
 	}
 	if s.limit != 0 {
 		lim := s.limit
@@ -354,17 +385,19 @@ func compareMetric(name string, s compareSpec, ops, nps []Phase, notGateable str
 	}
 	ov, nv := collect("old", ops), collect("new", nps)
 	if len(ov) > 0 {
-		row.Old = meanOf(ov)
+		m := meanOf(ov)
+		row.Old = &m
 	}
 	if len(nv) > 0 {
-		row.New = meanOf(nv)
+		m := meanOf(nv)
+		row.New = &m
 	}
 	if row.Missing == "" {
 		if s.points {
-			d := row.New - row.Old
-			row.Delta = &d
+			d := *row.New - *row.Old
+			row.Change = &d
 		} else {
-			row.Delta = percentChange(row.Old, row.New)
+			row.Change = percentChange(*row.Old, *row.New)
 		}
 	}
 	if !row.Gated {
@@ -386,8 +419,8 @@ func compareMetric(name string, s compareSpec, ops, nps []Phase, notGateable str
 	}
 	row.Interval = &iv
 	lim := *row.Limit
-	if s.floor > 0 && row.Old > 0 {
-		if f := s.floor / row.Old * 100; f > lim {
+	if s.floor > 0 && *row.Old > 0 {
+		if f := s.floor / *row.Old * 100; f > lim {
 			lim = f
 			row.EffectiveLimit = &f
 		}
@@ -439,11 +472,14 @@ func percentChange(a, b float64) *float64 {
 }
 
 // compareValue formats a row's value; heap sizes read better in MiB.
-func compareValue(r CompareRow, v float64) string {
-	if r.Metric == metricHeapLive {
-		return fmt.Sprintf("%.1f MiB", v/(1<<20))
+func compareValue(r CompareRow, v *float64) string {
+	switch {
+	case v == nil:
+		return "—"
+	case r.Metric == metricHeapLive:
+		return fmt.Sprintf("%.1f MiB", *v/(1<<20))
 	}
-	return value(v, r.Unit)
+	return value(*v, r.Unit)
 }
 
 // compareCells returns a row's old, new, change, limit and result cells.
@@ -459,19 +495,19 @@ func compareCells(r CompareRow) [5]string {
 	switch {
 	case r.Missing != "":
 		change = "n/a (missing)"
-	case r.Delta == nil:
+	case r.Change == nil:
 		change = "n/a (old is 0)"
-	case r.DeltaUnit == "points":
-		change = fmt.Sprintf("%+.2f points", *r.Delta)
+	case r.ChangeUnit == "points":
+		change = fmt.Sprintf("%+.2f points", *r.Change)
 	default:
-		change = fmt.Sprintf("%+.1f %%", *r.Delta)
+		change = fmt.Sprintf("%+.1f %%", *r.Change)
 	}
 	lim := "—"
 	if r.Limit != nil {
 		switch {
 		case r.Metric == metricThroughput:
 			lim = fmt.Sprintf("≥ %g %%", *r.Limit)
-		case r.DeltaUnit == "points":
+		case r.ChangeUnit == "points":
 			lim = fmt.Sprintf("≤ %+g points", *r.Limit)
 		default:
 			lim = fmt.Sprintf("≤ %+g %%", *r.Limit)
@@ -493,7 +529,7 @@ func compareCells(r CompareRow) [5]string {
 	}
 	if r.Interval != nil && r.Interval.Finite() {
 		f := "[%+.1f, %+.1f] %%"
-		if r.DeltaUnit == "points" {
+		if r.ChangeUnit == "points" {
 			f = "[%+.2f, %+.2f] points"
 		}
 		change += " " + fmt.Sprintf(f, r.Interval.Lo, r.Interval.Hi)
@@ -517,6 +553,16 @@ func (c Comparison) Reasons() []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// JSON renders the comparison as one indented JSON document (see
+// schemas/compare.schema.json), ending with a newline.
+func (c Comparison) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode the comparison: %w", err)
+	}
+	return append(b, '\n'), nil
 }
 
 // Markdown renders the comparison as a Markdown section: the verdict, one

@@ -168,8 +168,8 @@ func TestCompareMissingData(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := CompareRuns(cmpReport("old", tc.old...), cmpReport("new", tc.new...), tc.limits)
 			r := rowOf(t, c, "p", tc.metric)
-			if r.Outcome != tc.want || r.Delta != nil || r.Missing == "" {
-				t.Errorf("got outcome %q delta %v missing %q, want %q, no delta, a reason", r.Outcome, r.Delta, r.Missing, tc.want)
+			if r.Outcome != tc.want || r.Change != nil || r.Missing == "" {
+				t.Errorf("got outcome %q change %v missing %q, want %q, no change, a reason", r.Outcome, r.Change, r.Missing, tc.want)
 			}
 			if !strings.Contains(strings.Join(c.Notes, "\n"), tc.wantNote) {
 				t.Errorf("notes %q lack %q", c.Notes, tc.wantNote)
@@ -251,4 +251,64 @@ func TestCompareTableGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "compare.txt", b.String())
+}
+
+func TestCompareJSONGolden(t *testing.T) {
+	b, err := compareFixture().JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.json", string(b))
+}
+
+// TestCompareJUnit checks the comparison's junit.xml: a failed row is a
+// failure, informational and unsettled rows are skipped (never passing
+// tests), the verdict is a case of its own, and an aborted new run is an
+// error.
+func TestCompareJUnit(t *testing.T) {
+	old := cmpReport("a", roundsOf("p", baseFigures, 0.01)...)
+	worse := baseFigures
+	worse.cpuUs = 150
+	nw := cmpReport("b", roundsOf("p", worse, 0.01)...)
+	c := CompareRuns(old, nw, CompareLimits{CPUPerRequestPercent: 10, ThroughputDecreasePercent: 10})
+	b, err := c.JUnit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := parseJUnitBytes(t, b).Suites[0]
+	if s.Tests != len(c.Rows)+1 {
+		t.Errorf("tests: got %d, want %d rows and the verdict", s.Tests, len(c.Rows)+1)
+	}
+	if cpu, _ := findCase(s.Cases, "compare.p", "cpu_us_per_request"); cpu.Failure == nil || !strings.Contains(cpu.Failure.Message, "+50.0 %") {
+		t.Errorf("cpu +50 %% against a 10 %% limit: got %+v, want a failure naming the change", cpu)
+	}
+	if tp, _ := findCase(s.Cases, "compare.p", "throughput_rps"); tp.Failure != nil || tp.Skipped != nil || tp.Error != nil {
+		t.Errorf("unchanged throughput: got %+v, want a passing case", tp)
+	}
+	if gc, _ := findCase(s.Cases, "compare.p", "gc_percent"); gc.Skipped == nil || !strings.Contains(gc.Skipped.Message, "informational") {
+		t.Errorf("gc has no limit here: got %+v, want a skipped informational case", gc)
+	}
+	if v, _ := findCase(s.Cases, "compare", "verdict"); v.Failure == nil || !strings.Contains(v.Failure.Text, "cpu_us_per_request") {
+		t.Errorf("verdict: got %+v, want a failure listing the failed row", v)
+	}
+
+	aborted := cmpReport("b", roundsOf("p", baseFigures, 0.01)...)
+	aborted.Status, aborted.Verdict, aborted.Error = StatusAborted, VerdictAborted, "driver died"
+	b, err = CompareRuns(old, aborted, allLimits).JUnit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = parseJUnitBytes(t, b).Suites[0]
+	if v, _ := findCase(s.Cases, "compare", "verdict"); v.Error == nil || v.Error.Type != "aborted" || v.Failure != nil {
+		t.Errorf("aborted new run: got %+v, want the verdict case in error", v)
+	}
+
+	same := CompareRuns(old, cmpReport("c", roundsOf("p", baseFigures, 0.01)...), allLimits)
+	b, err = same.JUnit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := parseJUnitBytes(t, b).Suites[0]; s.Failures != 0 || s.Errors != 0 || same.Verdict != kpi.Pass {
+		t.Errorf("identical runs: verdict %s, %d failures, %d errors; want pass and none", same.Verdict, s.Failures, s.Errors)
+	}
 }

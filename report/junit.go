@@ -3,10 +3,19 @@ package report
 import (
 	"encoding/xml"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/soakd/soakd/kpi"
 )
+
+// The junit.xml elements follow the JUnit XML that CI servers read (the
+// Ant/Jenkins junit-10.xsd; GitLab reads the same): a testcase is passed
+// unless it holds a failure (a judged rule that failed), an error (the run
+// could not judge it: aborted or still running) or a skipped element (not
+// judged: informational, inconclusive or not measured), so that nothing
+// unjudged is counted as a passing test. Every count on testsuite and
+// testsuites is the number of cases holding that child.
 
 // junitSuites is the root element of junit.xml.
 type junitSuites struct {
@@ -14,6 +23,8 @@ type junitSuites struct {
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr,omitempty"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -35,12 +46,19 @@ type junitProperty struct {
 }
 
 type junitCase struct {
-	ClassName string        `xml:"classname,attr"`
-	Name      string        `xml:"name,attr"`
+	ClassName string `xml:"classname,attr"`
+	Name      string `xml:"name,attr"`
+	// Time is the seconds of measurement the case judges (see JUnit);
+	// omitted when no phase of the case is known.
+	Time string `xml:"time,attr,omitempty"`
+	// Skipped marks a rule that was neither passed nor failed:
+	// informational, inconclusive or not measured. CI shows it, and it is
+	// not a pass.
+	Skipped *junitSkipped `xml:"skipped"`
+	// Error marks a case the run could not judge: it was aborted, or is
+	// still running.
+	Error     *junitFailure `xml:"error"`
 	Failure   *junitFailure `xml:"failure"`
-	// Skipped marks a gated rule that was neither passed nor failed:
-	// inconclusive or not measured. CI shows it, and it is not a pass.
-	Skipped   *junitSkipped `xml:"skipped"`
 	SystemOut *junitText    `xml:"system-out"`
 }
 
@@ -70,34 +88,76 @@ func xmlText(s string) string {
 	}, s)
 }
 
+// junitFailure is a failure or an error element: message, type and the
+// details as CDATA.
 type junitFailure struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
 	Text    string `xml:",cdata"`
 }
 
+// seconds formats a duration in seconds as JUnit's time attribute
+// (xs:decimal, three decimals).
+func seconds(v float64) string {
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// encodeJUnit counts s's cases into its attributes and the root's, and
+// renders the document.
+func encodeJUnit(s junitSuite) ([]byte, error) {
+	s.Tests, s.Failures, s.Errors, s.Skipped = len(s.Cases), 0, 0, 0
+	for _, c := range s.Cases {
+		switch {
+		case c.Failure != nil:
+			s.Failures++
+		case c.Error != nil:
+			s.Errors++
+		case c.Skipped != nil:
+			s.Skipped++
+		}
+	}
+	doc := junitSuites{Name: "soakd", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Time: s.Time, Suites: []junitSuite{s}}
+	out, err := xml.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode junit xml: %w", err)
+	}
+	return append(append([]byte(xml.Header), out...), '\n'), nil
+}
+
 // JUnit renders junit.xml: one testsuite named "soakd <profile>" whose
 // testcases are the verdict's rules, so that a CI server shows a failed gate
 // as a failed test. Gated KPI rows are testcases of class "kpi" that fail
-// when the row fails; informational rows never fail and carry their values in
-// system-out. Each Check is a testcase of class "check.<group>" named
+// when the row fails; informational rows are skipped, with the reason in
+// the message and their values in system-out, so that they never count as
+// passing tests. Each Check is a testcase of class "check.<group>" named
 // "<phase>/<name>" when it belongs to a phase. With interleaved rounds, each
-// round's KPI rows are testcases of class "round<N>.kpi" that never fail: the
-// verdict judges the interval across rounds (the aggregated "kpi" row). A
-// gated row or check that is inconclusive or not measured is a skipped
-// testcase whose message gives the reason. An aborted run adds a failing
-// testcase "run" carrying the error; a partial report of a run still in
-// progress adds a failing testcase "run" of type "running", so that it never
-// reads as a pass. The properties name the compared phases as they ran:
-// rest_phase and graphql_phase are the first and second arm's base names (see
-// Compare; in a self-check both arms are one API, as the arms property says),
-// rest_phases and graphql_phases the comma-separated phases of every round.
+// round's KPI rows are skipped testcases of class "round<N>.kpi": one
+// round's point values, informational, since the verdict judges the interval
+// across rounds (the aggregated "kpi" row). A gated row or check that is
+// inconclusive or not measured is a skipped testcase whose message gives the
+// reason. A run that did not finish adds a testcase "run" holding an error
+// (not a failure: nothing was judged): of type "aborted" with the run's
+// error, or of type "running" for a partial report of a run still in
+// progress, so that it never reads as a pass.
+//
+// Each testcase's time is the seconds of measurement it judges: a KPI row
+// the compared phases of every round, a round's row that round's two
+// phases, a check its phase, and the "run" case and checks of no phase the
+// whole run; it is omitted when none of those is known (a partial report's
+// phases still to run count for nothing).
+//
+// The properties name the compared phases as they ran: rest_phase and
+// graphql_phase are the first and second arm's base names (see Compare; in a
+// self-check both arms are one API, as the arms property says), rest_phases
+// and graphql_phases the comma-separated phases of every round.
 func (r *Report) JUnit() ([]byte, error) {
 	s := junitSuite{Name: "soakd " + r.Profile}
+	runTime := ""
 	if !r.StartedAt.IsZero() {
 		s.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05")
 		if !r.FinishedAt.IsZero() {
-			s.Time = fmt.Sprintf("%.3f", r.FinishedAt.Sub(r.StartedAt).Seconds())
+			runTime = seconds(r.FinishedAt.Sub(r.StartedAt).Seconds())
+			s.Time = runTime
 		}
 	}
 	s.Properties = []junitProperty{
@@ -111,7 +171,8 @@ func (r *Report) JUnit() ([]byte, error) {
 	if r.Arms != "" {
 		s.Properties = append(s.Properties, junitProperty{Name: "arms", Value: r.Arms})
 	}
-	if ranA, ranB := r.Compare.Ran(); len(ranA) > 0 || len(ranB) > 0 {
+	ranA, ranB := r.Compare.Ran()
+	if len(ranA) > 0 || len(ranB) > 0 {
 		s.Properties = append(s.Properties,
 			junitProperty{Name: "rest_phases", Value: strings.Join(ranA, ",")},
 			junitProperty{Name: "graphql_phases", Value: strings.Join(ranB, ",")})
@@ -120,53 +181,69 @@ func (r *Report) JUnit() ([]byte, error) {
 		s.Properties = append(s.Properties, junitProperty{Name: "gate", Value: r.Gate})
 	}
 
+	// phaseTime sums the durations of the named phases that ran; "" when
+	// none did.
+	durations := map[string]float64{}
+	for _, p := range r.Phases {
+		durations[p.Name] = p.DurationSeconds
+	}
+	phaseTime := func(names ...string) string {
+		sum, found := 0.0, false
+		for _, n := range names {
+			if d, ok := durations[n]; ok {
+				sum, found = sum+d, true
+			}
+		}
+		if !found {
+			return ""
+		}
+		return seconds(sum)
+	}
+
 	if r.Status == StatusRunning || r.Verdict == VerdictRunning {
-		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run",
-			Failure: &junitFailure{Message: "the run is still in progress: this report is partial", Type: "running",
+		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run", Time: runTime,
+			Error: &junitFailure{Message: "the run is still in progress: this report is partial", Type: "running",
 				Text: xmlText("run " + r.Run + " is still running: its verdict is not known yet")}})
 	} else if r.Status == StatusAborted || r.Verdict == VerdictAborted {
 		msg := r.Error
 		if msg == "" {
 			msg = "the run was aborted"
 		}
-		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run",
-			Failure: &junitFailure{Message: msg, Type: "aborted", Text: xmlText("run " + r.Run + " aborted: " + msg)}})
+		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run", Time: runTime,
+			Error: &junitFailure{Message: msg, Type: "aborted", Text: xmlText("run " + r.Run + " aborted: " + msg)}})
 	}
+	kpiTime := phaseTime(append(append([]string{}, ranA...), ranB...)...)
 	for _, k := range r.KPIs {
-		s.Cases = append(s.Cases, kpiCase("kpi", k, true, ""))
+		c := kpiCase("kpi", k, true, "")
+		c.Time = kpiTime
+		s.Cases = append(s.Cases, c)
 	}
-	for _, c := range r.Checks {
-		s.Cases = append(s.Cases, checkCase(c))
+	for _, ch := range r.Checks {
+		c := checkCase(ch)
+		c.Time = runTime
+		if ch.Phase != "" {
+			c.Time = phaseTime(ch.Phase)
+		}
+		s.Cases = append(s.Cases, c)
 	}
 	armA, armB := r.ArmTitles()
 	for _, rd := range r.Rounds {
 		class := fmt.Sprintf("round%d.kpi", rd.Round)
 		ctx := fmt.Sprintf("round %d: %s phase %s, %s phase %s", rd.Round, armA, rd.REST, armB, rd.GraphQL)
+		t := phaseTime(rd.REST, rd.GraphQL)
 		for _, k := range rd.KPIs {
-			s.Cases = append(s.Cases, kpiCase(class, k, false, ctx))
+			c := kpiCase(class, k, false, ctx)
+			c.Time = t
+			s.Cases = append(s.Cases, c)
 		}
 	}
-
-	s.Tests = len(s.Cases)
-	for _, c := range s.Cases {
-		switch {
-		case c.Failure != nil:
-			s.Failures++
-		case c.Skipped != nil:
-			s.Skipped++
-		}
-	}
-	doc := junitSuites{Name: "soakd", Tests: s.Tests, Failures: s.Failures, Suites: []junitSuite{s}}
-	out, err := xml.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("cannot encode junit xml: %w", err)
-	}
-	return append(append([]byte(xml.Header), out...), '\n'), nil
+	return encodeJUnit(s)
 }
 
 // kpiCase turns one KPI row into a testcase. canFail is false for rows whose
-// failure does not decide the verdict (a round under the median gate); ctx,
-// when set, is a first line for the output naming the round.
+// outcome does not decide the verdict (one round's point values): they are
+// skipped as informational. ctx, when set, is a first line for the output
+// naming the round.
 func kpiCase(class string, k kpi.Result, canFail bool, ctx string) junitCase {
 	c := junitCase{ClassName: class, Name: k.Name}
 	var lines []string
@@ -188,21 +265,23 @@ func kpiCase(class string, k kpi.Result, canFail bool, ctx string) junitCase {
 	if k.Reason != "" {
 		lines = append(lines, "reason: "+k.Reason)
 	}
-	text := strings.Join(lines, "\n")
-	if !k.Gated || k.Pass {
-		c.SystemOut = &junitText{Text: xmlText(text)}
-		return c
-	}
-	if !canFail {
-		c.SystemOut = &junitText{Text: xmlText(text + "\none round's point values: the verdict judges the interval across rounds (class kpi)")}
-		return c
-	}
-	if k.Outcome == kpi.OutcomeInconclusive || k.Outcome == kpi.OutcomeNotMeasured {
+	c.SystemOut = &junitText{Text: xmlText(strings.Join(lines, "\n"))}
+	switch {
+	case !k.Gated:
+		msg := k.Title + " is informational: it has no limit and does not count towards the verdict"
+		if k.Reason != "" {
+			msg += " (" + k.Reason + ")"
+		}
+		c.Skipped = &junitSkipped{Message: msg}
+	case !canFail:
+		c.Skipped = &junitSkipped{Message: fmt.Sprintf("%s: one round's point values, informational; the verdict judges the interval across rounds (class kpi)", k.Title)}
+	case k.Pass:
+	case k.Outcome == kpi.OutcomeInconclusive || k.Outcome == kpi.OutcomeNotMeasured:
 		c.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s: %s", k.Title, k.Outcome, k.Reason)}
-		c.SystemOut = &junitText{Text: xmlText(text)}
-		return c
+	default:
+		c.Failure = &junitFailure{Message: kpiFailureMessage(k), Type: "kpi", Text: c.SystemOut.Text}
+		c.SystemOut = nil
 	}
-	c.Failure = &junitFailure{Message: kpiFailureMessage(k), Type: "kpi", Text: xmlText(text)}
 	return c
 }
 
@@ -276,4 +355,75 @@ func checkValue(v float64, unit string) string {
 		return fmt.Sprintf("%.6g", v)
 	}
 	return fmt.Sprintf("%.6g %s", v, unit)
+}
+
+// JUnit renders the comparison as junit.xml, for CI servers: one testsuite
+// "soakd compare" whose testcases are the rows, of class
+// "compare.<phase>" and named by metric, plus a testcase "verdict" of class
+// "compare" carrying the comparison's verdict. A gated row that passed is a
+// passing test and one that failed a failure; an informational row, or an
+// inconclusive or not-measured one, is skipped with the reason. The verdict
+// case fails with every row that did not pass when the verdict is fail, is
+// in error when the new run was aborted (nothing could be judged), and is
+// skipped with the notes when inconclusive. The rows' values and the notes
+// are in system-out. The cases carry no time: a comparison measures
+// nothing itself.
+func (c Comparison) JUnit() ([]byte, error) {
+	s := junitSuite{Name: "soakd compare", Properties: []junitProperty{
+		{Name: "old", Value: c.Old},
+		{Name: "new", Value: c.New},
+		{Name: "old_status", Value: c.OldStatus},
+		{Name: "new_status", Value: c.NewStatus},
+		{Name: "verdict", Value: c.Verdict},
+	}}
+	for _, r := range c.Rows {
+		cells := compareCells(r)
+		tc := junitCase{ClassName: "compare." + r.Phase, Name: r.Metric}
+		text := fmt.Sprintf("phase: %s\nmetric: %s\nold: %s (%d rounds)\nnew: %s (%d rounds)\nchange: %s\nlimit: %s\nresult: %s",
+			r.Phase, r.Metric, cells[0], r.OldRounds, cells[1], r.NewRounds, cells[2], cells[3], cells[4])
+		if r.Reason != "" {
+			text += "\nreason: " + r.Reason
+		}
+		tc.SystemOut = &junitText{Text: xmlText(text)}
+		switch {
+		case !r.Gated:
+			why := r.Reason
+			if why == "" {
+				why = "no limit for this metric"
+			}
+			tc.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s is informational: %s", r.Phase, r.Metric, strings.TrimPrefix(why, "not gated: "))}
+		case r.Pass:
+		case r.Outcome == kpi.OutcomeInconclusive || r.Outcome == kpi.OutcomeNotMeasured:
+			tc.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s %s: %s", r.Phase, r.Metric, r.Outcome, r.Reason)}
+		default:
+			tc.Failure = &junitFailure{Message: fmt.Sprintf("%s %s: change %s, limit %s", r.Phase, r.Metric, cells[2], cells[3]), Type: "compare", Text: tc.SystemOut.Text}
+			tc.SystemOut = nil
+		}
+		s.Cases = append(s.Cases, tc)
+	}
+	verdict := junitCase{ClassName: "compare", Name: "verdict"}
+	lines := append([]string{fmt.Sprintf("comparison %s → %s: %s", c.Old, c.New, strings.ToUpper(c.Verdict))}, c.Reasons()...)
+	for _, n := range c.Notes {
+		lines = append(lines, "note: "+n)
+	}
+	text := xmlText(strings.Join(lines, "\n"))
+	switch {
+	case c.NewStatus == StatusAborted:
+		verdict.Error = &junitFailure{Message: fmt.Sprintf("the new run %s was aborted: nothing could be judged", c.New), Type: "aborted", Text: text}
+	case c.Verdict == string(kpi.OutcomeFail):
+		failed := 0
+		for _, r := range c.Rows {
+			if r.Gated && r.Outcome == kpi.OutcomeFail {
+				failed++
+			}
+		}
+		verdict.Failure = &junitFailure{Message: fmt.Sprintf("comparison %s → %s fails: %d gated rows failed", c.Old, c.New, failed), Type: "compare", Text: text}
+	case c.Verdict == string(kpi.OutcomePass):
+		verdict.SystemOut = &junitText{Text: text}
+	default:
+		verdict.Skipped = &junitSkipped{Message: fmt.Sprintf("comparison %s → %s is %s: see the notes", c.Old, c.New, c.Verdict)}
+		verdict.SystemOut = &junitText{Text: text}
+	}
+	s.Cases = append(s.Cases, verdict)
+	return encodeJUnit(s)
 }

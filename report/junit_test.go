@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/xml"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -34,26 +35,41 @@ func richFixture(gate string) *Report {
 	return r
 }
 
+// parsedProblem is a failure or an error element.
+type parsedProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
 type parsedCase struct {
-	ClassName string `xml:"classname,attr"`
-	Name      string `xml:"name,attr"`
-	Failure   *struct {
+	ClassName string         `xml:"classname,attr"`
+	Name      string         `xml:"name,attr"`
+	Time      *string        `xml:"time,attr"`
+	Failure   *parsedProblem `xml:"failure"`
+	Error     *parsedProblem `xml:"error"`
+	Skipped   *struct {
 		Message string `xml:"message,attr"`
-		Text    string `xml:",chardata"`
-	} `xml:"failure"`
+	} `xml:"skipped"`
 	SystemOut string `xml:"system-out"`
 }
 
+type parsedSuite struct {
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Cases    []parsedCase `xml:"testcase"`
+}
+
 type parsedSuites struct {
-	XMLName  xml.Name `xml:"testsuites"`
-	Tests    int      `xml:"tests,attr"`
-	Failures int      `xml:"failures,attr"`
-	Suites   []struct {
-		Name     string       `xml:"name,attr"`
-		Tests    int          `xml:"tests,attr"`
-		Failures int          `xml:"failures,attr"`
-		Cases    []parsedCase `xml:"testcase"`
-	} `xml:"testsuite"`
+	XMLName  xml.Name      `xml:"testsuites"`
+	Tests    int           `xml:"tests,attr"`
+	Failures int           `xml:"failures,attr"`
+	Errors   int           `xml:"errors,attr"`
+	Suites   []parsedSuite `xml:"testsuite"`
 }
 
 func parseJUnit(t *testing.T, r *Report) parsedSuites {
@@ -62,6 +78,16 @@ func parseJUnit(t *testing.T, r *Report) parsedSuites {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return parseJUnitBytes(t, b)
+}
+
+// parseJUnitBytes parses a junit.xml and checks it against the semantics
+// CI servers read (Ant/Jenkins junit-10.xsd, GitLab): every testcase has a
+// name, a decimal time when it has one, at most one of failure, error and
+// skipped, and the counts on testsuite and testsuites are those of its
+// cases.
+func parseJUnitBytes(t *testing.T, b []byte) parsedSuites {
+	t.Helper()
 	if !strings.HasPrefix(string(b), xml.Header) {
 		t.Errorf("junit.xml must start with the xml header, got %.40q", b)
 	}
@@ -72,8 +98,44 @@ func parseJUnit(t *testing.T, r *Report) parsedSuites {
 	if len(p.Suites) != 1 {
 		t.Fatalf("got %d testsuites, want 1", len(p.Suites))
 	}
+	s := p.Suites[0]
+	var failures, errs, skipped int
+	for _, c := range s.Cases {
+		if c.Name == "" || c.ClassName == "" {
+			t.Errorf("testcase without a name or classname: %+v", c)
+		}
+		if c.Time != nil && !decimal.MatchString(*c.Time) {
+			t.Errorf("testcase %s/%s: time %q is not an xs:decimal", c.ClassName, c.Name, *c.Time)
+		}
+		n := 0
+		if c.Failure != nil {
+			failures, n = failures+1, n+1
+		}
+		if c.Error != nil {
+			errs, n = errs+1, n+1
+		}
+		if c.Skipped != nil {
+			skipped, n = skipped+1, n+1
+		}
+		if n > 1 {
+			t.Errorf("testcase %s/%s holds %d of failure, error and skipped; want at most one", c.ClassName, c.Name, n)
+		}
+	}
+	if s.Tests != len(s.Cases) || s.Failures != failures || s.Errors != errs || s.Skipped != skipped {
+		t.Errorf("testsuite counts tests %d failures %d errors %d skipped %d; its cases hold %d, %d, %d, %d",
+			s.Tests, s.Failures, s.Errors, s.Skipped, len(s.Cases), failures, errs, skipped)
+	}
+	if p.Tests != s.Tests || p.Failures != s.Failures || p.Errors != s.Errors {
+		t.Errorf("testsuites counts %d/%d/%d differ from its one testsuite's %d/%d/%d", p.Tests, p.Failures, p.Errors, s.Tests, s.Failures, s.Errors)
+	}
+	if s.Time != "" && !decimal.MatchString(s.Time) {
+		t.Errorf("testsuite time %q is not an xs:decimal", s.Time)
+	}
 	return p
 }
+
+// decimal matches an xs:decimal as JUnit's time attribute holds it.
+var decimal = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 func findCase(cs []parsedCase, class, name string) (parsedCase, bool) {
 	for _, c := range cs {
@@ -142,8 +204,31 @@ func TestJUnitCases(t *testing.T) {
 				t.Errorf("kpi/throughput_rps passed in the report, got failure %q", tp.Failure.Message)
 			}
 			info, ok := findCase(s.Cases, "kpi", "cpu_us_per_request")
-			if !ok || info.Failure != nil || !strings.Contains(info.SystemOut, "graphql: 101.7 µs") {
-				t.Errorf("informational row: got %+v, want a passing case with its values in system-out", info)
+			if !ok || info.Failure != nil || info.Skipped == nil || !strings.Contains(info.Skipped.Message, "informational") || !strings.Contains(info.SystemOut, "graphql: 101.7 µs") {
+				t.Errorf("informational row: got %+v, want a skipped case saying it is informational, its values in system-out", info)
+			}
+			// Times: a KPI row judges both arms' phases (in the
+			// fixture: 20 s each), a check its phase, a check of no phase the
+			// whole run (60 s), a round's row its two phases.
+			for _, w := range []struct{ class, name, time string }{
+				{"kpi", "cpu_machine_percent", "40.000"},
+				{"check.errors", "graphql-load/error_free", "20.000"},
+				{"check.memory", "heap_slope", "60.000"},
+				{"round1.kpi", "gc_percent", "40.000"},
+			} {
+				if c, _ := findCase(s.Cases, w.class, w.name); c.Time == nil || *c.Time != w.time {
+					t.Errorf("%s/%s: time %v, want %s", w.class, w.name, c.Time, w.time)
+				}
+			}
+			// Only gated rules that passed are passing tests.
+			passing := 0
+			for _, c := range s.Cases {
+				if c.Failure == nil && c.Error == nil && c.Skipped == nil {
+					passing++
+				}
+			}
+			if want := 1 + 2; passing != want { // throughput_rps; two passing checks
+				t.Errorf("passing testcases: got %d, want %d (gated rows and checks that passed)", passing, want)
 			}
 			ch, ok := findCase(s.Cases, "check.errors", "graphql-load/error_free")
 			if !ok || ch.Failure == nil || !strings.Contains(ch.Failure.Message, "3 of 80000") {
@@ -156,11 +241,11 @@ func TestJUnitCases(t *testing.T) {
 			if !ok {
 				t.Fatalf("no testcase round1.kpi/cpu_machine_percent")
 			}
-			if r1.Failure != nil {
-				t.Errorf("round 1 cpu: one round's point values must not fail, got %q", r1.Failure.Message)
+			if r1.Failure != nil || r1.Skipped == nil {
+				t.Errorf("round 1 cpu: one round's point values must be skipped as informational, got %+v", r1)
 			}
 			raw, _ := r.JUnit()
-			if !strings.Contains(string(raw), `<skipped message="Heap returned not_measured: no baseline sample">`) || !strings.Contains(string(raw), `skipped="1"`) {
+			if hr, _ := findCase(s.Cases, "check.memory", "heap_returned"); hr.Skipped == nil || hr.Skipped.Message != "Heap returned not_measured: no baseline sample" {
 				t.Errorf("a not-measured check must be a skipped testcase with its reason:\n%s", raw)
 			}
 			if r2, _ := findCase(s.Cases, "round2.kpi", "cpu_machine_percent"); r2.Failure != nil {
@@ -192,16 +277,16 @@ func TestJUnitAborted(t *testing.T) {
 	if s.Name != "soakd soak <24h> & more" {
 		t.Errorf("suite name: got %q", s.Name)
 	}
-	if s.Tests != 1 || s.Failures != 1 || len(s.Cases) != 1 {
-		t.Fatalf("got %d tests, %d failures, want 1 and 1", s.Tests, s.Failures)
+	if s.Tests != 1 || s.Errors != 1 || s.Failures != 0 || len(s.Cases) != 1 {
+		t.Fatalf("got %d tests, %d errors, %d failures; want 1, 1, 0", s.Tests, s.Errors, s.Failures)
 	}
 	c := s.Cases[0]
 	want := "target exited: signal \"killed\" <oom> \uFFFD[31m]]>"
-	if c.Name != "run" || c.Failure == nil || c.Failure.Message != want {
-		t.Fatalf("got %+v, want a failing case \"run\" with message %q", c, want)
+	if c.Name != "run" || c.Error == nil || c.Error.Message != want || c.Error.Type != "aborted" {
+		t.Fatalf("got %+v, want case \"run\" in error of type aborted with message %q", c, want)
 	}
-	if !strings.Contains(c.Failure.Text, want) {
-		t.Errorf("failure text: got %q, want it to contain %q", c.Failure.Text, want)
+	if !strings.Contains(c.Error.Text, want) {
+		t.Errorf("error text: got %q, want it to contain %q", c.Error.Text, want)
 	}
 }
 

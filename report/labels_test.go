@@ -211,11 +211,11 @@ func TestRunningReport(t *testing.T) {
 	}
 	p := parseJUnit(t, r)
 	s := p.Suites[0]
-	if s.Failures != 1 || len(s.Cases) != 1 || s.Cases[0].Name != "run" || s.Cases[0].Failure == nil {
-		t.Fatalf("junit.xml of a running run: %+v, want one failing case \"run\"", s)
+	if s.Errors != 1 || s.Failures != 0 || len(s.Cases) != 1 || s.Cases[0].Name != "run" || s.Cases[0].Error == nil {
+		t.Fatalf("junit.xml of a running run: %+v, want one case \"run\" in error", s)
 	}
-	if msg := s.Cases[0].Failure.Message; !strings.Contains(msg, "in progress") || strings.Contains(msg, "abort") {
-		t.Errorf("junit failure message %q, want it to say the run is in progress", msg)
+	if e := s.Cases[0].Error; !strings.Contains(e.Message, "in progress") || strings.Contains(e.Message, "abort") || e.Type != "running" {
+		t.Errorf("junit error %+v, want type running saying the run is in progress", e)
 	}
 	if props := junitProperties(t, r); props["verdict"] != VerdictRunning {
 		t.Errorf("junit verdict property %q, want running", props["verdict"])

@@ -19,9 +19,18 @@ const (
 	MessageError = "error"
 )
 
+// MessageVersion is the version of the driver protocol's messages
+// (schemas/driver.schema.json); it changes only when a field changes meaning
+// or disappears. ReadMessages refuses a message of another version; one
+// without a version (0) is read as this one, as drivers built before the
+// field wrote it.
+const MessageVersion = 1
+
 // Message is one JSON line written by Drive and read by ReadMessages. Exactly
 // one of Progress, Result and Error is set, as Type says.
 type Message struct {
+	// Version is MessageVersion; Drive sets it on every line.
+	Version int `json:"version"`
 	// Type is MessageProgress, MessageResult or MessageError.
 	Type string `json:"type"`
 	// Progress is set when Type is MessageProgress.
@@ -105,6 +114,7 @@ func (w *lineWriter) write(m Message) error {
 	if w.err != nil {
 		return w.err
 	}
+	m.Version = MessageVersion
 	if err := w.enc.Encode(m); err != nil {
 		w.err = fmt.Errorf("cannot write %s message: %w", m.Type, err)
 	}
@@ -149,6 +159,9 @@ func ReadMessages(ctx context.Context, r io.Reader, fn func(Message) error) erro
 
 // check reports whether m is well formed.
 func (m Message) check() error {
+	if m.Version != MessageVersion && m.Version != 0 {
+		return fmt.Errorf("message version %d, this soakd reads version %d (is the driver another soakd build?)", m.Version, MessageVersion)
+	}
 	switch m.Type {
 	case MessageProgress:
 		if m.Progress == nil {

@@ -154,6 +154,7 @@ func TestReadMessages(t *testing.T) {
 	}
 	f("malformed", `{"type":"progress","progress":{}}`+"\n{oops\n", "cannot decode")
 	f("unknown type", `{"type":"metrics"}`, `unknown message type "metrics"`)
+	f("another version", `{"version":2,"type":"error","error":"boom"}`, "message version 2")
 	f("progress without body", `{"type":"progress"}`, "without progress")
 	f("result without body", `{"type":"result"}`, "without result")
 	f("empty error", `{"type":"error"}`, "without error")
