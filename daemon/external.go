@@ -218,7 +218,11 @@ func (t *ExternalTarget) stopProcess() {
 }
 
 func (t *ExternalTarget) driverArgs() []string {
-	return []string{"--graphql-url", t.ep.GraphQL, "--graphql-ws-url", t.ep.GraphQLWS, "--rest-url", t.ep.REST}
+	args := []string{"--graphql-url", t.ep.GraphQL, "--graphql-ws-url", t.ep.GraphQLWS}
+	if t.ep.REST != "" { // none without a REST twin: its GraphQL-only phases need none
+		args = append(args, "--rest-url", t.ep.REST)
+	}
+	return args
 }
 
 func (t *ExternalTarget) runMetrics() metricsSink { return t.m }

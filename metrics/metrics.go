@@ -504,7 +504,9 @@ func (m *Metrics) KPIResults(rows []kpi.Result) {
 	m.kpiOutcome.Reset()
 	for _, r := range rows[:min(len(rows), MaxKPIs)] {
 		name := label(r.Name)
-		m.kpiValue.WithLabelValues(name, "rest").Set(r.REST)
+		if !r.NoControl { // no REST arm ran: no value, rather than a 0
+			m.kpiValue.WithLabelValues(name, "rest").Set(r.REST)
+		}
 		m.kpiValue.WithLabelValues(name, "graphql").Set(r.GraphQL)
 		if r.Delta != nil {
 			m.kpiDelta.WithLabelValues(name).Set(*r.Delta)

@@ -29,8 +29,19 @@ func value(v float64, unit string) string {
 	return fmt.Sprintf("%.3g %s", v, unit)
 }
 
+// restValue is the first arm's value of a row: "—" when there is no
+// control group to give one.
+func restValue(r kpi.Result) string {
+	if r.NoControl {
+		return "—"
+	}
+	return value(r.REST, r.Unit)
+}
+
 func variance(r kpi.Result) string {
 	switch {
+	case r.NoControl:
+		return "no control group"
 	case r.Delta == nil && r.Reason != "":
 		return "not measured"
 	case r.Delta == nil:
@@ -59,6 +70,8 @@ func limit(r kpi.Result) string {
 
 func outcome(r kpi.Result) string {
 	switch {
+	case r.NoControl:
+		return "not measured"
 	case !r.Gated:
 		return "info"
 	case r.Outcome == kpi.OutcomeInconclusive:
@@ -97,6 +110,9 @@ func (r *Report) comparisonHeading() string {
 	if r.SelfCheck() {
 		first, _ := r.ArmTitles()
 		return fmt.Sprintf("Self-check: %s compared with itself (--arms %s)", first, r.Arms)
+	}
+	if r.NoControlGroup() {
+		return "GraphQL without a control group"
 	}
 	return "GraphQL compared with the REST control group"
 }
@@ -144,12 +160,17 @@ func (r *Report) Markdown() string {
 		b.WriteString("No KPIs were evaluated: the run did not reach the end of both arms.\n\n")
 	} else {
 		ranA, ranB := r.Compare.Ran()
-		sep := armSeparator(ranA, ranB)
-		fmt.Fprintf(&b, "%s%s%s%seach over its steady window. Variance is %s − %s, in points for percentages and in percent of %s otherwise.\n\n",
-			phaseList(first, ranA, "`"), sep, phaseList(second, ranB, "`"), sep, second, first, first)
+		if r.NoControlGroup() {
+			fmt.Fprintf(&b, "%s, each over its steady window, with no REST control group to compare with: each row gives GraphQL's figure (the mean over its rounds) and is not measured as a KPI.\n\n",
+				phaseList(second, ranB, "`"))
+		} else {
+			sep := armSeparator(ranA, ranB)
+			fmt.Fprintf(&b, "%s%s%s%seach over its steady window. Variance is %s − %s, in points for percentages and in percent of %s otherwise.\n\n",
+				phaseList(first, ranA, "`"), sep, phaseList(second, ranB, "`"), sep, second, first, first)
+		}
 		fmt.Fprintf(&b, "| Metric | %s | %s | Variance | KPI | Result |\n|---|---:|---:|---:|---:|---|\n", first, second)
 		for _, k := range r.KPIs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), limit(k), outcome(k))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, restValue(k), value(k.GraphQL, k.Unit), variance(k), limit(k), outcome(k))
 		}
 		if reasons := r.Reasons(); len(reasons) > 0 {
 			b.WriteString("\nWhy the verdict is not pass:\n\n")
@@ -275,7 +296,7 @@ func (r *Report) Table(w io.Writer) error {
 	first, second := r.ArmTitles()
 	fmt.Fprintf(tw, "Metric\t%s\t%s\tVariance\tInterval\tKPI\tResult\n", first, second)
 	for _, k := range r.KPIs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), intervalText(k), limit(k), outcome(k))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Title, restValue(k), value(k.GraphQL, k.Unit), variance(k), intervalText(k), limit(k), outcome(k))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot write the table: %w", err)
