@@ -266,6 +266,7 @@ func (r *Report) Markdown() string {
 	}
 	r.checkSections(&b)
 	r.workloadSections(&b)
+	r.harnessCost(&b)
 	r.figureSources(&b)
 	if len(r.Notes) > 0 {
 		b.WriteString("## Notes\n\n")
@@ -604,6 +605,50 @@ func (r *Report) hasNotMeasured() bool {
 		}
 	}
 	return false
+}
+
+// harnessCost shows what sampling the target cost over each phase's steady
+// window: the sampler per sample and, for a target scraped from outside,
+// the scrape of its metrics endpoint (part of the sample).
+func (r *Report) harnessCost(b *strings.Builder) {
+	var rows []Phase
+	scraped := false
+	for _, p := range r.Phases {
+		if p.Resources != nil {
+			rows = append(rows, p)
+			scraped = scraped || p.Resources.ScrapeCostMeanUs > 0
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("## The harness's own cost\n\n")
+	b.WriteString("Wall time per sample (an upper bound of its CPU) and as a share of one core, over each steady window")
+	if scraped {
+		b.WriteString("; the scrape of the target's metrics endpoint is part of the sample, and a request the target serves beside the load")
+	}
+	b.WriteString(".\n\n| Phase | Sampler per sample | Sampler, share of a core |")
+	if scraped {
+		b.WriteString(" Scrape mean | Scrape max | Scrape body | Scrape, share of wall time |")
+	}
+	b.WriteString("\n|---|---:|---:|")
+	if scraped {
+		b.WriteString("---:|---:|---:|---:|")
+	}
+	b.WriteString("\n")
+	for _, p := range rows {
+		s := p.Resources
+		fmt.Fprintf(b, "| %s | %.0f µs | %.3f %% |", p.Name, s.SamplerCostMeanUs, s.SamplerCorePercent)
+		if scraped {
+			if s.ScrapeCostMeanUs > 0 {
+				fmt.Fprintf(b, " %.0f µs | %.0f µs | %.1f KB | %.3f %% |", s.ScrapeCostMeanUs, s.ScrapeCostMaxUs, s.ScrapeBytesMean/1000, s.ScrapeCorePercent)
+			} else {
+				b.WriteString(" not scraped | — | — | — |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 }
 
 // figureSources lists, for a target soakd does not host, where each
