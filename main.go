@@ -792,7 +792,8 @@ the result (or an error).`,
 
 // driveEndpoints builds the driver's endpoints from --target (everything
 // under one base URL) and the per-endpoint flags, which override it; without
-// --target both --graphql-url and --rest-url are needed.
+// --target --graphql-url is needed, and --rest-url for a phase with REST
+// operations (a target without a REST twin runs GraphQL phases only).
 func driveEndpoints(target, graphqlURL, graphqlWSURL, restURL string) (workloads.Endpoints, error) {
 	var ep workloads.Endpoints
 	switch {
@@ -804,8 +805,8 @@ func driveEndpoints(target, graphqlURL, graphqlWSURL, restURL string) (workloads
 		if ep, err = workloads.BaseEndpoints(target); err != nil {
 			return ep, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--target: %w", err))
 		}
-	case graphqlURL == "" || restURL == "":
-		return ep, daemon.Usagef("drive needs --target URL, e.g. --target http://127.0.0.1:8080, or --graphql-url and --rest-url")
+	case graphqlURL == "":
+		return ep, daemon.Usagef("drive needs --target URL, e.g. --target http://127.0.0.1:8080, or --graphql-url (with --rest-url for a phase with REST operations)")
 	}
 	if graphqlURL != "" {
 		ep.GraphQL = graphqlURL

@@ -74,7 +74,8 @@ type TargetConfig struct {
 	// empty: GraphQLURL with a ws scheme.
 	GraphQLWSURL string `yaml:"graphql_ws_url"`
 	// RESTURL is the base URL of the REST twin: it serves
-	// RESTURL/api/donuts/{id}. It may be another server than GraphQL's.
+	// RESTURL/api/donuts/{id}. It may be another server than GraphQL's,
+	// or none (""): then only profiles with no REST phase can run.
 	RESTURL string `yaml:"rest_url"`
 	// MetricsURL is the target's Prometheus endpoint, scraped for its
 	// runtime figures (GC, allocation, heap); empty: OS figures only.
@@ -432,7 +433,8 @@ type Profile struct {
 	Phases      []PhaseConfig `yaml:"phases"`
 }
 
-// Compare names the phases the verdict compares.
+// Compare names the phases the verdict compares. REST may be empty: the
+// GraphQL phase then runs its rounds alone, with no control group.
 type Compare struct {
 	REST    string `yaml:"rest"`
 	GraphQL string `yaml:"graphql"`
@@ -1026,7 +1028,9 @@ func (c *Config) validateTarget() []FieldError {
 	}
 	url("target.graphql_url", t.GraphQLURL, true, "http", "https")
 	url("target.graphql_ws_url", t.GraphQLWSURL, false, "ws", "wss")
-	url("target.rest_url", t.RESTURL, true, "http", "https")
+	// Optional: a target without a REST twin runs GraphQL-only profiles
+	// (no control group); RunSuite refuses REST phases against it.
+	url("target.rest_url", t.RESTURL, false, "http", "https")
 	url("target.metrics_url", t.MetricsURL, false, "http", "https")
 	url("target.pprof_url", t.PprofURL, false, "http", "https")
 	if t.PprofURL != "" && t.Runtime != "go" && t.Runtime != "auto" {
@@ -1199,6 +1203,9 @@ func (p Profile) validate(path string) []FieldError {
 	for key, want := range map[string]string{"rest": p.Compare.REST, "graphql": p.Compare.GraphQL} {
 		kp := path + ".compare." + key
 		switch arm, ok := arms[want]; {
+		case want == "" && key == "rest":
+			// No control group: the GraphQL arm is measured alone and the
+			// KPIs, which need REST, read "no control group".
 		case want == "":
 			bad(kp, "must name the %s phase to compare", key)
 		case !ok:

@@ -218,7 +218,11 @@ func (t *ExternalTarget) stopProcess() {
 }
 
 func (t *ExternalTarget) driverArgs() []string {
-	return []string{"--graphql-url", t.ep.GraphQL, "--graphql-ws-url", t.ep.GraphQLWS, "--rest-url", t.ep.REST}
+	args := []string{"--graphql-url", t.ep.GraphQL, "--graphql-ws-url", t.ep.GraphQLWS}
+	if t.ep.REST != "" { // none without a REST twin: its GraphQL-only phases need none
+		args = append(args, "--rest-url", t.ep.REST)
+	}
+	return args
 }
 
 func (t *ExternalTarget) runMetrics() metricsSink { return t.m }
@@ -493,9 +497,16 @@ func summarizeExternal(ss []extsample.Sample, want time.Duration, cores int) (*p
 	miss("heap_objects", "the Prometheus series of the runtimes extsample reads give no count of heap objects")
 	var heapWhy, goalWhy, goroutinesWhy, rssWhy string
 	var heapSeen, goalSeen, goroutinesSeen, rssSeen bool
-	var cost float64
+	var cost, scrapeCost, scrapeBytes float64
+	var scrapes int
 	for _, s := range ss {
 		cost += float64(s.CostNanoseconds)
+		if s.ScrapeNanoseconds > 0 {
+			scrapes++
+			scrapeCost += float64(s.ScrapeNanoseconds)
+			scrapeBytes += float64(s.ScrapeBytes)
+			sum.ScrapeCostMaxUs = max(sum.ScrapeCostMaxUs, float64(s.ScrapeNanoseconds)/1e3)
+		}
 		if f := s.Runtime.HeapLiveBytes; f.Measured {
 			heapSeen = true
 			sum.HeapLiveBytesMax = max(sum.HeapLiveBytesMax, uint64(f.Value))
@@ -546,8 +557,16 @@ func summarizeExternal(ss []extsample.Sample, want time.Duration, cores int) (*p
 	}
 	meanCost := cost / float64(len(ss))
 	sum.SamplerCostMeanUs = meanCost / 1e3
-	if spacing := ss[len(ss)-1].Time.Sub(ss[0].Time).Seconds() / float64(len(ss)-1); spacing > 0 {
+	spacing := ss[len(ss)-1].Time.Sub(ss[0].Time).Seconds() / float64(len(ss)-1)
+	if spacing > 0 {
 		sum.SamplerCorePercent = meanCost / 1e9 / spacing * 100
+	}
+	if scrapes > 0 {
+		sum.ScrapeCostMeanUs = scrapeCost / float64(scrapes) / 1e3
+		sum.ScrapeBytesMean = scrapeBytes / float64(scrapes)
+		if spacing > 0 {
+			sum.ScrapeCorePercent = sum.ScrapeCostMeanUs / 1e6 / spacing * 100
+		}
 	}
 	return sum, &w, nil
 }

@@ -70,6 +70,17 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 	if win == nil || win.Runtime != extsample.RuntimeNode {
 		t.Fatalf("window %+v, want one of a node runtime", win)
 	}
+	// The scrape's own cost: the fixture's size every time after the first
+	// scrape, within the sampler's cost.
+	size, err := os.Stat(filepath.Join("..", "extsample", "testdata", "node-prom-client-2.prom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ScrapeBytesMean != float64(size.Size()) || sum.ScrapeCostMeanUs <= 0 || sum.ScrapeCostMaxUs < sum.ScrapeCostMeanUs ||
+		sum.ScrapeCostMeanUs > sum.SamplerCostMeanUs || sum.ScrapeCorePercent <= 0 || sum.ScrapeCorePercent > sum.SamplerCorePercent {
+		t.Errorf("scrape cost: mean %.0f µs, max %.0f µs, %.0f bytes, %.3f %% (sampler %.0f µs, %.3f %%); want the body's %d bytes within the sampler's cost",
+			sum.ScrapeCostMeanUs, sum.ScrapeCostMaxUs, sum.ScrapeBytesMean, sum.ScrapeCorePercent, sum.SamplerCostMeanUs, sum.SamplerCorePercent, size.Size())
+	}
 	if !sum.CPUKnown || sum.NotMeasured["cpu_seconds"] != "" {
 		t.Errorf("CPU must be measured from the OS: %+v", sum)
 	}

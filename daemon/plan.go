@@ -70,7 +70,18 @@ func plan(specs []workloads.Phase, compare Compare, rounds int, arms Arms) ([]pl
 			gql = &specs[i]
 		}
 	}
-	if rest == nil || gql == nil {
+	switch {
+	case compare.REST == "" && gql != nil:
+		// No control group: the GraphQL arm runs its rounds alone, unless
+		// a self-check copies it.
+		if arms.SelfCheck() && arms.First == "rest" {
+			return nil, fmt.Errorf("--arms rest,rest needs a REST phase to compare, and the profile compares none (compare.rest is empty)")
+		}
+		if !arms.SelfCheck() {
+			return planAlone(specs, *gql, rounds), nil
+		}
+		rest = gql
+	case rest == nil || gql == nil:
 		return nil, fmt.Errorf("the profile lacks the compared phases %q and %q", compare.REST, compare.GraphQL)
 	}
 	first, second := *rest, *gql
@@ -113,6 +124,54 @@ func plan(specs []workloads.Phase, compare Compare, rounds int, arms Arms) ([]pl
 		}
 	}
 	return out, nil
+}
+
+// planAlone lays out a profile without a control group: its phases in
+// order, with the GraphQL phase gql run rounds times in a row where it
+// stands ("<name>#<round>" with several rounds).
+func planAlone(specs []workloads.Phase, gql workloads.Phase, rounds int) []planned {
+	var out []planned
+	for _, s := range specs {
+		if s.Name != gql.Name {
+			out = append(out, planned{spec: s})
+			continue
+		}
+		for r := 1; r <= rounds; r++ {
+			g := gql
+			if rounds > 1 {
+				g.Name = fmt.Sprintf("%s#%d", gql.Name, r)
+			}
+			out = append(out, planned{spec: g, round: r, role: roleGQLArm, base: gql.Name})
+		}
+	}
+	return out
+}
+
+// restPhases names the planned phases that drive the REST arm.
+func restPhases(plans []planned) []string {
+	var out []string
+	for _, p := range plans {
+		if p.spec.Arm == "rest" {
+			out = append(out, p.spec.Name)
+		}
+	}
+	return out
+}
+
+// needsRESTTwin refuses, before anything runs, a plan with REST phases
+// against a target that has no REST twin (a target soakd does not host,
+// with target.rest_url empty), naming the phases.
+func needsRESTTwin(tc TargetConfig, profile string, plans []planned) error {
+	if !tc.external() || tc.RESTURL != "" {
+		return nil
+	}
+	rest := restPhases(plans)
+	if len(rest) == 0 {
+		return nil
+	}
+	return Usagef("profile %s drives the REST twin in phase(s) %s, but the target has none (target.rest_url is empty): "+
+		"set target.rest_url, or run a profile whose phases are all GraphQL, with compare.rest empty (no control group; see README \"Soaking your own server\")",
+		profile, strings.Join(rest, ", "))
 }
 
 // comparedPhases names the compared arms as plans run them: each arm's base

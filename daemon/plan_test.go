@@ -118,3 +118,54 @@ func TestParseArms(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNoControlGroup: a profile that compares no REST phase runs its
+// GraphQL phase's rounds alone; a REST self-check of it is refused, a
+// GraphQL one still copies the phase.
+func TestPlanNoControlGroup(t *testing.T) {
+	specs := []workloads.Phase{{Name: "mem", Arm: "graphql"}, {Name: "g", Arm: "graphql"}, {Name: "max", Arm: "graphql"}}
+	cmp := Compare{GraphQL: "g"}
+	f := func(rounds int, arms Arms, want string) {
+		t.Helper()
+		ps, err := plan(specs, cmp, rounds, arms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(ps); got != want {
+			t.Errorf("rounds %d arms %s:\n got %s\nwant %s", rounds, arms, got, want)
+		}
+		if c := comparedPhases(ps); c.REST != "" && arms == DefaultArms() {
+			t.Errorf("compare %+v names a REST arm", c)
+		}
+	}
+	f(1, DefaultArms(), "mem g(graphql) max")
+	f(3, DefaultArms(), "mem g#1(graphql) g#2(graphql) g#3(graphql) max")
+	f(1, Arms{"graphql", "graphql"}, "mem g(rest) g-b(graphql) max")
+	if _, err := plan(specs, cmp, 1, Arms{"rest", "rest"}); err == nil || !strings.Contains(err.Error(), "compare.rest is empty") {
+		t.Errorf("rest,rest without a REST phase: %v, want an error naming compare.rest", err)
+	}
+}
+
+// TestNeedsRESTTwin: REST phases against a target without a REST twin are
+// refused before anything runs, naming them; the built-in target and a
+// target with a twin are not.
+func TestNeedsRESTTwin(t *testing.T) {
+	plans := []planned{{spec: workloads.Phase{Name: "mem", Arm: "graphql"}}, {spec: workloads.Phase{Name: "rest-control#1", Arm: "rest"}},
+		{spec: workloads.Phase{Name: "max-load-rest", Arm: "rest"}}}
+	noTwin := TargetConfig{Kind: report.TargetCommand, GraphQLURL: "http://127.0.0.1:1/graphql"}
+	err := needsRESTTwin(noTwin, "quick", plans)
+	if err == nil || CodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "profile quick drives the REST twin in phase(s) rest-control#1, max-load-rest") ||
+		!strings.Contains(err.Error(), "target.rest_url is empty") {
+		t.Errorf("got %v (exit %d), want a usage error naming the REST phases and target.rest_url", err, CodeOf(err))
+	}
+	if err := needsRESTTwin(noTwin, "gql", plans[:1]); err != nil {
+		t.Errorf("GraphQL phases only: %v", err)
+	}
+	twin := noTwin
+	twin.RESTURL = "http://127.0.0.1:1"
+	for _, tc := range []TargetConfig{twin, {Kind: report.TargetBuiltin}, {}} {
+		if err := needsRESTTwin(tc, "quick", plans); err != nil {
+			t.Errorf("%+v: %v", tc, err)
+		}
+	}
+}

@@ -111,6 +111,9 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	if err != nil {
 		return nil, WithCode(ExitUsage, err)
 	}
+	if err := needsRESTTwin(cfg.Target, name, plans); err != nil {
+		return nil, err
+	}
 	r.dir = opts.OutDir
 	if r.dir == "" {
 		r.dir = filepath.Join("runs", runID)
@@ -125,6 +128,11 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		Compare: comparedPhases(plans),
 		Arms:    r.opts.Arms.String(),
 		KPIs:    []kpi.Result{}, Checks: []report.Check{}, Phases: []report.Phase{}, Notes: standingNotes(),
+	}
+	if r.noControl() {
+		r.rep.Arms = "graphql"
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("No control group: the profile compares no REST phase, so %s runs its %d round(s) alone and the KPI rows, each GraphQL's cost over REST's, are not measured (no_control_group). "+
+			"The verdict rests on what was measured: failed requests, subscription delivery, the return to rest and the memory verdict.", prof.Compare.GraphQL, prof.Rounds))
 	}
 	if r.opts.Arms.SelfCheck() {
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("Self-check (--arms %s): the same API runs in both arms, so every delta is the noise floor of this machine and the verdict should pass.", r.opts.Arms))
@@ -219,6 +227,12 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		}
 	}
 	return r.finish(ctx, ran, captures)
+}
+
+// noControl reports whether the run has no control group: the profile
+// compares no REST phase and the arms are not a self-check.
+func (r *run) noControl() bool {
+	return r.prof.Compare.REST == "" && !r.opts.Arms.SelfCheck()
 }
 
 // sequential is the profile's adaptive-rounds rule (kpi.Sequential); with
@@ -359,7 +373,14 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	rep := r.rep
 	restBy, gqlBy := roundPhases(rep.Phases, plans)
 	s := r.sequential()
-	kpis, rounds, err := evaluateKPIs(restBy, gqlBy, len(restBy), s.LookConfidence(), r.cfg.KPIs.limits())
+	var kpis []kpi.Result
+	var rounds []report.Round
+	var err error
+	if r.noControl() {
+		kpis, rounds, err = graphqlOnlyKPIs(gqlBy, r.cfg.KPIs.limits())
+	} else {
+		kpis, rounds, err = evaluateKPIs(restBy, gqlBy, len(restBy), s.LookConfidence(), r.cfg.KPIs.limits())
+	}
 	if err != nil {
 		return r.abort(err)
 	}
@@ -398,10 +419,10 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	// and carry the same subscription fan-out, so these notes, which
 	// contrast the profile's REST and GraphQL phases, do not apply.
 	selfCheck := r.opts.Arms.SelfCheck()
-	if n := offeredLoadNote(r.prof); n != "" && !selfCheck {
+	if n := offeredLoadNote(r.prof); n != "" && !selfCheck && !r.noControl() {
 		rep.Notes = append(rep.Notes, n)
 	}
-	if sr := gqlBy[1].Subscriptions; sr != nil && !selfCheck {
+	if sr := gqlBy[1].Subscriptions; sr != nil && !selfCheck && !r.noControl() {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("The GraphQL phase %s also delivered %d subscription events to %d subscriptions (as seed 002's load did); their fan-out is in the GraphQL arm's CPU and allocation figures, REST has no such work.",
 			gqlBy[1].Name, sr.Received, sr.Subscriptions))
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,6 +93,9 @@ func Soak(ctx context.Context, cfg *Config, opts SoakOptions) (*SoakReport, erro
 	if err := store.ReadOnly(); err != nil {
 		return nil, WithCode(ExitUsage, fmt.Errorf("cannot soak in data_dir %s: %w: %w", cfg.DataDir, history.ErrReadOnly, err))
 	}
+	if err := soakNeedsRESTTwin(cfg, opts); err != nil {
+		return nil, err
+	}
 	target, err := OpenTarget(ctx, cfg, opts.Executable, cfg.DataDir, log)
 	if err != nil {
 		return nil, err
@@ -105,14 +109,34 @@ func Soak(ctx context.Context, cfg *Config, opts SoakOptions) (*SoakReport, erro
 	return s.run(ctx, opts)
 }
 
+// soakProfile names the profile a soak runs: --profile, else soak.profile,
+// else default_profile.
+func soakProfile(cfg *Config, opts SoakOptions) string {
+	return cmp.Or(opts.Profile, cfg.Soak.Profile, cfg.DefaultProfile)
+}
+
+// soakNeedsRESTTwin refuses, before the target starts, a soak whose profile
+// drives REST phases against a target without a REST twin (needsRESTTwin);
+// every cycle would be refused alike.
+func soakNeedsRESTTwin(cfg *Config, opts SoakOptions) error {
+	name := soakProfile(cfg, opts)
+	p, ok := cfg.Profiles[name]
+	if !ok {
+		return nil // each cycle says so
+	}
+	arms := opts.Arms
+	if arms == (Arms{}) {
+		arms = DefaultArms()
+	}
+	plans, err := plan(cfg.Phases(p, ""), p.Compare, p.Rounds, arms)
+	if err != nil {
+		return nil // each cycle says so
+	}
+	return needsRESTTwin(cfg.Target, name, plans)
+}
+
 func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
-	profile := s.cfg.Soak.Profile
-	if opts.Profile != "" {
-		profile = opts.Profile
-	}
-	if profile == "" {
-		profile = s.cfg.DefaultProfile
-	}
+	profile := soakProfile(s.cfg, opts)
 	start := time.Now().UTC()
 	s.rep = SoakReport{SchemaVersion: SoakSchemaVersion, Soak: start.Format("20060102T150405Z"), Profile: profile, StartedAt: start, Status: report.StatusRunning, Cycles: []Cycle{}}
 	for n := 1; opts.Cycles == 0 || n <= opts.Cycles; n++ {

@@ -39,6 +39,12 @@ target:
   graphql_ws_url: wss://127.0.0.1:4000/graphql/ws
   rest_url: https://127.0.0.1:4000
 `,
+		"attach, no REST twin": `
+target:
+  kind: attach
+  pid: 1
+  graphql_url: http://127.0.0.1:4000/graphql
+`,
 		"command": `
 target:
   kind: command
@@ -100,7 +106,6 @@ target:
 	has(t, ps, "target.graphql_url", 4, "must be an absolute http or https URL")
 	has(t, ps, "target.graphql_ws_url", 5, "must be an absolute ws or wss URL")
 	has(t, ps, "target.metrics_url", 6, "without query or fragment")
-	has(t, ps, "target.rest_url", 0, "must be set for target.kind attach")
 	has(t, ps, "target.runtime", 7, "must be go, node, dotnet, jvm or auto")
 	has(t, ps, "target.pid", 0, "set target.pid or target.pid_file")
 	has(t, ps, "target.ready_url", 8, "is read only for target.kind command")

@@ -49,6 +49,22 @@ func evaluateKPIs(rest, gql map[int]report.Phase, rounds int, confidence float64
 	return kpis, rs, err
 }
 
+// graphqlOnlyKPIs gives the KPI rows of a run without a control group
+// (kpi.GraphQLOnly): GraphQL's figures over its rounds, nothing compared,
+// and no per-round rows (each would compare nothing too).
+func graphqlOnlyKPIs(gql map[int]report.Phase, l kpi.Limits) ([]kpi.Result, []report.Round, error) {
+	figs := make([]kpi.Figures, 0, len(gql))
+	for r := 1; r <= len(gql); r++ {
+		p, ok := gql[r]
+		if !ok {
+			return nil, nil, fmt.Errorf("round %d did not run the GraphQL arm", r)
+		}
+		figs = append(figs, p.Figures())
+	}
+	kpis, err := kpi.GraphQLOnly(figs, l)
+	return kpis, nil, err
+}
+
 // checkOutcome is a check's outcome: its own when set, else from Pass.
 func checkOutcome(c report.Check) kpi.Outcome {
 	switch {

@@ -24,6 +24,12 @@ type Sample struct {
 	Error string `json:"error,omitempty"`
 	// CostNanoseconds is the wall time the reading took (the OS reads and the scrape), in nanoseconds.
 	CostNanoseconds int64 `json:"cost_ns"`
+	// ScrapeNanoseconds is the wall time of the scrape alone (request, the target rendering its metrics,
+	// the body read and parsed), in nanoseconds; 0 when no endpoint was given.
+	ScrapeNanoseconds int64 `json:"scrape_ns,omitempty"`
+	// ScrapeBytes is the size of the scrape's body, in bytes (after transfer decompression); 0 when no
+	// endpoint was given or no body was read.
+	ScrapeBytes int64 `json:"scrape_bytes,omitempty"`
 }
 
 // Window is the figures of the span between two samples: differences of counters, rates, and the gauges of

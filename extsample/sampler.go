@@ -193,7 +193,7 @@ func (s *Sampler) SampleNow(ctx context.Context) (Sample, error) {
 
 	if s.endpoint == "" {
 		smp.Runtime = runtimeNotMeasured(s.runtime, s.runtimeBasis, "no endpoint was given")
-	} else if exp, err := Scrape(ctx, s.client, s.endpoint, s.timeout, s.maxBytes); err != nil {
+	} else if exp, err := s.scrape(ctx, &smp); err != nil {
 		smp.Runtime = runtimeNotMeasured(s.runtime, s.runtimeBasis, err.Error())
 		errs = append(errs, err)
 	} else {
@@ -229,6 +229,14 @@ func (s *Sampler) SampleNow(ctx context.Context) (Sample, error) {
 	}
 	s.mu.Unlock()
 	return smp, err
+}
+
+// scrape scrapes the endpoint and records the scrape's own cost in smp: its wall time and body size.
+func (s *Sampler) scrape(ctx context.Context, smp *Sample) (Exposition, error) {
+	start := time.Now()
+	exp, n, err := Scrape(ctx, s.client, s.endpoint, s.timeout, s.maxBytes)
+	smp.ScrapeNanoseconds, smp.ScrapeBytes = int64(time.Since(start)), n
+	return exp, err
 }
 
 // Samples returns a copy of the stored samples whose Time is in [from, to], oldest first.

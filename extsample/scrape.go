@@ -30,16 +30,17 @@ const (
 // Exposition is one scrape of a Prometheus endpoint, parsed: the metric families by name.
 type Exposition map[string]*dto.MetricFamily
 
-// Scrape fetches url with client and parses the body as Prometheus text exposition. The request stops at
-// timeout; a body larger than maxBytes (after any transfer decompression), an HTTP status other than 200, a
-// Content-Type that is not Prometheus text (text/plain or OpenMetrics text), a body that does not parse, and
-// a body with no metric family are errors that say so.
-func Scrape(ctx context.Context, client *http.Client, url string, timeout time.Duration, maxBytes int64) (Exposition, error) {
+// Scrape fetches url with client and parses the body as Prometheus text exposition, and returns the body's
+// size in bytes (after any transfer decompression; whatever was read, also on error). The request stops at
+// timeout; a body larger than maxBytes, an HTTP status other than 200, a Content-Type that is not Prometheus
+// text (text/plain or OpenMetrics text), a body that does not parse, and a body with no metric family are
+// errors that say so.
+func Scrape(ctx context.Context, client *http.Client, url string, timeout time.Duration, maxBytes int64) (Exposition, int64, error) {
 	if timeout <= 0 {
-		return nil, fmt.Errorf("invalid scrape timeout %v: must be positive", timeout)
+		return nil, 0, fmt.Errorf("invalid scrape timeout %v: must be positive", timeout)
 	}
 	if maxBytes <= 0 {
-		return nil, fmt.Errorf("invalid scrape size cap %d: must be positive", maxBytes)
+		return nil, 0, fmt.Errorf("invalid scrape size cap %d: must be positive", maxBytes)
 	}
 	if client == nil {
 		client = http.DefaultClient
@@ -48,41 +49,41 @@ func Scrape(ctx context.Context, client *http.Client, url string, timeout time.D
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
+		return nil, 0, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	req.Header.Set("Accept", acceptHeader)
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return nil, fmt.Errorf("scrape %s: no complete response within %v", url, timeout)
+			return nil, 0, fmt.Errorf("scrape %s: no complete response within %v", url, timeout)
 		}
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
+		return nil, 0, fmt.Errorf("scrape %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: HTTP status %s, want 200 OK", url, resp.Status)
+		return nil, 0, fmt.Errorf("scrape %s: HTTP status %s, want 200 OK", url, resp.Status)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "text/plain" && mt != "application/openmetrics-text") {
-			return nil, fmt.Errorf("scrape %s: Content-Type %q is not Prometheus text exposition (text/plain or application/openmetrics-text)", url, ct)
+			return nil, 0, fmt.Errorf("scrape %s: Content-Type %q is not Prometheus text exposition (text/plain or application/openmetrics-text)", url, ct)
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("scrape %s: no complete response within %v", url, timeout)
+			return nil, int64(len(body)), fmt.Errorf("scrape %s: no complete response within %v", url, timeout)
 		}
-		return nil, fmt.Errorf("scrape %s: reading the body: %w", url, err)
+		return nil, int64(len(body)), fmt.Errorf("scrape %s: reading the body: %w", url, err)
 	}
 	if int64(len(body)) > maxBytes {
-		return nil, fmt.Errorf("scrape %s: the body exceeds the %d-byte cap", url, maxBytes)
+		return nil, int64(len(body)), fmt.Errorf("scrape %s: the body exceeds the %d-byte cap", url, maxBytes)
 	}
 	exp, err := ParseText(body)
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
+		return nil, int64(len(body)), fmt.Errorf("scrape %s: %w", url, err)
 	}
-	return exp, nil
+	return exp, int64(len(body)), nil
 }
 
 // ParseText parses Prometheus text exposition (format 0.0.4; the OpenMetrics 1.0 text that the same parser

@@ -57,7 +57,7 @@ func TestScrapeErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := serve(t, tc.h)
-			_, err := Scrape(context.Background(), nil, url, 5*time.Second, tc.maxSize)
+			_, _, err := Scrape(context.Background(), nil, url, 5*time.Second, tc.maxSize)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), url) {
 				t.Errorf("Scrape: %v; want an error naming %s and containing %q", err, url, tc.want)
 			}
@@ -76,7 +76,7 @@ func TestScrapeTimeout(t *testing.T) {
 		}
 	})
 	start := time.Now()
-	_, err := Scrape(context.Background(), nil, url, 200*time.Millisecond, 1<<20)
+	_, _, err := Scrape(context.Background(), nil, url, 200*time.Millisecond, 1<<20)
 	if err == nil || !strings.Contains(err.Error(), "no complete response within 200ms") {
 		t.Errorf("Scrape: %v; want a timeout error", err)
 	}
@@ -100,7 +100,7 @@ func TestScrapeAcceptsTextAndGzip(t *testing.T) {
 		gz.Write(body)
 		gz.Close()
 	})
-	e, err := Scrape(context.Background(), nil, url, 5*time.Second, int64(len(body)))
+	e, n, err := Scrape(context.Background(), nil, url, 5*time.Second, int64(len(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +110,11 @@ func TestScrapeAcceptsTextAndGzip(t *testing.T) {
 	if !e.has("nodejs_heap_size_used_bytes") {
 		t.Error("scrape lost nodejs_heap_size_used_bytes")
 	}
+	if n != int64(len(body)) {
+		t.Errorf("scrape size %d bytes, want the decompressed body's %d", n, len(body))
+	}
 	// The cap applies to the decompressed body.
-	if _, err := Scrape(context.Background(), nil, url, 5*time.Second, int64(len(body))-1); err == nil || !strings.Contains(err.Error(), "exceeds") {
+	if _, _, err := Scrape(context.Background(), nil, url, 5*time.Second, int64(len(body))-1); err == nil || !strings.Contains(err.Error(), "exceeds") {
 		t.Errorf("Scrape over the cap after decompression: %v", err)
 	}
 }

@@ -409,4 +409,9 @@ func TestSamplerEndpointOnly(t *testing.T) {
 	if smp.Runtime.RuntimeBasis != "set by the caller" {
 		t.Errorf("runtime basis %q", smp.Runtime.RuntimeBasis)
 	}
+	// The scrape's own cost: its body size, and its wall time within the reading's.
+	if smp.ScrapeBytes != int64(len(body)) || smp.ScrapeNanoseconds <= 0 || smp.ScrapeNanoseconds > smp.CostNanoseconds {
+		t.Errorf("scrape cost: %d bytes in %d ns (reading %d ns), want the body's %d bytes within the reading's time",
+			smp.ScrapeBytes, smp.ScrapeNanoseconds, smp.CostNanoseconds, len(body))
+	}
 }

@@ -99,6 +99,10 @@ type Result struct {
 	// Reason explains an outcome other than pass or fail: what was not
 	// measured, or how many rounds would probably settle it.
 	Reason string `json:"reason,omitempty"`
+	// NoControl is true when the run had no REST arm to compare with
+	// (GraphQLOnly): REST, Delta and Threshold are then absent, not 0, the
+	// row is not gated and its Outcome is not measured.
+	NoControl bool `json:"no_control_group,omitempty"`
 	// Definition says how the metric is measured.
 	Definition string `json:"definition"`
 	// Rounds is how many interleaved rounds the row aggregates (0: one

@@ -560,7 +560,9 @@ func (m *Metrics) KPIResults(rows []kpi.Result) {
 	for _, r := range rows[:min(len(rows), MaxKPIs)] {
 		name := label(r.Name)
 		if family, factor, ok := BaseUnit(r.Unit); ok {
-			m.kpiValue[family].WithLabelValues(name, "rest").Set(r.REST * factor)
+			if !r.NoControl { // no REST arm ran: no value, rather than a 0
+				m.kpiValue[family].WithLabelValues(name, "rest").Set(r.REST * factor)
+			}
 			m.kpiValue[family].WithLabelValues(name, "graphql").Set(r.GraphQL * factor)
 		}
 		kind := deltaKind(r.DeltaUnit)

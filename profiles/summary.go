@@ -90,6 +90,17 @@ type Summary struct {
 	// SamplerCorePercent is SamplerCostMeanUs over the mean spacing of the window's samples, × 100: the
 	// share of one core the sampler itself took (reading costs only; storing is negligible).
 	SamplerCorePercent float64 `json:"sampler_core_percent"`
+	// ScrapeCostMeanUs and ScrapeCostMaxUs are the mean and largest wall time of one scrape of a target's
+	// metrics endpoint (the request, the target rendering its metrics, the body read and parsed), in
+	// microseconds: part of SamplerCostMeanUs, and a request the target serves beside the load. Absent for
+	// the built-in target and for a target without a metrics endpoint (nothing is scraped).
+	ScrapeCostMeanUs float64 `json:"scrape_cost_mean_us,omitempty"`
+	ScrapeCostMaxUs  float64 `json:"scrape_cost_max_us,omitempty"`
+	// ScrapeBytesMean is the mean size of a scrape's body, in bytes (after transfer decompression).
+	ScrapeBytesMean float64 `json:"scrape_bytes_mean,omitempty"`
+	// ScrapeCorePercent is ScrapeCostMeanUs over the mean spacing of the window's samples, × 100: the
+	// share of wall time a scrape was in flight (an upper bound of the CPU it cost either side).
+	ScrapeCorePercent float64 `json:"scrape_core_percent,omitempty"`
 
 	// Notes explains figures that are missing or cover less than the window.
 	Notes []string `json:"notes,omitempty"`

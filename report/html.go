@@ -75,6 +75,9 @@ type htmlPage struct {
 	Opens                       []htmlList
 	AfterIntro                  string
 	Afters                      []htmlRow
+	HarnessIntro                string
+	HarnessHead                 []string
+	HarnessRows                 [][]string
 	FigureSourcesHeading        string
 	FigureSourcesIntro          string
 	Footer                      []string
@@ -236,6 +239,9 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 	}
 	if len(r.Overhead) > 0 {
 		p.OverheadBasis, p.OverheadRule = r.overheadBasis(), overheadNoiseRule
+	}
+	if intro, head, rows, ok := r.harnessCostTable(); ok {
+		p.HarnessIntro, p.HarnessHead, p.HarnessRows = intro, head, rows
 	}
 	if t := r.Target; t.External() && len(t.Figures) > 0 {
 		p.FigureSourcesIntro = figureSourcesIntro(t)

@@ -31,8 +31,19 @@ func value(v float64, unit string) string {
 	return fmt.Sprintf("%.3g %s", v, unit)
 }
 
+// restValue is the first arm's value of a row: "—" when there is no
+// control group to give one.
+func restValue(r kpi.Result) string {
+	if r.NoControl {
+		return "—"
+	}
+	return value(r.REST, r.Unit)
+}
+
 func variance(r kpi.Result) string {
 	switch {
+	case r.NoControl:
+		return "no control group"
 	case r.Delta == nil && r.Reason != "":
 		return "not measured"
 	case r.Delta == nil:
@@ -61,6 +72,8 @@ func limit(r kpi.Result) string {
 
 func outcome(r kpi.Result) string {
 	switch {
+	case r.NoControl:
+		return "not measured"
 	case !r.Gated:
 		return "info"
 	case r.Outcome == kpi.OutcomeInconclusive:
@@ -99,6 +112,9 @@ func (r *Report) comparisonHeading() string {
 	if r.SelfCheck() {
 		first, _ := r.ArmTitles()
 		return fmt.Sprintf("Self-check: %s compared with itself (--arms %s)", first, r.Arms)
+	}
+	if r.NoControlGroup() {
+		return "GraphQL without a control group"
 	}
 	return "GraphQL compared with the REST control group"
 }
@@ -146,12 +162,17 @@ func (r *Report) Markdown() string {
 		b.WriteString("No KPIs were evaluated: the run did not reach the end of both arms.\n\n")
 	} else {
 		ranA, ranB := r.Compare.Ran()
-		sep := armSeparator(ranA, ranB)
-		fmt.Fprintf(&b, "%s%s%s%seach over its steady window. Variance is %s − %s, in points for percentages and in percent of %s otherwise.\n\n",
-			phaseList(first, ranA, "`"), sep, phaseList(second, ranB, "`"), sep, second, first, first)
+		if r.NoControlGroup() {
+			fmt.Fprintf(&b, "%s, each over its steady window, with no REST control group to compare with: each row gives GraphQL's figure (the mean over its rounds) and is not measured as a KPI.\n\n",
+				phaseList(second, ranB, "`"))
+		} else {
+			sep := armSeparator(ranA, ranB)
+			fmt.Fprintf(&b, "%s%s%s%seach over its steady window. Variance is %s − %s, in points for percentages and in percent of %s otherwise.\n\n",
+				phaseList(first, ranA, "`"), sep, phaseList(second, ranB, "`"), sep, second, first, first)
+		}
 		fmt.Fprintf(&b, "| Metric | %s | %s | Variance | KPI | Result |\n|---|---:|---:|---:|---:|---|\n", first, second)
 		for _, k := range r.KPIs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), limit(k), outcome(k))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, restValue(k), value(k.GraphQL, k.Unit), variance(k), limit(k), outcome(k))
 		}
 		if reasons := r.Reasons(); len(reasons) > 0 {
 			b.WriteString("\nWhy the verdict is not pass:\n\n")
@@ -209,6 +230,7 @@ func (r *Report) Markdown() string {
 	}
 	r.checkSections(&b)
 	r.workloadSections(&b)
+	r.harnessCost(&b)
 	r.figureSources(&b)
 	if len(r.Notes) > 0 {
 		b.WriteString("## Notes\n\n")
@@ -246,7 +268,7 @@ func (r *Report) Table(w io.Writer) error {
 	first, second := r.ArmTitles()
 	fmt.Fprintf(tw, "Metric\t%s\t%s\tVariance\tInterval\tKPI\tResult\n", first, second)
 	for _, k := range r.KPIs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Title, value(k.REST, k.Unit), value(k.GraphQL, k.Unit), variance(k), intervalText(k), limit(k), outcome(k))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Title, restValue(k), value(k.GraphQL, k.Unit), variance(k), intervalText(k), limit(k), outcome(k))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot write the table: %w", err)
@@ -548,6 +570,66 @@ func (r *Report) hasNotMeasured() bool {
 		}
 	}
 	return false
+}
+
+// harnessCostTable is what sampling the target cost over each phase's
+// steady window: the sampler per sample and, for a target scraped from
+// outside, the scrape of its metrics endpoint (part of the sample), as an
+// introduction, column headings and rows; ok is false when no phase has
+// resource figures. report.md and report.html both print it.
+func (r *Report) harnessCostTable() (intro string, head []string, rows [][]string, ok bool) {
+	var phases []Phase
+	scraped := false
+	for _, p := range r.Phases {
+		if p.Resources != nil {
+			phases = append(phases, p)
+			scraped = scraped || p.Resources.ScrapeCostMeanUs > 0
+		}
+	}
+	if len(phases) == 0 {
+		return "", nil, nil, false
+	}
+	intro = "Wall time per sample (an upper bound of its CPU) and as a share of one core, over each steady window"
+	head = []string{"Phase", "Sampler per sample", "Sampler, share of a core"}
+	if scraped {
+		intro += "; the scrape of the target's metrics endpoint is part of the sample, and a request the target serves beside the load"
+		head = append(head, "Scrape mean", "Scrape max", "Scrape body", "Scrape, share of wall time")
+	}
+	intro += "."
+	for _, p := range phases {
+		s := p.Resources
+		row := []string{p.Name, fmt.Sprintf("%.0f µs", s.SamplerCostMeanUs), fmt.Sprintf("%.3f %%", s.SamplerCorePercent)}
+		if scraped {
+			if s.ScrapeCostMeanUs > 0 {
+				row = append(row, fmt.Sprintf("%.0f µs", s.ScrapeCostMeanUs), fmt.Sprintf("%.0f µs", s.ScrapeCostMaxUs),
+					fmt.Sprintf("%.1f KB", s.ScrapeBytesMean/1000), fmt.Sprintf("%.3f %%", s.ScrapeCorePercent))
+			} else {
+				row = append(row, "not scraped", "—", "—", "—")
+			}
+		}
+		rows = append(rows, row)
+	}
+	return intro, head, rows, true
+}
+
+// harnessCostHeading heads the harness's cost section in both reports.
+const harnessCostHeading = "The harness's own cost"
+
+// harnessCost prints harnessCostTable as a Markdown section.
+func (r *Report) harnessCost(b *strings.Builder) {
+	intro, head, rows, ok := r.harnessCostTable()
+	if !ok {
+		return
+	}
+	fmt.Fprintf(b, "## %s\n\n%s\n\n| %s |\n|---|", harnessCostHeading, intro, strings.Join(head, " | "))
+	for range head[1:] {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, row := range rows {
+		fmt.Fprintf(b, "| %s |\n", strings.Join(row, " | "))
+	}
+	b.WriteString("\n")
 }
 
 // figureSources lists, for a target soakd does not host, where each

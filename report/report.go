@@ -395,6 +395,10 @@ func (c Compare) Ran() (first, second []string) {
 	return first, second
 }
 
+// NoControlGroup reports whether the GraphQL arm ran alone, with no REST
+// phase to compare with (arms "graphql").
+func (r *Report) NoControlGroup() bool { return r.Arms == "graphql" }
+
 // SelfCheck reports whether both arms ran the same API.
 func (r *Report) SelfCheck() bool {
 	a, b, ok := strings.Cut(r.Arms, ",")

@@ -33,7 +33,8 @@ func fixture() *Report {
 		}
 		sum := &profiles.Summary{WindowSeconds: 10, Samples: 11, Cores: 2, CPUKnown: true, CPUSeconds: cpu / 100 * 20,
 			CPUMachinePercent: cpu, CPUCorePercent: 2 * cpu, GCPercentKnown: true, GCPercent: gc, GCCycles: 100,
-			GCPauseP99Ms: 1.5, AllocBytes: alloc, AllocObjects: alloc / 100, HeapLiveBytesMax: 3 << 20, RSSBytesMax: 20 << 20}
+			GCPauseP99Ms: 1.5, AllocBytes: alloc, AllocObjects: alloc / 100, HeapLiveBytesMax: 3 << 20, RSSBytesMax: 20 << 20,
+			SamplerCostMeanUs: 420, SamplerCorePercent: 0.042}
 		return NewPhase(res, sum, nil)
 	}
 	r := &Report{

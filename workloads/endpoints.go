@@ -18,7 +18,8 @@ type Endpoints struct {
 	// ws://127.0.0.1:8080/graphql; "" means GraphQL with a ws(s) scheme.
 	GraphQLWS string `json:"graphql_ws,omitempty"`
 	// REST is the base URL of the REST twin: its requests go to
-	// REST + "/api/donuts/{id}".
+	// REST + "/api/donuts/{id}". "" for a target without one: a phase
+	// with REST operations is then refused.
 	REST string `json:"rest"`
 }
 
@@ -81,9 +82,9 @@ func (e Endpoints) parse() (endpoints, error) {
 		}
 		return ""
 	}
-	ep := endpoints{
-		graphql: check("GraphQL", e.GraphQL, "http", "https"),
-		rest:    check("REST", e.REST, "http", "https"),
+	ep := endpoints{graphql: check("GraphQL", e.GraphQL, "http", "https")}
+	if e.REST != "" { // a target without a REST twin runs GraphQL phases only (RunAt)
+		ep.rest = check("REST", e.REST, "http", "https")
 	}
 	if e.GraphQLWS != "" {
 		ep.ws = check("GraphQL websocket", e.GraphQLWS, "ws", "wss")

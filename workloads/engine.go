@@ -358,6 +358,11 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progr
 	if err != nil {
 		return Result{}, err
 	}
+	for _, g := range p.Groups {
+		if ep.rest == "" && (g.Operation == RESTGet || g.Operation == RESTPut) {
+			return Result{}, fmt.Errorf("phase %s runs %s, but no REST URL was given: the target's REST twin (--rest-url)", p.Name, g.Operation)
+		}
+	}
 	if client == nil {
 		client = NewClient(p.Connections(), p.RequestTimeout)
 		defer client.CloseIdleConnections()
