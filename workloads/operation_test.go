@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -174,6 +175,13 @@ func newWire(t *testing.T, hand func(r recorded) (int, string)) *wire {
 	return w
 }
 
+// requests returns what the server got so far.
+func (w *wire) requests() []recorded {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.got)
+}
+
 // runOp runs one closed-model group of n requests of def against w.
 func runOp(t *testing.T, w *wire, def OperationDef, n int) Result {
 	t.Helper()
@@ -199,7 +207,7 @@ func TestTransportsOnTheWire(t *testing.T) {
 	t.Run("post", func(t *testing.T) {
 		w := newWire(t, ok)
 		r := runOp(t, w, OperationDef{GraphQL: &GraphQLDef{Document: doc, OperationName: "Donut", Variables: vars}, Data: data, Expect: expect}, 2)
-		g := w.got[0]
+		g := w.requests()[0]
 		if r.Errors != 0 || g.method != "POST" || g.path != "/graphql" || g.contentType != "application/json" ||
 			g.body != `{"query":"query Donut($id: ID!) { donut(id: $id) { id } }","operationName":"Donut","variables":{"id":"4","n":4}}` {
 			t.Errorf("got %+v (errors %v)", g, r.ErrorExamples)
@@ -211,7 +219,7 @@ func TestTransportsOnTheWire(t *testing.T) {
 	t.Run("get", func(t *testing.T) {
 		w := newWire(t, ok)
 		r := runOp(t, w, OperationDef{GraphQL: &GraphQLDef{Document: doc, OperationName: "Donut", Variables: vars, Transport: TransportGet}, Data: data, Expect: expect}, 1)
-		g := w.got[0]
+		g := w.requests()[0]
 		q, _ := url.ParseQuery(g.query)
 		if r.Errors != 0 || g.method != "GET" || g.path != "/graphql" || g.body != "" || q.Get("query") != doc ||
 			q.Get("operationName") != "Donut" || q.Get("variables") != `{"id":"4","n":4}` {
@@ -223,7 +231,7 @@ func TestTransportsOnTheWire(t *testing.T) {
 		add := OperationDef{GraphQL: &GraphQLDef{Document: "query Add { add(x: {{x}}, y: 50) }", Transport: TransportGraphQL},
 			Data: map[string]DataDef{"x": {List: []string{"50"}}}, Expect: Expect{NoGraphQLErrors: true, JSON: map[string]string{"data.add": "100"}}}
 		r := runOp(t, w, add, 1)
-		g := w.got[0]
+		g := w.requests()[0]
 		if r.Errors != 0 || g.method != "POST" || g.contentType != "application/graphql" || g.body != "query Add { add(x: 50, y: 50) }" {
 			t.Errorf("got %+v (errors %v)", g, r.ErrorExamples)
 		}
@@ -231,7 +239,7 @@ func TestTransportsOnTheWire(t *testing.T) {
 	t.Run("persisted, with the not-found retry", func(t *testing.T) {
 		sum := sha256.Sum256([]byte(doc))
 		hash := hex.EncodeToString(sum[:])
-		var stored bool
+		var stored atomic.Bool
 		w := newWire(t, func(r recorded) (int, string) {
 			var in struct {
 				Query      string
@@ -242,8 +250,8 @@ func TestTransportsOnTheWire(t *testing.T) {
 			case in.Extensions.PersistedQuery.Sha256Hash != hash:
 				return 400, "bad hash"
 			case in.Query != "":
-				stored = true
-			case !stored:
+				stored.Store(true)
+			case !stored.Load():
 				return 200, `{"errors":[{"message":"PersistedQueryNotFound","extensions":{"code":"PERSISTED_QUERY_NOT_FOUND"}}],"data":null}`
 			}
 			return 200, `{"data":{"donut":{"id":"4"}}}`
@@ -253,12 +261,12 @@ func TestTransportsOnTheWire(t *testing.T) {
 			t.Fatalf("got %d requests %d errors %v, want 3 and 0", r.Requests, r.Errors, r.ErrorExamples)
 		}
 		// Hash only, then the retry with the document, then hash only twice.
-		if len(w.got) != 4 || strings.Contains(w.got[0].body, `"query"`) || !strings.Contains(w.got[1].body, `"query":"query Donut`) ||
-			strings.Contains(w.got[2].body, `"query"`) || strings.Contains(w.got[3].body, `"query"`) {
-			t.Errorf("wire: %+v", w.got)
+		if len(w.requests()) != 4 || strings.Contains(w.requests()[0].body, `"query"`) || !strings.Contains(w.requests()[1].body, `"query":"query Donut`) ||
+			strings.Contains(w.requests()[2].body, `"query"`) || strings.Contains(w.requests()[3].body, `"query"`) {
+			t.Errorf("wire: %+v", w.requests())
 		}
-		if want := `{"variables":{"id":"4","n":4},"extensions":{"persistedQuery":{"version":1,"sha256Hash":"` + hash + `"}}}`; w.got[0].body != want {
-			t.Errorf("hash-only body %s, want %s", w.got[0].body, want)
+		if want := `{"variables":{"id":"4","n":4},"extensions":{"persistedQuery":{"version":1,"sha256Hash":"` + hash + `"}}}`; w.requests()[0].body != want {
+			t.Errorf("hash-only body %s, want %s", w.requests()[0].body, want)
 		}
 	})
 	t.Run("rest with a JSON body and a CSV row", func(t *testing.T) {
@@ -273,15 +281,15 @@ func TestTransportsOnTheWire(t *testing.T) {
 			Expect:  Expect{Status: 201, JSON: map[string]string{"ok": "true"}},
 		}
 		r := runOp(t, w, def, 2)
-		if r.Errors != 0 || len(w.got) != 2 {
-			t.Fatalf("got %d requests, errors %v", len(w.got), r.ErrorExamples)
+		if r.Errors != 0 || len(w.requests()) != 2 {
+			t.Fatalf("got %d requests, errors %v", len(w.requests()), r.ErrorExamples)
 		}
 		// One row per request: the columns of a CSV row stay together.
 		for i, want := range []struct{ path, query, body, header string }{
 			{"/items/a/1", "tag=x%26y", `{"sku":"a/1","tag":"x&y"}`, "a/1"},
 			{"/items/b 2", "tag=z", `{"sku":"b 2","tag":"z"}`, "b 2"},
 		} {
-			g := w.got[i]
+			g := w.requests()[i]
 			if g.method != "POST" || g.path != want.path || g.query != want.query || g.body != want.body ||
 				g.header.Get("X-Sku") != want.header || g.contentType != "application/json" {
 				t.Errorf("request %d: got %+v, want %+v", i, g, want)
