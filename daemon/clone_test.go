@@ -64,9 +64,35 @@ func fill(t *testing.T, v reflect.Value, path string, n *int) {
 			}
 			fill(t, v.Field(i), path+"."+f.Name, n)
 		}
+	case reflect.Interface:
+		// A value decoded from YAML (a body, GraphQL variables): a mapping
+		// holding a list holding a string, every reference kind it may hold.
+		*n += 2
+		v.Set(reflect.ValueOf(map[string]any{fmt.Sprintf("s%d", *n-1): []any{fmt.Sprintf("s%d", *n)}}))
 	default:
 		t.Fatalf("%s is a %s: Clone cannot deep-copy that kind; handle it in Clone and in this test", path, v.Kind())
 	}
+}
+
+// mutateAny changes every string in a decoded YAML value in place (maps
+// and lists are changed, not replaced, so an alias shows) and returns it.
+func mutateAny(x any) any {
+	switch x := x.(type) {
+	case map[string]any:
+		for k, v := range x {
+			x[k] = mutateAny(v)
+		}
+		x["new key"] = "new value"
+		return x
+	case []any:
+		for i, v := range x {
+			x[i] = mutateAny(v)
+		}
+		return x
+	case string:
+		return x + "-mutated"
+	}
+	return x
 }
 
 // mutate changes every leaf reachable from v (addressable) in place,
@@ -112,6 +138,10 @@ func mutate(t *testing.T, v reflect.Value, path string) {
 	case reflect.Struct:
 		for i := range v.NumField() {
 			mutate(t, v.Field(i), path+"."+v.Type().Field(i).Name)
+		}
+	case reflect.Interface:
+		if !v.IsNil() {
+			v.Set(reflect.ValueOf(mutateAny(v.Interface())))
 		}
 	default:
 		t.Fatalf("%s is a %s: cannot mutate it", path, v.Kind())
@@ -169,7 +199,13 @@ func assertNoAliasing(t *testing.T, orig, clone reflect.Value, path string) {
 		for i := range orig.NumField() {
 			assertNoAliasing(t, orig.Field(i), clone.Field(i), path+"."+orig.Type().Field(i).Name)
 		}
-	case reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+	case reflect.Interface:
+		if orig.IsNil() || clone.IsNil() {
+			t.Errorf("%s: nil interface (original nil: %v, clone nil: %v); want both set", path, orig.IsNil(), clone.IsNil())
+			return
+		}
+		assertNoAliasing(t, orig.Elem(), clone.Elem(), path)
+	case reflect.Chan, reflect.Func, reflect.UnsafePointer:
 		t.Errorf("%s is a %s: Clone cannot deep-copy that kind; handle it in Clone and in this test", path, orig.Kind())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	neturl "net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -31,24 +32,34 @@ import (
 // it, so a user file names only what it changes (a profile given in a user
 // file replaces the embedded profile of the same name as a whole).
 type Config struct {
-	Target         TargetConfig       `yaml:"target"`
-	Server         ServerConfig       `yaml:"server"`
-	GraphQL        GraphQLConfig      `yaml:"graphql"`
-	Data           DataConfig         `yaml:"data"`
-	Sampler        SamplerConfig      `yaml:"sampler"`
-	KPIs           KPIConfig          `yaml:"kpis"`
-	Memory         MemoryConfig       `yaml:"memory"`
-	Profiling      ProfilingConfig    `yaml:"profiling"`
-	Pinning        PinningConfig      `yaml:"pinning"`
-	Compare        CompareConfig      `yaml:"compare"`
-	Metrics        MetricsConfig      `yaml:"metrics"`
-	Inject         InjectConfig       `yaml:"inject"`
-	DataDir        string             `yaml:"data_dir"`
-	Retention      RetentionConfig    `yaml:"retention"`
-	Soak           SoakConfig         `yaml:"soak"`
-	API            APIConfig          `yaml:"api"`
-	DefaultProfile string             `yaml:"default_profile"`
-	Profiles       map[string]Profile `yaml:"profiles"`
+	Target    TargetConfig    `yaml:"target"`
+	Server    ServerConfig    `yaml:"server"`
+	GraphQL   GraphQLConfig   `yaml:"graphql"`
+	Data      DataConfig      `yaml:"data"`
+	Sampler   SamplerConfig   `yaml:"sampler"`
+	KPIs      KPIConfig       `yaml:"kpis"`
+	Memory    MemoryConfig    `yaml:"memory"`
+	Profiling ProfilingConfig `yaml:"profiling"`
+	Pinning   PinningConfig   `yaml:"pinning"`
+	Compare   CompareConfig   `yaml:"compare"`
+	Metrics   MetricsConfig   `yaml:"metrics"`
+	Inject    InjectConfig    `yaml:"inject"`
+	DataDir   string          `yaml:"data_dir"`
+	Retention RetentionConfig `yaml:"retention"`
+	Soak      SoakConfig      `yaml:"soak"`
+	API       APIConfig       `yaml:"api"`
+	// Operations are what phases' user groups send and subscriptions open,
+	// by name (README "Operations"); the embedded config.yaml defines the
+	// built-in target's. A user file's operation replaces the embedded one
+	// of the same name as a whole.
+	Operations     map[workloads.Operation]workloads.OperationDef `yaml:"operations"`
+	DefaultProfile string                                         `yaml:"default_profile"`
+	Profiles       map[string]Profile                             `yaml:"profiles"`
+
+	// CSVData holds the column values of every CSV file an operation's data
+	// reads, by CSVKey(path, column), read when the configuration is loaded
+	// (LoadCSV) and sent to the driver in the phase spec.
+	CSVData map[string][]string `yaml:"-"`
 
 	// Warnings are what loading the configuration had to say without
 	// refusing it (a deprecated key, say); commands log each one.
@@ -516,7 +527,8 @@ func LoadConfig(defaults []byte, user []byte, source string) (*Config, error) {
 		lines = l
 	}
 	cfg.applyDefaults()
-	if problems := cfg.Validate(); len(problems) > 0 {
+	problems := cfg.loadCSV()
+	if problems = append(problems, cfg.Validate()...); len(problems) > 0 {
 		for i := range problems {
 			if problems[i].Line == 0 {
 				problems[i].Line = lineOf(lines, problems[i].Path)
@@ -540,7 +552,8 @@ func (c *Config) Overlay(doc []byte, source string) (*Config, error) {
 		return nil, err
 	}
 	cp.applyDefaults()
-	if problems := cp.Validate(); len(problems) > 0 {
+	problems := cp.loadCSV()
+	if problems = append(problems, cp.Validate()...); len(problems) > 0 {
 		for i := range problems {
 			if problems[i].Line == 0 {
 				problems[i].Line = lineOf(lines, problems[i].Path)
@@ -566,6 +579,18 @@ func (c *Config) Clone() *Config {
 	cp.Warnings = slices.Clone(c.Warnings)
 	cp.Target.Argv = slices.Clone(c.Target.Argv)
 	cp.Target.Env = maps.Clone(c.Target.Env)
+	if c.Operations != nil {
+		cp.Operations = make(map[workloads.Operation]workloads.OperationDef, len(c.Operations))
+		for name, op := range c.Operations {
+			cp.Operations[name] = cloneOperation(op)
+		}
+	}
+	if c.CSVData != nil {
+		cp.CSVData = make(map[string][]string, len(c.CSVData))
+		for k, v := range c.CSVData {
+			cp.CSVData[k] = slices.Clone(v)
+		}
+	}
 	if c.Profiles != nil {
 		cp.Profiles = make(map[string]Profile, len(c.Profiles))
 		for name, p := range c.Profiles {
@@ -596,6 +621,64 @@ func (p Profile) clone() Profile {
 		p.Phases[i].Users = slices.Clone(p.Phases[i].Users)
 	}
 	return p
+}
+
+// cloneOperation returns a deep copy of d.
+func cloneOperation(d workloads.OperationDef) workloads.OperationDef {
+	if r := d.REST; r != nil {
+		cp := *r
+		cp.Body = cloneAny(r.Body)
+		d.REST = &cp
+	}
+	if g := d.GraphQL; g != nil {
+		cp := *g
+		cp.Variables, _ = cloneAny(g.Variables).(map[string]any)
+		d.GraphQL = &cp
+	}
+	if sub := d.Subscription; sub != nil {
+		cp := *sub
+		cp.Variables, _ = cloneAny(sub.Variables).(map[string]any)
+		d.Subscription = &cp
+	}
+	d.Headers = maps.Clone(d.Headers)
+	d.HeadersEnv = maps.Clone(d.HeadersEnv)
+	if d.Data != nil {
+		data := make(map[string]workloads.DataDef, len(d.Data))
+		for k, v := range d.Data {
+			v.Range, v.List, v.Lookup = slices.Clone(v.Range), slices.Clone(v.List), slices.Clone(v.Lookup)
+			data[k] = v
+		}
+		d.Data = data
+	}
+	d.Expect.JSON = maps.Clone(d.Expect.JSON)
+	d.Expect.Present = slices.Clone(d.Expect.Present)
+	return d
+}
+
+// cloneAny deep-copies a value decoded from YAML or JSON: maps and lists
+// are copied, scalars shared (they are immutable). A nil map stays nil.
+func cloneAny(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = cloneAny(e)
+		}
+		return m
+	case []any:
+		if v == nil {
+			return v
+		}
+		l := make([]any, len(v))
+		for i, e := range v {
+			l[i] = cloneAny(e)
+		}
+		return l
+	}
+	return v
 }
 
 // clonePtr returns a pointer to a copy of *p, or nil for nil.
@@ -654,6 +737,11 @@ func decodeStrict(doc []byte, cfg *Config, source string) (map[string]int, error
 	if len(c.problems) > 0 {
 		return nil, &ConfigError{Source: source, Problems: c.problems}
 	}
+	// Operations this document defines replace any of the same name whole
+	// (yaml.v3 would decode into the old value and keep its other keys).
+	for _, name := range definedOperations(body) {
+		delete(cfg.Operations, workloads.Operation(name))
+	}
 	if err := body.Decode(cfg); err != nil {
 		// The checker should have caught every type problem; whatever is
 		// left is reported as yaml.v3 words it.
@@ -667,7 +755,87 @@ func decodeStrict(doc []byte, cfg *Config, source string) (map[string]int, error
 		}
 		return nil, &ConfigError{Source: source, Problems: []FieldError{{Msg: err.Error()}}}
 	}
+	// A CSV file named by this document is relative to the document's file.
+	if st, err := os.Stat(source); err == nil && st.Mode().IsRegular() {
+		for _, name := range definedOperations(body) {
+			op := cfg.Operations[workloads.Operation(name)]
+			for v, d := range op.Data {
+				if d.CSV != "" && !filepath.IsAbs(d.CSV) {
+					d.CSV = filepath.Join(filepath.Dir(source), d.CSV)
+					op.Data[v] = d
+				}
+			}
+		}
+	}
 	return c.lines, nil
+}
+
+// definedOperations returns the names under the top-level operations: key
+// of a document.
+func definedOperations(body *yaml.Node) []string {
+	if body.Kind != yaml.MappingNode {
+		return nil
+	}
+	var names []string
+	for i := 0; i+1 < len(body.Content); i += 2 {
+		if body.Content[i].Value != "operations" || body.Content[i+1].Kind != yaml.MappingNode {
+			continue
+		}
+		ops := body.Content[i+1]
+		for j := 0; j+1 < len(ops.Content); j += 2 {
+			names = append(names, ops.Content[j].Value)
+		}
+	}
+	return names
+}
+
+// CSVKey is the key of CSVData for a column of a CSV file.
+func CSVKey(path, column string) string { return path + "\x00" + column }
+
+// loadCSV reads every CSV column the operations' data names into CSVData,
+// once per file and column, and returns a problem per file that cannot be
+// read or parsed, naming the line.
+func (c *Config) loadCSV() []FieldError {
+	var ps []FieldError
+	c.CSVData = nil
+	for _, name := range slices.Sorted(maps.Keys(c.Operations)) {
+		op := c.Operations[name]
+		for _, v := range slices.Sorted(maps.Keys(op.Data)) {
+			d := op.Data[v]
+			if d.CSV == "" || d.Column == "" {
+				continue
+			}
+			key := CSVKey(d.CSV, d.Column)
+			if _, done := c.CSVData[key]; done {
+				continue
+			}
+			path := fmt.Sprintf("operations.%s.data.%s.csv", name, v)
+			values, err := readCSVColumn(d.CSV, d.Column)
+			if err != nil {
+				ps = append(ps, FieldError{Path: path, Msg: err.Error()})
+				continue
+			}
+			if c.CSVData == nil {
+				c.CSVData = map[string][]string{}
+			}
+			c.CSVData[key] = values
+		}
+	}
+	return ps
+}
+
+// readCSVColumn reads column of the CSV file at path.
+func readCSVColumn(path, column string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the CSV file: %w", err)
+	}
+	defer f.Close()
+	values, err := workloads.ReadCSVColumn(f, column)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return values, nil
 }
 
 // parseDoc parses doc, one YAML document, and returns its top node; errors
@@ -718,15 +886,49 @@ func renameDeprecated(body *yaml.Node) (warning string, problem *FieldError) {
 	return fmt.Sprintf("line %d: the key control: is deprecated and read as api: (it configures the control API, not the REST control group); rename it", old.Line), nil
 }
 
-// armOperations lists the operations allowed in a phase of each arm.
-func armOperations(arm string) ([]workloads.Operation, bool) {
-	switch arm {
-	case "rest":
-		return []workloads.Operation{workloads.RESTGet, workloads.RESTPut}, true
-	case "graphql":
-		return []workloads.Operation{workloads.GraphQLQuery, workloads.GraphQLMutation}, true
+// validateOperations checks every operation once (a phase naming one does
+// not repeat its problems) and that the environment variables its headers
+// read are set.
+func (c *Config) validateOperations() []FieldError {
+	var ps []FieldError
+	for _, name := range slices.Sorted(maps.Keys(c.Operations)) {
+		op := c.Operations[name]
+		path := "operations." + string(name)
+		if name == "" || strings.ContainsAny(string(name), " \t\n.") {
+			ps = append(ps, FieldError{Path: path, Msg: "an operation name is a word without spaces or dots, like rest-get"})
+		}
+		if err := op.Validate(c.Operations); err != nil {
+			for _, e := range unjoinErr(err) {
+				ps = append(ps, fieldErrorAt(path, e))
+			}
+		}
+		for _, h := range slices.Sorted(maps.Keys(op.HeadersEnv)) {
+			if env := op.HeadersEnv[h]; env != "" {
+				if _, ok := os.LookupEnv(env); !ok {
+					ps = append(ps, FieldError{Path: path + ".headers_env." + h,
+						Msg: fmt.Sprintf("the environment variable %s is not set; export it before running soakd (header values never come from the config file)", env)})
+				}
+			}
+		}
 	}
-	return nil, false
+	return ps
+}
+
+// unjoinErr returns the errors joined in err, or err alone.
+func unjoinErr(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// fieldErrorAt turns a "key: message" error under path into a FieldError.
+func fieldErrorAt(path string, e error) FieldError {
+	key, msg, found := strings.Cut(e.Error(), ": ")
+	if !found || strings.ContainsAny(key, " \"") {
+		return FieldError{Path: path, Msg: e.Error()}
+	}
+	return FieldError{Path: path + "." + key, Msg: msg}
 }
 
 // Validate checks ranges and cross references and returns every problem,
@@ -743,6 +945,7 @@ func (c *Config) Validate() []FieldError {
 	}
 
 	ps = append(ps, c.validateTarget()...)
+	ps = append(ps, c.validateOperations()...)
 	if host, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
 		bad("server.listen", "must be host:port, like 127.0.0.1:8080 or 127.0.0.1:0 (got %q)", c.Server.Listen)
 	} else if !c.Server.AllowNonLoopback && !api.IsLoopback(host) {
@@ -951,7 +1154,7 @@ func (c *Config) Validate() []FieldError {
 					s.PerClient, c.GraphQL.MaxSubscriptionsPerSocket)
 			}
 		}
-		ps = append(ps, c.Profiles[name].validate("profiles."+name)...)
+		ps = append(ps, c.Profiles[name].validate("profiles."+name, c.Operations)...)
 		ps = append(ps, c.Profiles[name].measurable("profiles."+name, c.Sampler.Interval)...)
 	}
 	slices.SortStableFunc(ps, func(a, b FieldError) int { return strings.Compare(a.Path, b.Path) })
@@ -1143,7 +1346,7 @@ func (p Profile) measurable(path string, interval time.Duration) []FieldError {
 	return ps
 }
 
-func (p Profile) validate(path string) []FieldError {
+func (p Profile) validate(path string, ops map[workloads.Operation]workloads.OperationDef) []FieldError {
 	var ps []FieldError
 	bad := func(path, format string, args ...any) {
 		ps = append(ps, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
@@ -1189,16 +1392,16 @@ func (p Profile) validate(path string) []FieldError {
 		} else {
 			arms[ph.Name] = ph.Arm
 		}
-		ops, ok := armOperations(ph.Arm)
+		ok := ph.Arm == "rest" || ph.Arm == "graphql"
 		if !ok {
 			bad(pp+".arm", "must be rest or graphql (got %q)", ph.Arm)
 		}
 		for j, u := range ph.Users {
-			if ok && u.Operation.Valid() && !slices.Contains(ops, u.Operation) {
-				bad(fmt.Sprintf("%s.users[%d].operation", pp, j), "%s does not belong in a %s phase", u.Operation, ph.Arm)
+			if def, defined := ops[u.Operation]; ok && defined && def.Endpoint() != "" && def.Endpoint() != ph.Arm {
+				bad(fmt.Sprintf("%s.users[%d].operation", pp, j), "%s is a %s operation; it does not belong in a %s phase", u.Operation, def.Endpoint(), ph.Arm)
 			}
 		}
-		ps = append(ps, specProblems(pp, p.spec(ph, 1000, i, "validate"))...)
+		ps = append(ps, specProblems(pp, p.spec(ph, ops, i, "validate"))...)
 	}
 	for key, want := range map[string]string{"rest": p.Compare.REST, "graphql": p.Compare.GraphQL} {
 		kp := path + ".compare." + key
@@ -1221,7 +1424,8 @@ func (p Profile) validate(path string) []FieldError {
 func (c *Config) Phases(p Profile, run string) []workloads.Phase {
 	out := make([]workloads.Phase, 0, len(p.Phases))
 	for i, ph := range p.Phases {
-		spec := p.spec(ph, c.Data.Donuts, i, run)
+		spec := p.spec(ph, c.Operations, i, run)
+		spec.Operations = c.resolvedOperations(spec)
 		if spec.Model == workloads.Ramping || spec.Model == workloads.RampingRate {
 			spec.DriverBurn = time.Duration(c.Inject.DriverCPUMicrosPerRequest) * time.Microsecond
 		}
@@ -1230,15 +1434,44 @@ func (c *Config) Phases(p Profile, run string) []workloads.Phase {
 	return out
 }
 
-// spec is the driver's spec for phase i.
-func (p Profile) spec(ph PhaseConfig, donuts, i int, run string) workloads.Phase {
+// resolvedOperations returns the operations spec uses (its groups', its
+// subscription's and the writer raising it), CSV data with its values.
+func (c *Config) resolvedOperations(spec workloads.Phase) map[workloads.Operation]workloads.OperationDef {
+	used := map[workloads.Operation]workloads.OperationDef{}
+	add := func(name workloads.Operation) {
+		if d, ok := c.Operations[name]; ok {
+			used[name] = cloneOperation(d)
+		}
+	}
+	for _, g := range spec.Groups {
+		add(g.Operation)
+	}
+	if spec.Subscriptions.Clients > 0 {
+		if name, err := spec.SubscriptionOperation(); err == nil {
+			add(name)
+		}
+	}
+	for _, d := range used {
+		for v, dd := range d.Data {
+			if dd.CSV != "" {
+				dd.List = c.CSVData[CSVKey(dd.CSV, dd.Column)]
+				d.Data[v] = dd
+			}
+		}
+	}
+	return used
+}
+
+// spec is the driver's spec for phase i, with every defined operation (the
+// driver gets only those it uses: resolvedOperations).
+func (p Profile) spec(ph PhaseConfig, ops map[workloads.Operation]workloads.OperationDef, i int, run string) workloads.Phase {
 	return workloads.Phase{
 		Name: ph.Name, Arm: ph.Arm, Model: ph.Model,
 		Groups: slices.Clone(ph.Users), Think: ph.Think, RampUp: ph.RampUp, Duration: ph.Duration,
 		Rate: ph.Rate, RateEnd: ph.RateEnd, MaxInFlight: ph.MaxInFlight,
 		Ramp: ph.Ramp, Failure: ph.Failure, Subscriptions: ph.Subscriptions,
 		TrimHead: p.TrimHead, TrimTail: p.TrimTail, RequestTimeout: p.RequestTimeout,
-		Donuts: donuts, Seed: p.Seed + uint64(i), Run: run,
+		Operations: ops, Seed: p.Seed + uint64(i), Run: run,
 	}
 }
 
@@ -1267,8 +1500,9 @@ func specProblems(phasePath string, spec workloads.Phase) []FieldError {
 		case "trim_head", "trim_tail", "request_timeout", "seed":
 			// Profile-level keys: the profile's own checks report them once.
 			continue
-		case "donuts", "name", "arm", "run":
-			// Set by soakd or checked above with better words.
+		case "name", "arm", "run", "operations":
+			// Set by soakd or checked above with better words (operations:
+			// once each, at the top level).
 			continue
 		}
 		ps = append(ps, FieldError{Path: phasePath + "." + key, Msg: msg})

@@ -29,6 +29,7 @@ func overrideRules() []overrideRule {
 		// Read by every run.
 		{Path: "default_profile"},
 		{Path: "profiles"},
+		{Path: "operations"}, // compiled by each run's drivers
 		{Path: "kpis"},
 		{Path: "memory"},
 		{Path: "profiling"},

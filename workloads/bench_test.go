@@ -114,7 +114,7 @@ func benchmarkRequest(b *testing.B, target string, op Operation, users int) {
 		Name: "bench", Arm: "bench", Run: "bench",
 		Groups:         []UserGroup{{Operation: op, Users: users, Iterations: iters}},
 		RequestTimeout: 10 * time.Second,
-		Donuts:         1000,
+		Operations:     donutOps(1000),
 	}
 	client := NewClient(users, p.RequestTimeout)
 	defer client.CloseIdleConnections()

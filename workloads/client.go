@@ -64,7 +64,10 @@ func (c *Client) CloseIdleConnections() {
 }
 
 // header is one request header.
-type header struct{ key, value string }
+type header struct {
+	key   string
+	value []byte
+}
 
 // sender sends one request. send returns the response's status code and its
 // whole body appended to buf[:0], or an error when no complete response came.
@@ -142,7 +145,7 @@ func (s fastSender) send(c *call, timeout time.Duration, buf []byte) (int, []byt
 	req.Header.SetMethod(c.method)
 	req.SetRequestURIBytes(c.url)
 	for _, h := range c.headers {
-		req.Header.Set(h.key, h.value)
+		req.Header.SetBytesV(h.key, h.value)
 	}
 	if c.body != nil {
 		req.SetBodyRaw(c.body)
@@ -168,7 +171,7 @@ func (s stdSender) send(c *call, timeout time.Duration, buf []byte) (int, []byte
 		return 0, buf[:0], fmt.Errorf("cannot build request: %w", err)
 	}
 	for _, h := range c.headers {
-		req.Header.Set(h.key, h.value)
+		req.Header.Set(h.key, string(h.value))
 	}
 	resp, err := s.c.Do(req)
 	if err != nil {

@@ -189,7 +189,7 @@ func TestDriveOtherModels(t *testing.T) {
 		Name: "open", Arm: "rest", Model: Open,
 		Groups:   []UserGroup{{Operation: RESTGet}},
 		Duration: 300 * time.Millisecond, Rate: 100, MaxInFlight: 8,
-		RequestTimeout: time.Second, Donuts: 50,
+		RequestTimeout: time.Second, Operations: donutOps(50),
 	}
 	rampP := Phase{
 		Name: "max", Arm: "rest", Model: Ramping,
@@ -198,7 +198,7 @@ func TestDriveOtherModels(t *testing.T) {
 		Duration:       1500 * time.Millisecond,
 		Ramp:           Ramp{Start: 1, Step: 1, Every: 100 * time.Millisecond, Max: 4},
 		Failure:        Failure{Window: time.Second, MaxErrorRatio: 0.5},
-		RequestTimeout: time.Second, Donuts: 50,
+		RequestTimeout: time.Second, Operations: donutOps(50),
 	}
 	for _, p := range []Phase{openP, rampP} {
 		in, err := json.Marshal(p)

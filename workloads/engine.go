@@ -2,13 +2,13 @@ package workloads
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -297,6 +297,11 @@ type engine struct {
 	gql    sender // the client's sender for ep.graphql
 	start  time.Time
 	ops    []*opStats
+	// compiled holds each group's operation, ready to fill; sub the
+	// subscription the phase's subscribers open (nil without any).
+	compiled []*compiledOp
+	sub      *compiledSubscription
+	baggage  string
 
 	requests atomic.Int64 // completed requests, for progress
 	errors   atomic.Int64 // failed requests, for progress
@@ -367,13 +372,9 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progr
 		client = NewClient(p.Connections(), p.RequestTimeout)
 		defer client.CloseIdleConnections()
 	}
-	e := newEngineAt(p, client, ep)
-	// Build one user per group up front, so that a phase whose requests
-	// cannot be built fails before sending anything.
-	for gi := range p.Groups {
-		if _, err := newUserAt(p, ep, 0, userSlot{group: gi}); err != nil {
-			return Result{}, err
-		}
+	e, err := newEngineAt(p, client, ep, os.LookupEnv)
+	if err != nil {
+		return Result{}, err
 	}
 	switch p.Model.normalized() {
 	case Open, RampingRate:
@@ -385,20 +386,22 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progr
 }
 
 // senderFor returns the sender of op's endpoint.
-func (e *engine) senderFor(op Operation) sender {
-	if op == RESTGet || op == RESTPut {
+func (e *engine) senderFor(op *compiledOp) sender {
+	if op.endpoint == "rest" {
 		return e.rest
 	}
 	return e.gql
 }
 
 // newEngine returns the engine of phase p, before its model-specific state is set.
-func newEngine(p Phase, client *Client, base *url.URL) *engine {
-	return newEngineAt(p, client, endpointsOf(base))
+func newEngine(p Phase, client *Client, base *url.URL) (*engine, error) {
+	return newEngineAt(p, client, endpointsOf(base), os.LookupEnv)
 }
 
-// newEngineAt returns the engine of phase p driven at ep.
-func newEngineAt(p Phase, client *Client, ep endpoints) *engine {
+// newEngineAt returns the engine of phase p driven at ep, its groups'
+// operations compiled (getenv resolves their headers_env), so that a phase
+// whose requests cannot be built fails before sending anything.
+func newEngineAt(p Phase, client *Client, ep endpoints, getenv func(string) (string, bool)) (*engine, error) {
 	e := &engine{
 		phase:    p,
 		client:   client,
@@ -406,9 +409,31 @@ func newEngineAt(p Phase, client *Client, ep endpoints) *engine {
 		rest:     client.senderTo(ep.rest),
 		gql:      client.senderTo(ep.graphql),
 		ops:      make([]*opStats, len(p.Groups)),
+		compiled: make([]*compiledOp, len(p.Groups)),
+		baggage:  baggage(p),
 		examples: make(map[string][]string),
 		cpuTime:  processCPUTime,
 		waitTime: func() (time.Duration, bool) { return procstat.RunqueueWait(0) },
+	}
+	var errs []error
+	for i, g := range p.Groups {
+		op, err := compileOperation(g.Operation, p.Operations[g.Operation], ep, getenv, true)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("operation %s: %w", g.Operation, err))
+		}
+		e.compiled[i] = op
+	}
+	if p.Subscriptions.Clients > 0 {
+		name, err := p.SubscriptionOperation()
+		if err == nil {
+			e.sub, err = compileSubscription(p.Operations[name], p.Operations)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("subscriptions: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("invalid phase: %w", err)
 	}
 	for i := range e.ops {
 		e.ops[i] = &opStats{
@@ -416,7 +441,12 @@ func newEngineAt(p Phase, client *Client, ep endpoints) *engine {
 			byClass: make(map[string]int64),
 		}
 	}
-	return e
+	return e, nil
+}
+
+// newUser returns user index of the phase, of slot's group.
+func (e *engine) newUser(index int, slot userSlot) *user {
+	return newUser(e.compiled[slot.group], e.phase, e.baggage, index, slot)
 }
 
 // burnCPU busies the calling goroutine's thread until it has used d of CPU
@@ -459,21 +489,18 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 	order := startOrder(p.Groups)
 	users := make([]*user, len(order))
 	for i, slot := range order {
-		var err error
-		if users[i], err = newUserAt(p, e.ep, i, slot); err != nil {
-			return Result{}, err
-		}
+		users[i] = e.newUser(i, slot)
 	}
 	var subs *Subscribers
-	if p.Subscriptions.Clients > 0 {
+	if e.sub != nil {
 		var ids []string
 		for _, u := range users {
-			if u.op == GraphQLMutation {
+			if u.op.name == e.sub.raisedBy {
 				ids = append(ids, u.writerID)
 			}
 		}
 		var err error
-		if subs, err = openSubscribersAt(ctx, e.ep.ws, p.Subscriptions, ids, e.probe); err != nil {
+		if subs, err = openSubscribersAt(ctx, e.ep.ws, p.Subscriptions, e.sub, ids, e.probe); err != nil {
 			return Result{}, fmt.Errorf("cannot open subscriptions: %w", err)
 		}
 	}
@@ -512,7 +539,7 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 		// id; that is what each subscription of the id must receive.
 		written := make(map[string]int64, len(users))
 		for _, u := range users {
-			if u.op == GraphQLMutation {
+			if u.op.name == e.sub.raisedBy {
 				written[u.writerID] = u.okWrites
 			}
 		}
@@ -522,33 +549,20 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 	return r, nil
 }
 
-// probe writes sequence 0 to id through a GraphQL mutation: the event that
-// proves a subscription to id is live before the load starts. Subscribers
-// never count it.
+// probe sends the subscription's raised_by operation as the writer id with
+// sequence number 0: the event that proves a subscription to id is live
+// before the load starts. Subscribers never count it. The write must pass
+// the operation's expectations.
 func (e *engine) probe(ctx context.Context, id string) error {
-	body, err := json.Marshal(graphQLRequest{
-		Query:         mutationDocument,
-		OperationName: "UpdateDonut",
-		Variables:     map[string]any{"donut": donutJSON{ID: id, Name: EventName(id, 0, time.Now()), Flavor: flavorByIndex(0)}},
-	})
-	if err != nil {
-		return fmt.Errorf("cannot build probe: %w", err)
-	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("probe of %s: %w", id, err)
 	}
-	c := call{
-		method:  http.MethodPost,
-		url:     []byte(e.ep.graphql),
-		headers: []header{{"Content-Type", "application/json"}, {"Baggage", baggage(e.phase)}},
-		body:    body,
-	}
-	status, _, err := e.gql.send(&c, e.phase.RequestTimeout, nil)
-	if err != nil {
-		return fmt.Errorf("probe of %s: %w", id, err)
-	}
-	if status != http.StatusOK {
-		return fmt.Errorf("probe of %s: HTTP %d", id, status)
+	g := slices.IndexFunc(e.compiled, func(op *compiledOp) bool { return op.name == e.sub.raisedBy })
+	u := e.newUser(0, userSlot{group: g})
+	u.writerID = id
+	u.vals[u.op.writerVar] = []byte(id)
+	if o := u.do(e.senderFor(u.op), e.phase.RequestTimeout, u.build(0)); o.class != "" {
+		return fmt.Errorf("probe of %s: %s: %s", id, o.class, o.message)
 	}
 	return nil
 }
@@ -634,7 +648,7 @@ func (e *engine) iterate(ctx, stopCtx context.Context, u *user) (completed bool)
 		if e.phase.DriverBurn > 0 {
 			burnCPU(e.phase.DriverBurn)
 		}
-		if o.class == "" && u.op.writes() {
+		if o.class == "" && u.op.writes {
 			u.okWrites++
 		}
 		e.record(u.group, o, o.latency)

@@ -19,7 +19,7 @@ func TestRunWithSubscriptions(t *testing.T) {
 		},
 		Think:          Think{Max: 2 * time.Millisecond},
 		RequestTimeout: 5 * time.Second,
-		Donuts:         10,
+		Operations:     donutOps(10),
 		Seed:           1,
 		// 9 clients x 2 = 18 subscriptions over the 6 writer ids: 3 each.
 		Subscriptions: Subscriptions{Clients: 9, PerClient: 2, Protocol: ProtocolMixed, Drain: 5 * time.Second},

@@ -25,7 +25,7 @@ func testPhase(groups ...UserGroup) Phase {
 		Think:          Think{Min: time.Millisecond, Max: 3 * time.Millisecond},
 		RampUp:         20 * time.Millisecond,
 		RequestTimeout: 5 * time.Second,
-		Donuts:         50,
+		Operations:     donutOps(50),
 		Seed:           42,
 		Run:            "run/7 x",
 	}

@@ -29,7 +29,7 @@ func BenchmarkIdleUser(b *testing.B) {
 		Groups:         []UserGroup{{Operation: RESTGet, Users: users / 2, Iterations: 1}, {Operation: GraphQLMutation, Users: users / 2, Iterations: 1}},
 		Think:          Think{Min: time.Hour, Max: time.Hour},
 		RequestTimeout: time.Second,
-		Donuts:         1000,
+		Operations:     donutOps(1000),
 	}
 	client := NewClient(1, time.Second) // never used: no user gets past its think time
 	defer client.CloseIdleConnections()

@@ -241,13 +241,7 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 func (e *engine) sendOpen(ctx context.Context, s *openSlot, g int, intended time.Time) {
 	u := s.users[g]
 	if u == nil {
-		var err error
-		// Run built a user of every group before starting, so this cannot fail.
-		if u, err = newUserAt(e.phase, e.ep, s.index*len(e.phase.Groups)+g, userSlot{group: g, member: s.index}); err != nil {
-			o := outcome{sent: time.Now(), class: ClassOther, message: err.Error()}
-			e.record(g, o, 0)
-			return
-		}
+		u = e.newUser(s.index*len(e.phase.Groups)+g, userSlot{group: g, member: s.index})
 		s.users[g] = u
 	}
 	i := s.iters[g]

@@ -30,6 +30,7 @@ func openPhase(rate, rateEnd float64, d time.Duration, maxInFlight int) Phase {
 		RateEnd:        rateEnd,
 		MaxInFlight:    maxInFlight,
 		RequestTimeout: 10 * time.Second,
+		Operations:     donutOps(50),
 		Seed:           3,
 	}
 }
@@ -277,7 +278,7 @@ func TestOpenLoopback(t *testing.T) {
 		Rate:           200,
 		MaxInFlight:    50,
 		RequestTimeout: 5 * time.Second,
-		Donuts:         50,
+		Operations:     donutOps(50),
 		Seed:           11,
 	}
 	var mu sync.Mutex
@@ -334,7 +335,10 @@ func TestOpenLatenessVirtualTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := newEngine(p, HTTPClient(&http.Client{Transport: newVirtualTarget(10 * time.Millisecond)}), base)
+		e, err := newEngine(p, HTTPClient(&http.Client{Transport: newVirtualTarget(10 * time.Millisecond)}), base)
+		if err != nil {
+			t.Fatal(err)
+		}
 		e.open = newOpenStats(p.Duration, 0, 0)
 		e.start = time.Now()
 		slot := &openSlot{users: make([]*user, 1), iters: make([]int, 1)}

@@ -3,39 +3,11 @@ package workloads
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
-
-// Operation names one kind of request a virtual user sends. Operations are low
-// cardinality on purpose: they label histograms and error counts.
-type Operation string
-
-// The four operations of seed 002: a REST control group (GET and PUT of one
-// donut) and the GraphQL equivalents (a query and a mutation).
-const (
-	// RESTGet reads a seeded donut with GET {target}/api/donuts/{id}.
-	RESTGet Operation = "rest-get"
-	// RESTPut writes the user's own donut with PUT {target}/api/donuts/{id}.
-	RESTPut Operation = "rest-put"
-	// GraphQLQuery reads a seeded donut with the Donut query on POST {target}/graphql.
-	GraphQLQuery Operation = "graphql-query"
-	// GraphQLMutation writes the user's own donut with the UpdateDonut mutation on POST {target}/graphql.
-	GraphQLMutation Operation = "graphql-mutation"
-)
-
-// Valid reports whether o is one of the four known operations.
-func (o Operation) Valid() bool {
-	switch o {
-	case RESTGet, RESTPut, GraphQLQuery, GraphQLMutation:
-		return true
-	}
-	return false
-}
-
-// writes reports whether o changes the store; writers use their own ids so
-// that readers never see their writes.
-func (o Operation) writes() bool { return o == RESTPut || o == GraphQLMutation }
 
 // Model is how a phase offers load: closed-model users, an open-model arrival
 // schedule, or closed-model users added over time until the target fails.
@@ -170,9 +142,12 @@ type Phase struct {
 	// driver's CPU after every request (inject.driver_cpu_us_per_request),
 	// making the load generator the bottleneck on purpose. 0 in real runs.
 	DriverBurn time.Duration `yaml:"-" json:"driver_burn,omitempty"`
-	// Donuts is the number of seeded donuts (ids "1".."Donuts") readers pick from uniformly.
-	Donuts int `yaml:"donuts" json:"donuts"`
-	// Seed makes the random choices reproducible: user u draws from a PCG seeded with (Seed, u).
+	// Operations defines every operation the phase's groups and
+	// subscriptions name (the daemon sends only those), resolved: CSV data
+	// carries its values, headers_env names variables the driver reads.
+	Operations map[Operation]OperationDef `yaml:"operations" json:"operations"`
+	// Seed makes the random choices reproducible: user u draws its think
+	// times and random data picks from a PCG seeded with (Seed, u).
 	Seed uint64 `yaml:"seed" json:"seed"`
 	// Run is the run id stamped into every request's baggage header.
 	Run string `yaml:"run" json:"run"`
@@ -199,9 +174,53 @@ type Phase struct {
 	// Failure holds the ramping model's failure rules.
 	Failure Failure `yaml:"failure" json:"failure"`
 	// Subscriptions, when Clients > 0, opens websocket subscriptions to the
-	// ids of the phase's graphql-mutation users for the length of a
-	// closed-model phase, and reports how their events were delivered.
+	// ids of the phase's writers whose writes raise the subscription's
+	// events, for the length of a closed-model phase, and reports how their
+	// events were delivered.
 	Subscriptions Subscriptions `yaml:"subscriptions" json:"subscriptions"`
+}
+
+// SubscriptionOperation returns the subscription the phase's subscribers
+// open: Subscriptions.Operation, or when it is empty the one subscription
+// operation raised by one of the phase's groups (or the only one defined).
+func (p Phase) SubscriptionOperation() (Operation, error) {
+	if name := p.Subscriptions.Operation; name != "" {
+		switch def, ok := p.Operations[name]; {
+		case !ok:
+			return "", fmt.Errorf("unknown operation %q; defined operations: %s", name, operationList(p.Operations))
+		case !def.IsSubscription():
+			return "", fmt.Errorf("%s is not a subscription", name)
+		}
+		return name, nil
+	}
+	var raised, all []Operation
+	for _, name := range slices.Sorted(maps.Keys(p.Operations)) {
+		if d := p.Operations[name]; d.IsSubscription() {
+			all = append(all, name)
+			if slices.ContainsFunc(p.Groups, func(g UserGroup) bool { return g.Operation == d.Subscription.RaisedBy }) {
+				raised = append(raised, name)
+			}
+		}
+	}
+	switch {
+	case len(raised) == 1:
+		return raised[0], nil
+	case len(raised) > 1:
+		return "", fmt.Errorf("several subscription operations fit (%v); name one", raised)
+	case len(all) == 1: // its writer group is missing: Validate says so
+		return all[0], nil
+	case len(all) == 0:
+		return "", errors.New("no subscription operation is defined")
+	}
+	return "", fmt.Errorf("no subscription operation is raised by one of the phase's groups; name one of %v", all)
+}
+
+// unjoin returns the errors joined in err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // Limits enforced by Validate. They keep the engine's arithmetic far from
@@ -286,18 +305,20 @@ func (p Phase) Validate() error {
 		bad("users: at least one user group is required")
 	}
 	seen := make(map[Operation]int, len(p.Groups))
-	total, readers := 0, false
+	total := 0
 	var requests int64
 	for i, g := range p.Groups {
-		if !g.Operation.Valid() {
-			bad("users[%d].operation: unknown operation %q (want rest-get, rest-put, graphql-query or graphql-mutation)", i, g.Operation)
-		} else if j, dup := seen[g.Operation]; dup {
+		def, ok := p.Operations[g.Operation]
+		switch {
+		case !ok:
+			bad("users[%d].operation: unknown operation %q; defined operations: %s", i, g.Operation, operationList(p.Operations))
+		case def.IsSubscription():
+			bad("users[%d].operation: %s is a subscription; name it in subscriptions.operation, not in a user group", i, g.Operation)
+		}
+		if j, dup := seen[g.Operation]; dup {
 			bad("users[%d].operation: %s already used by users[%d] (one group per operation)", i, g.Operation, j)
 		} else {
 			seen[g.Operation] = i
-		}
-		if g.Operation.Valid() && !g.Operation.writes() {
-			readers = true
 		}
 		if g.Weight < 0 || g.Weight > MaxWeight {
 			bad("users[%d].weight: must be between 0 and %d, got %d", i, MaxWeight, g.Weight)
@@ -345,22 +366,26 @@ func (p Phase) Validate() error {
 	if p.RequestTimeout <= 0 || p.RequestTimeout > MaxRequestTimeout {
 		bad("request_timeout: must be above 0 and at most %s, got %s", MaxRequestTimeout, p.RequestTimeout)
 	}
-	if readers && p.Donuts < 1 {
-		bad("donuts: must be at least 1 when a group reads, got %d", p.Donuts)
-	} else if p.Donuts < 0 {
-		bad("donuts: must not be negative, got %d", p.Donuts)
+	for _, name := range slices.Sorted(maps.Keys(p.Operations)) {
+		if err := p.Operations[name].Validate(p.Operations); err != nil {
+			for _, e := range unjoin(err) {
+				bad("operations.%s.%v", name, e)
+			}
+		}
 	}
 	if p.Subscriptions != (Subscriptions{}) {
 		if err := p.Subscriptions.Validate(); err != nil {
-			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			for _, e := range unjoin(err) {
 				bad("subscriptions.%v", e)
 			}
 		}
 		if model != Closed {
 			bad("subscriptions: only a closed-model phase can open subscriptions")
 		}
-		if _, ok := seen[GraphQLMutation]; !ok {
-			bad("subscriptions: need a graphql-mutation group, whose writes raise the events")
+		if name, err := p.SubscriptionOperation(); err != nil {
+			bad("subscriptions.operation: %v", err)
+		} else if raiser := p.Operations[name].Subscription.RaisedBy; !slices.ContainsFunc(p.Groups, func(g UserGroup) bool { return g.Operation == raiser }) {
+			bad("subscriptions: need a %s group, whose writes raise %s's events", raiser, name)
 		}
 	}
 	switch model {

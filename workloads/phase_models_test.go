@@ -19,7 +19,7 @@ func TestPhaseValidateModels(t *testing.T) {
 			Rate:           500,
 			MaxInFlight:    100,
 			RequestTimeout: time.Second,
-			Donuts:         10,
+			Operations:     donutOps(10),
 		}
 	}
 	ramping := func() Phase {
@@ -31,7 +31,7 @@ func TestPhaseValidateModels(t *testing.T) {
 			Ramp:           Ramp{Start: 20, Step: 20, Every: time.Second, Max: 5000},
 			Failure:        Failure{Window: 3 * time.Second, MaxErrorRatio: 0.01, MaxP99: 500 * time.Millisecond, MinRequests: 100},
 			RequestTimeout: time.Second,
-			Donuts:         10,
+			Operations:     donutOps(10),
 		}
 	}
 	closed := func() Phase {
@@ -40,6 +40,7 @@ func TestPhaseValidateModels(t *testing.T) {
 			Groups:         []UserGroup{{Operation: RESTPut, Users: 5}},
 			Duration:       time.Minute,
 			RequestTimeout: time.Second,
+			Operations:     donutOps(10),
 		}
 	}
 	for name, p := range map[string]Phase{"open": open(), "ramping": ramping(), "closed with duration and unlimited iterations": closed()} {
@@ -134,7 +135,6 @@ max_in_flight: 64
 ramp: {start: 20, step: 20, every: 1s, max: 5000}
 failure: {window: 3s, max_error_ratio: 0.01, max_p99: 500ms, max_connection_errors: 10, min_requests: 100}
 request_timeout: 10s
-donuts: 1000
 `
 	want := Phase{
 		Name: "max", Arm: "rest", Model: Ramping,
@@ -147,12 +147,13 @@ donuts: 1000
 		Ramp:           Ramp{Start: 20, Step: 20, Every: time.Second, Max: 5000},
 		Failure:        Failure{Window: 3 * time.Second, MaxErrorRatio: 0.01, MaxP99: 500 * time.Millisecond, MaxConnectionErrors: 10, MinRequests: 100},
 		RequestTimeout: 10 * time.Second,
-		Donuts:         1000,
+		Operations:     donutOps(1000),
 	}
 	var got Phase
 	if err := yaml.Unmarshal([]byte(doc), &got); err != nil {
 		t.Fatalf("yaml: %v", err)
 	}
+	got.Operations = want.Operations // the daemon adds the definitions
 	if !equalPhase(got, want) {
 		t.Errorf("from YAML: got %+v, want %+v", got, want)
 	}

@@ -3,25 +3,14 @@ package workloads
 import (
 	"encoding/json"
 	"math"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 )
-
-func TestOperationValid(t *testing.T) {
-	for _, o := range []Operation{RESTGet, RESTPut, GraphQLQuery, GraphQLMutation} {
-		if !o.Valid() {
-			t.Errorf("%s: got invalid, want valid", o)
-		}
-	}
-	for _, o := range []Operation{"", "rest", "GraphQL-Query", "graphql-subscription"} {
-		if o.Valid() {
-			t.Errorf("%q: got valid, want invalid", o)
-		}
-	}
-}
 
 func TestPhaseValidate(t *testing.T) {
 	valid := func() Phase {
@@ -30,7 +19,7 @@ func TestPhaseValidate(t *testing.T) {
 			Groups:         []UserGroup{{Operation: RESTGet, Users: 2, Iterations: 3}, {Operation: RESTPut, Users: 1, Iterations: 1}},
 			Think:          Think{Min: time.Millisecond, Max: 2 * time.Millisecond},
 			RequestTimeout: time.Second,
-			Donuts:         10,
+			Operations:     donutOps(10),
 		}
 	}
 	if err := valid().Validate(); err != nil {
@@ -67,13 +56,18 @@ func TestPhaseValidate(t *testing.T) {
 	f("think", func(p *Phase) { p.Think = Think{Min: -1, Max: -2} }, "think.min", "think.max")
 	f("negative durations", func(p *Phase) { p.RampUp, p.TrimHead, p.TrimTail = -1, -1, 25*time.Hour }, "ramp_up", "trim_head", "trim_tail")
 	f("timeout above the histogram", func(p *Phase) { p.RequestTimeout = 2 * time.Minute }, "request_timeout")
-	f("readers need donuts", func(p *Phase) { p.Donuts = 0 }, "donuts:")
-	p := valid()
-	p.Groups = p.Groups[1:]
-	p.Donuts = 0
-	if err := p.Validate(); err != nil {
-		t.Errorf("writers only without donuts: got %v, want nil", err)
-	}
+	f("unknown operation lists the defined ones", func(p *Phase) { p.Groups[0].Operation = "rest-post" },
+		`users[0].operation: unknown operation "rest-post"; defined operations: add, donut-updates, graphql-mutation, graphql-query, rest-get, rest-put`)
+	f("no operations", func(p *Phase) { p.Operations = nil }, "users[0].operation: unknown operation", "defined operations: none")
+	f("a subscription as a group", func(p *Phase) { p.Groups[0].Operation = DonutUpdates }, "users[0].operation: donut-updates is a subscription")
+	f("bad template", func(p *Phase) {
+		op := p.Operations[RESTGet]
+		op.REST = &RESTDef{Path: "/api/donuts/{{idd}}"}
+		p.Operations[RESTGet] = op
+	}, "operations.rest-get.rest.path:", "{{idd}}", "its variables: flavor, id")
+	f("subscriptions without their writer", func(p *Phase) {
+		p.Subscriptions = Subscriptions{Clients: 1, PerClient: 1, Protocol: ProtocolMixed}
+	}, "subscriptions: need a graphql-mutation group, whose writes raise donut-updates's events")
 }
 
 func TestPhaseDecoding(t *testing.T) {
@@ -85,7 +79,7 @@ func TestPhaseDecoding(t *testing.T) {
 		TrimHead:       5 * time.Second,
 		TrimTail:       2500 * time.Millisecond,
 		RequestTimeout: 10 * time.Second,
-		Donuts:         1000,
+		Operations:     donutOps(1000),
 		Seed:           99,
 		Run:            "r1",
 	}
@@ -100,7 +94,6 @@ ramp_up: 10s
 trim_head: 5s
 trim_tail: 2.5s
 request_timeout: 10s
-donuts: 1000
 seed: 99
 run: r1
 `
@@ -108,6 +101,7 @@ run: r1
 	if err := yaml.Unmarshal([]byte(doc), &fromYAML); err != nil {
 		t.Fatalf("yaml: %v", err)
 	}
+	fromYAML.Operations = want.Operations // the daemon adds the definitions
 	if !equalPhase(fromYAML, want) {
 		t.Errorf("from YAML: got %+v, want %+v", fromYAML, want)
 	}
@@ -144,16 +138,17 @@ func equalPhase(a, b Phase) bool {
 }
 
 func TestRequestBodies(t *testing.T) {
-	p := Phase{Name: "n", Arm: "graphql", Donuts: 5, Seed: 1, Run: "r",
+	p := Phase{Name: "n", Arm: "graphql", Operations: donutOps(5), Seed: 1, Run: "r",
 		Groups: []UserGroup{{Operation: GraphQLQuery, Users: 1, Iterations: 1}, {Operation: GraphQLMutation, Users: 1, Iterations: 3}}}
 	base, err := parseTarget("http://127.0.0.1:8080/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := newUser(p, base, 0, userSlot{group: 0})
+	e, err := newEngine(p, HTTPClient(http.DefaultClient), base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	q := e.newUser(0, userSlot{group: 0})
 	c := q.next(0)
 	var body struct {
 		Query         string
@@ -163,13 +158,18 @@ func TestRequestBodies(t *testing.T) {
 	if err := json.Unmarshal(c.body, &body); err != nil {
 		t.Fatalf("query body %s: %v", c.body, err)
 	}
-	if body.Query != queryDocument || body.OperationName != "Donut" || body.Variables["id"] != string(c.wantID) || string(c.url) != "http://127.0.0.1:8080/graphql" {
-		t.Errorf("query: got %s to %s, want the Donut query for id %s", c.body, c.url, c.wantID)
+	id, _ := body.Variables["id"].(string)
+	n, _ := strconv.Atoi(id)
+	if body.Query != queryDocument || body.OperationName != "Donut" || n < 1 || n > 5 || string(c.url) != "http://127.0.0.1:8080/graphql" {
+		t.Errorf("query: got %s to %s, want the Donut query for an id in 1..5", c.body, c.url)
 	}
-	m, err := newUser(p, base, 1, userSlot{group: 1})
-	if err != nil {
-		t.Fatal(err)
+	if got, want := wantOf(q, "data.donut.id"), id; got != want {
+		t.Errorf("query: expects id %q, want %q", got, want)
 	}
+	if got, want := wantOf(q, "data.donut.flavor"), []string{"VANILLA", "STRAWBERRY", "CHOCOLATE"}[n%3]; got != want {
+		t.Errorf("query of id %d: expects flavor %q, want %q (the seeded one)", n, got, want)
+	}
+	m := e.newUser(1, userSlot{group: 1})
 	flavors := map[string]bool{}
 	for i := range 3 {
 		c := m.next(i)
@@ -178,14 +178,31 @@ func TestRequestBodies(t *testing.T) {
 			t.Fatalf("mutation body %s: %v", c.body, err)
 		}
 		d, _ := body.Variables["donut"].(map[string]any)
-		if body.Query != mutationDocument || body.OperationName != "UpdateDonut" || d["id"] != "w1" || d["flavor"] != c.wantFlavor || string(c.wantID) != "w1" {
-			t.Errorf("mutation %d: got %s, want UpdateDonut of w1 with flavor %s", i, c.body, c.wantFlavor)
+		name, _ := d["name"].(string)
+		w, seq, _, err := ParseEventName(name)
+		if body.Query != mutationDocument || body.OperationName != "UpdateDonut" || d["id"] != "w1" || d["flavor"] != wantOf(m, "data.addOrUpdateDonut.flavor") ||
+			wantOf(m, "data.addOrUpdateDonut.id") != "w1" || err != nil || w != "w1" || seq != int64(i)+1 {
+			t.Errorf("mutation %d: got %s, want UpdateDonut of w1 named by event w1#%d with the flavor it expects", i, c.body, i+1)
 		}
-		flavors[c.wantFlavor] = true
+		// Round-robin from the user's index: user 1 starts at STRAWBERRY.
+		if want := []string{"VANILLA", "STRAWBERRY", "CHOCOLATE"}[(1+i)%3]; d["flavor"] != want {
+			t.Errorf("mutation %d: flavor %v, want %s", i, d["flavor"], want)
+		}
+		flavors[wantOf(m, "data.addOrUpdateDonut.flavor")] = true
 	}
 	if len(flavors) != 3 {
 		t.Errorf("writer flavors over 3 iterations: got %v, want all three", flavors)
 	}
+}
+
+// wantOf returns the value u's last request expects at path.
+func wantOf(u *user, path string) string {
+	for k, key := range u.op.expect.keys {
+		if key == path {
+			return string(u.wants[k])
+		}
+	}
+	return "<no expectation " + path + ">"
 }
 
 func TestBaggageEscape(t *testing.T) {

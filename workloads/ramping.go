@@ -76,11 +76,7 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 	launch := func(n int) {
 		for len(users) < n {
 			k := len(users)
-			u, err := newUserAt(p, e.ep, k, userSlot{group: k % len(p.Groups), member: k / len(p.Groups)})
-			if err != nil { // Run built a user of every group before starting, so this cannot happen
-				e.record(k%len(p.Groups), outcome{class: ClassOther, message: err.Error()}, 0)
-				return
-			}
+			u := e.newUser(k, userSlot{group: k % len(p.Groups), member: k / len(p.Groups)})
 			users = append(users, u)
 			e.active.Add(1)
 			wg.Go(func() {

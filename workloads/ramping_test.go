@@ -22,6 +22,7 @@ func rampPhase(r Ramp, f Failure, d time.Duration) Phase {
 		Failure:        f,
 		Duration:       d,
 		RequestTimeout: 5 * time.Second,
+		Operations:     donutOps(50),
 		Seed:           1,
 	}
 }
@@ -185,7 +186,7 @@ func TestMaxLoadLoopback(t *testing.T) {
 	f := Failure{Window: time.Second, MaxErrorRatio: 0.01, MinRequests: 10}
 	p := rampPhase(ramp, f, 20*time.Second)
 	p.Groups = []UserGroup{{Operation: RESTGet}, {Operation: GraphQLQuery}}
-	p.Donuts = 50
+	p.Operations = donutOps(50)
 	p.Think = Think{Min: 5 * time.Millisecond, Max: 5 * time.Millisecond}
 	r, err := Run(context.Background(), srv.URL, p, nil, nil)
 	if err != nil {
@@ -235,6 +236,7 @@ func TestClosedDurationCapVirtualTime(t *testing.T) {
 					Think:          Think{Min: 100 * time.Millisecond, Max: 100 * time.Millisecond},
 					TrimTail:       50 * time.Millisecond,
 					RequestTimeout: time.Second,
+					Operations:     donutOps(50),
 					Duration:       cap,
 				}
 				r, err := Run(t.Context(), "http://127.0.0.1:1", p, HTTPClient(&http.Client{Transport: vt}), nil)
@@ -271,7 +273,10 @@ func TestClosedDurationCapVirtualTime(t *testing.T) {
 func TestRampingBucketsCarryDriverCPU(t *testing.T) {
 	p := rampPhase(Ramp{Start: 1, Step: 1, Every: time.Second, Max: 5}, Failure{Window: 2 * time.Second, MaxErrorRatio: 0.5}, time.Minute)
 	base, _ := url.Parse("http://127.0.0.1:1")
-	e := newEngine(p, HTTPClient(http.DefaultClient), base)
+	e, err := newEngine(p, HTTPClient(http.DefaultClient), base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.window = newLoadWindow(p.Failure.Window)
 	clock := []time.Duration{0, 300 * time.Millisecond, 1200 * time.Millisecond}
 	e.cpuTime = func() (time.Duration, bool) {

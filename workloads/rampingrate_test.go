@@ -15,6 +15,7 @@ func rateRampPhase(rate, rateEnd float64, maxInFlight int, f Failure, d time.Dur
 		Rate:   rate, RateEnd: rateEnd, MaxInFlight: maxInFlight,
 		Failure:  f,
 		Duration: d, RequestTimeout: 5 * time.Second, Seed: 1,
+		Operations: donutOps(50),
 	}
 }
 

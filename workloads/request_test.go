@@ -1,94 +1,217 @@
 package workloads
 
 import (
+	"encoding/json"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestValidateBytes checks that validate's byte comparison never passes a
-// body the full decode would not, and that every body it does not recognise
-// gets the full decode's verdict.
-func TestValidateBytes(t *testing.T) {
+// expectOf compiles the expectations of operation name of donutOps.
+func expectOf(t testing.TB, name Operation) *compiledOp {
+	t.Helper()
+	op, err := compileOperation(name, donutOps(1000)[name], endpoints{rest: "http://h", graphql: "http://h/graphql"}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// TestExpectDonutBodies checks config.yaml's Donut expectations (seed 002's
+// assertions: the expected id and flavor, no GraphQL errors) on the bodies
+// the built-in target writes and on every way one can be wrong, each
+// failure counted by its class.
+func TestExpectDonutBodies(t *testing.T) {
 	read := `{"data":{"donut":{"id":"7","name":"donut-7","flavor":"STRAWBERRY"}}}`
 	write := `{"data":{"addOrUpdateDonut":{"id":"w3","name":"w3#0000000001@0001764500000123456789","flavor":"VANILLA"}}}`
 	cases := []struct {
 		name   string
 		body   string
 		writes bool
-		fast   bool   // passes on its bytes
-		class  string // validate's verdict
+		class  string
 	}{
-		{"read", read, false, true, ""},
-		{"read with a trailing newline", read + "\n", false, true, ""},
-		{"write", write, true, true, ""},
-		{"read checked as a write", read, true, false, ClassPayloadMismatch},
-		{"write checked as a read", write, false, false, ClassPayloadMismatch},
-		{"other name", strings.Replace(read, "donut-7", "any name at all", 1), false, true, ""},
-		{"empty name", strings.Replace(read, "donut-7", "", 1), false, true, ""},
-		{"escaped name", strings.Replace(read, "donut-7", `a\"b`, 1), false, false, ""},
-		{"control character in the name", strings.Replace(read, "donut-7", "a\x01b", 1), false, false, ClassDecodeError},
-		{"wrong id", strings.Replace(read, `"id":"7"`, `"id":"8"`, 1), false, false, ClassPayloadMismatch},
-		{"id with a longer prefix", strings.Replace(read, `"id":"7"`, `"id":"77"`, 1), false, false, ClassPayloadMismatch},
-		{"wrong flavor", strings.Replace(read, "STRAWBERRY", "VANILLA", 1), false, false, ClassPayloadMismatch},
-		{"flavor with a suffix", strings.Replace(read, "STRAWBERRY", "STRAWBERRYX", 1), false, false, ClassPayloadMismatch},
-		{"errors after data", strings.TrimSuffix(read, "}") + `,"errors":[{"message":"boom"}]}`, false, false, ClassGraphQLError},
-		{"errors before data", `{"errors":[{"message":"boom"}],` + read[1:], false, false, ClassGraphQLError},
-		{"null errors", strings.TrimSuffix(read, "}") + `,"errors":null}`, false, false, ""},
-		{"empty errors", strings.TrimSuffix(read, "}") + `,"errors":[]}`, false, false, ""},
-		{"truncated", read[:len(read)-1], false, false, ClassDecodeError},
-		{"truncated in the flavor", read[:len(read)-8], false, false, ClassDecodeError},
-		{"empty", "", false, false, ClassDecodeError},
-		{"trailing garbage", read + "x", false, false, ClassDecodeError},
-		{"two values", read + read, false, false, ClassDecodeError},
-		{"spaced", strings.ReplaceAll(read, ":", ": "), false, false, ""},
-		{"reordered", `{"data":{"donut":{"flavor":"STRAWBERRY","id":"7","name":"donut-7"}}}`, false, false, ""},
-		{"extra field", `{"data":{"donut":{"id":"7","name":"donut-7","flavor":"STRAWBERRY","x":1}}}`, false, false, ""},
-		{"null donut", `{"data":{"donut":null}}`, false, false, ClassPayloadMismatch},
-		{"no data", `{}`, false, false, ClassPayloadMismatch},
+		{"read", read, false, ""},
+		{"read with a trailing newline", read + "\n", false, ""},
+		{"write", write, true, ""},
+		{"read checked as a write", read, true, ClassPayloadMismatch},
+		{"write checked as a read", write, false, ClassPayloadMismatch},
+		{"other name", strings.Replace(read, "donut-7", "any name at all", 1), false, ""},
+		{"escaped name", strings.Replace(read, "donut-7", `a\"b`, 1), false, ""},
+		{"control character in the name", strings.Replace(read, "donut-7", "a\x01b", 1), false, ClassDecodeError},
+		{"wrong id", strings.Replace(read, `"id":"7"`, `"id":"8"`, 1), false, ClassPayloadMismatch},
+		{"id with a longer prefix", strings.Replace(read, `"id":"7"`, `"id":"77"`, 1), false, ClassPayloadMismatch},
+		{"id as a number", strings.Replace(read, `"id":"7"`, `"id":7`, 1), false, ""},
+		{"escaped id", strings.Replace(read, `"id":"7"`, `"id":"\u0037"`, 1), false, ""},
+		{"wrong flavor", strings.Replace(read, "STRAWBERRY", "VANILLA", 1), false, ClassPayloadMismatch},
+		{"flavor with a suffix", strings.Replace(read, "STRAWBERRY", "STRAWBERRYX", 1), false, ClassPayloadMismatch},
+		{"errors after data", strings.TrimSuffix(read, "}") + `,"errors":[{"message":"boom"}]}`, false, ClassGraphQLError},
+		{"errors before data", `{"errors":[{"message":"boom"}],` + read[1:], false, ClassGraphQLError},
+		{"null errors", strings.TrimSuffix(read, "}") + `,"errors":null}`, false, ""},
+		{"empty errors", strings.TrimSuffix(read, "}") + `,"errors":[ ]}`, false, ""},
+		{"truncated", read[:len(read)-1], false, ClassDecodeError},
+		{"truncated in the flavor", read[:len(read)-8], false, ClassDecodeError},
+		{"empty", "", false, ClassDecodeError},
+		{"trailing garbage", read + "x", false, ClassDecodeError},
+		{"two values", read + read, false, ClassDecodeError},
+		{"spaced", strings.ReplaceAll(read, ":", ": "), false, ""},
+		{"reordered", `{"data":{"donut":{"flavor":"STRAWBERRY","id":"7","name":"donut-7"}}}`, false, ""},
+		{"extra field", `{"data":{"donut":{"id":"7","name":"donut-7","flavor":"STRAWBERRY","x":[1,{"a":null}]}}}`, false, ""},
+		{"null donut", `{"data":{"donut":null}}`, false, ClassPayloadMismatch},
+		{"no data", `{}`, false, ClassPayloadMismatch},
 	}
+	reader, writer := expectOf(t, GraphQLQuery), expectOf(t, GraphQLMutation)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			wantID, wantFlavor := "7", "STRAWBERRY"
+			op, wants := reader, [][]byte{[]byte("STRAWBERRY"), []byte("7"), nil}
 			if c.writes {
-				wantID, wantFlavor = "w3", "VANILLA"
+				op, wants = writer, [][]byte{[]byte("VANILLA"), []byte("w3"), nil}
 			}
-			b := []byte(c.body)
-			if got := canonical(b, c.writes, []byte(wantID), wantFlavor); got != c.fast {
-				t.Errorf("canonical: got %v, want %v", got, c.fast)
-			}
-			class, msg := validate(b, c.writes, []byte(wantID), wantFlavor)
-			if class != c.class {
-				t.Errorf("validate: got %q (%s), want %q", class, msg, c.class)
-			}
-			// The bytes never decide otherwise than the full decode.
-			if slow, _ := decodeValidate(b, c.writes, []byte(wantID), wantFlavor); slow != class {
-				t.Errorf("validate says %q, the full decode %q", class, slow)
+			found := make([]valueSpan, len(op.expect.paths))
+			if class, msg := op.expect.check([]byte(c.body), wants, found); class != c.class {
+				t.Errorf("got %q (%s), want %q", class, msg, c.class)
 			}
 		})
 	}
 }
 
-// FuzzValidate checks on any body that validate and the full decode agree.
-func FuzzValidate(f *testing.F) {
-	f.Add([]byte(`{"data":{"donut":{"id":"7","name":"donut-7","flavor":"STRAWBERRY"}}}`), false)
-	f.Add([]byte(`{"data":{"addOrUpdateDonut":{"id":"7","name":"x","flavor":"STRAWBERRY"}}} `), true)
-	f.Fuzz(func(t *testing.T, body []byte, writes bool) {
-		fast, _ := validate(body, writes, []byte("7"), "STRAWBERRY")
-		slow, _ := decodeValidate(body, writes, []byte("7"), "STRAWBERRY")
-		if fast != slow {
-			t.Fatalf("%q: validate %q, full decode %q", body, fast, slow)
+// TestExpectClasses checks each expectation's failure class and message.
+func TestExpectClasses(t *testing.T) {
+	def := OperationDef{
+		REST: &RESTDef{Path: "/x"},
+		Expect: Expect{Status: 201, NoGraphQLErrors: true, JSON: map[string]string{"a.0.b": "v-{{n}}", "c": "true"},
+			Present: []string{"d"}},
+		Data: map[string]DataDef{"n": {Range: []int64{5, 5}}},
+	}
+	op, err := compileOperation("x", def, endpoints{rest: "http://h"}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := `{"a":[{"b":"v-5"}],"c":true,"d":0}`
+	f := func(body, class, inMessage string) {
+		t.Helper()
+		u := &user{op: op, vals: [][]byte{[]byte("5")}, wants: make([][]byte, len(op.expect.paths)), found: make([]valueSpan, len(op.expect.paths))}
+		u.fillWants()
+		got, msg := op.expect.check([]byte(body), u.wants, u.found)
+		if got != class || !strings.Contains(msg, inMessage) {
+			t.Errorf("%s: got %q %q, want %q with %q", body, got, msg, class, inMessage)
+		}
+	}
+	f(ok, "", "")
+	f(`{"a":[{"b":"v-6"}],"c":true,"d":0}`, ClassPayloadMismatch, `a.0.b: got "v-6", want "v-5"`)
+	f(`{"a":[{"b":"v-5"}],"c":"true","d":0}`, "", "") // a string is compared with its text
+	f(`{"a":[{"b":"v-5"}],"c":false,"d":0}`, ClassPayloadMismatch, `c: got false, want "true"`)
+	f(`{"a":[{"b":"v-5"}],"c":true}`, ClassPayloadMismatch, "response has no d")
+	f(`{"a":[{"b":"v-5"}],"c":true,"d":null}`, ClassPayloadMismatch, "response has d null")
+	f(`{"a":[],"c":true,"d":0}`, ClassPayloadMismatch, "response has no a.0.b")
+	f(`{"a":[{"b":"v-5"}],"c":true,"d":0,"errors":[{"message":"no"}]}`, ClassGraphQLError, `response has errors: [{"message":"no"}]`)
+	f(`<html>`, ClassDecodeError, "cannot decode response")
+
+	// The status: another is http_<code>, through do.
+	srv := func(status int, body string) sender {
+		return senderFunc(func(*call) (int, []byte, error) { return status, []byte(body), nil })
+	}
+	u := newUser(op, Phase{Groups: []UserGroup{{Operation: "x"}}}, "b", 0, userSlot{})
+	if o := u.do(srv(201, ok), 0, u.next(0)); o.class != "" {
+		t.Errorf("status 201: got %q %s, want success", o.class, o.message)
+	}
+	if o := u.do(srv(200, ok), 0, u.next(0)); o.class != "http_200" || !strings.Contains(o.message, "HTTP 200 (want 201)") {
+		t.Errorf("status 200 where 201 is expected: got %q %s, want http_200", o.class, o.message)
+	}
+}
+
+// senderFunc is a sender answering from a function.
+type senderFunc func(c *call) (int, []byte, error)
+
+func (f senderFunc) send(c *call, _ time.Duration, buf []byte) (int, []byte, error) {
+	status, body, err := f(c)
+	return status, append(buf[:0], body...), err
+}
+
+// FuzzScanJSON checks the scanner against encoding/json on any body: it
+// accepts exactly the valid documents, and finds at a path the value a full
+// decode finds there (the last of duplicate keys, as encoding/json).
+func FuzzScanJSON(f *testing.F) {
+	f.Add([]byte(`{"data":{"donut":{"id":"7","name":"donut-7","flavor":"STRAWBERRY"}}}`))
+	f.Add([]byte(`{"data":{"donut":{"id":7,"id":"\u0038"}},"errors":[1,2.5e3,-0,true,false,null]}`))
+	f.Add([]byte(` [{"data":1}] `))
+	paths := []string{"data.donut.id", "errors.1", "data"}
+	compiled := make([]jsonPath, len(paths))
+	for i, p := range paths {
+		compiled[i], _ = parseJSONPath(p)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		found := make([]valueSpan, len(paths))
+		err := scanJSON(body, compiled, found)
+		if valid := json.Valid(body); (err == nil) != valid {
+			t.Fatalf("%q: scan error %v, json.Valid %v", body, err, valid)
+		}
+		if err != nil {
+			return
+		}
+		var doc any
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range paths {
+			want, ok := walk(doc, strings.Split(p, "."))
+			sp := found[i]
+			if (sp.start >= 0) != ok {
+				t.Fatalf("%q at %s: found %v, decode found %v", body, p, sp.start >= 0, ok)
+			}
+			if !ok {
+				continue
+			}
+			var got any
+			if err := json.Unmarshal(body[sp.start:sp.end], &got); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q at %s: scanned %s, decoded %v", body, p, body[sp.start:sp.end], want)
+			}
 		}
 	})
 }
 
-func TestValidateAllocs(t *testing.T) {
+// walk follows keys (an integer key indexes an array) through a decoded document.
+func walk(v any, keys []string) (any, bool) {
+	for _, k := range keys {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[k]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func TestExpectAllocs(t *testing.T) {
+	op := expectOf(t, GraphQLQuery)
 	body := []byte(`{"data":{"donut":{"id":"7","name":"donut-7","flavor":"STRAWBERRY"}}}`)
-	id := []byte("7")
+	wants := [][]byte{[]byte("STRAWBERRY"), []byte("7"), nil}
+	found := make([]valueSpan, len(op.expect.paths))
 	if n := testing.AllocsPerRun(100, func() {
-		if c, m := validate(body, false, id, "STRAWBERRY"); c != "" {
+		if c, m := op.expect.check(body, wants, found); c != "" {
 			t.Fatal(m)
 		}
 	}); n != 0 {
-		t.Errorf("validate of a canonical body: %v allocations, want 0", n)
+		t.Errorf("checking a passing body: %v allocations, want 0", n)
+	}
+	// Building a request allocates nothing once the user's buffers have grown.
+	for _, name := range []Operation{RESTGet, RESTPut, GraphQLQuery, GraphQLMutation} {
+		op := expectOf(t, name)
+		u := newUser(op, Phase{Groups: []UserGroup{{Operation: name}}}, "b", 3, userSlot{})
+		u.next(0)
+		if n := testing.AllocsPerRun(100, func() { u.next(1) }); n != 0 {
+			t.Errorf("%s: building a request: %v allocations, want 0", name, n)
+		}
 	}
 }

@@ -40,14 +40,10 @@ const (
 
 // SubscriptionLatencyNote is carried in every SubscriptionResult to say what
 // its latencies mean.
-const SubscriptionLatencyNote = "publish-to-receive latency: measured from the mutation's send time in the driver " +
-	"(encoded in the donut's name by the writer, just before sending) to the subscriber's receipt of the event; " +
+const SubscriptionLatencyNote = "publish-to-receive latency: measured from the write's send time in the driver " +
+	"(encoded in the {{event}} value the writer sends, just before sending, and read back from the event's match path) to the subscriber's receipt of the event; " +
 	"writer and subscriber run in the same driver process and read the same wall clock. " +
 	"Only counted events (seq >= 1, first arrival) are recorded; probes and duplicates are not"
-
-// onDonutUpdatedDocument is the subscription every subscriber runs, with the
-// donut id as its only variable.
-const onDonutUpdatedDocument = "subscription OnDonutUpdated($id: ID!) { onDonutUpdated(id: $id) { id name flavor } }"
 
 const (
 	// dialConcurrency is how many connections OpenSubscribers dials at once:
@@ -68,10 +64,13 @@ const (
 )
 
 // Subscriptions is the subscription-client part of a phase: Clients websocket
-// connections each holding PerClient subscriptions to onDonutUpdated, which
-// listen while the phase's mutations raise events (seed 002: 500 clients x 2
-// subscriptions = 1,000).
+// connections each holding PerClient subscriptions of a subscription
+// operation, which listen while the phase's writers raise events (seed 002:
+// 500 clients x 2 subscriptions = 1,000).
 type Subscriptions struct {
+	// Operation is the subscription operation to open; "" means the one
+	// subscription operation raised by one of the phase's groups.
+	Operation Operation `yaml:"operation" json:"operation,omitempty"`
 	// Clients is the number of websocket connections (seed: 500).
 	Clients int `yaml:"clients" json:"clients"`
 	// PerClient is the number of subscriptions per connection (seed: 2).
@@ -111,8 +110,9 @@ func (s Subscriptions) Validate() error {
 }
 
 // SubscriptionResult is what the subscription clients saw during a phase. An
-// event counts for a subscription when it carries the subscribed donut id and
-// a sequence number of at least 1 (0 marks OpenSubscribers' probes).
+// event counts for a subscription when its match value is an event of the
+// subscribed writer with a sequence number of at least 1 (0 marks
+// OpenSubscribers' probes).
 type SubscriptionResult struct {
 	// Clients is the number of websocket connections.
 	Clients int `json:"clients"`
@@ -142,8 +142,8 @@ type SubscriptionResult struct {
 	// beyond expected(id). It is 0 unless the expectation was wrong (for
 	// example another writer wrote a subscribed id).
 	Unexpected int64 `json:"unexpected"`
-	// Foreign is the number of events for an id the subscription did not ask
-	// for (or for no subscription of the connection); it must be 0.
+	// Foreign is the number of events of a writer the subscription did not
+	// ask for (or for no subscription of the connection): misrouted; it must be 0.
 	Foreign int64 `json:"foreign"`
 	// ClientErrors counts failures seen by the clients: a connection lost
 	// before Close, a subscription ended or failed by the server, an event
@@ -164,6 +164,7 @@ type SubscriptionResult struct {
 // and obtain the figures; later calls return the same result.
 type Subscribers struct {
 	spec    Subscriptions
+	sub     *compiledSubscription
 	conns   []*subscriberConn
 	total   int            // number of subscriptions
 	readers sync.WaitGroup // one reader per dialled connection
@@ -194,7 +195,7 @@ type subscriberConn struct {
 // subscriberState is one subscription's counters: constant size, whatever the
 // run length.
 type subscriberState struct {
-	id     string       // the donut id subscribed to
+	id     string       // the writer id subscribed to
 	live   atomic.Bool  // a probe (seq 0) event has arrived
 	unique atomic.Int64 // events with a sequence number above every earlier one
 
@@ -206,41 +207,47 @@ type subscriberState struct {
 
 // OpenSubscribers dials Clients connections to the target's /graphql over
 // websocket (http->ws URL), and subscribes subscription j of client c to
-// ids[(c*PerClient+j) % len(ids)] with
-// `subscription OnDonutUpdated($id: ID!) { onDonutUpdated(id: $id) { id name flavor } }`.
-// It returns only when every subscription is live: gqlws protocols have no
-// "subscribed" ack, so it proves it with a probe: it calls probe(ctx, id) once
-// per distinct subscribed id (the caller sends a mutation writing seq 0 to
-// that id, for example with EventName(id, 0, time.Now()) as the name) and
-// waits until every subscription has received its seq-0 event, bounded by
-// ctx. Ids whose subscriptions have not all seen a probe within 250 ms are
-// probed again, since a probe can overtake the server's registration of a
-// subscription. Probe events are never counted.
+// writer ids[(c*PerClient+j) % len(ids)] with the subscription operation def
+// (its variables filled with that {{writer_id}}; ops are the phase's
+// operations, for its raised_by). It returns only when every subscription
+// is live: gqlws protocols have no "subscribed" ack, so it proves it with a
+// probe: it calls probe(ctx, id) once per distinct subscribed id (the caller
+// sends the raised_by write for that id with sequence number 0, the event
+// EventName(id, 0, time.Now())) and waits until every subscription has
+// received its seq-0 event, bounded by ctx. Ids whose subscriptions have not
+// all seen a probe within 250 ms are probed again, since a probe can overtake
+// the server's registration of a subscription. Probe events are never counted.
 //
 // One reader goroutine per connection, owned by Subscribers, awaited by
 // Close. On error every connection opened so far is closed and every reader
 // awaited before OpenSubscribers returns.
-func OpenSubscribers(ctx context.Context, target string, s Subscriptions, ids []string, probe func(ctx context.Context, id string) error) (*Subscribers, error) {
+func OpenSubscribers(ctx context.Context, target string, s Subscriptions, def OperationDef, ops map[Operation]OperationDef,
+	ids []string, probe func(ctx context.Context, id string) error) (*Subscribers, error) {
 	url, err := websocketURL(target)
 	if err != nil {
 		return nil, err
 	}
-	return openSubscribersAt(ctx, url, s, ids, probe)
+	cs, err := compileSubscription(def, ops)
+	if err != nil {
+		return nil, fmt.Errorf("invalid subscription: %w", err)
+	}
+	return openSubscribersAt(ctx, url, s, cs, ids, probe)
 }
 
 // openSubscribersAt is OpenSubscribers dialling the websocket URL url.
-func openSubscribersAt(ctx context.Context, url string, s Subscriptions, ids []string, probe func(ctx context.Context, id string) error) (*Subscribers, error) {
+func openSubscribersAt(ctx context.Context, url string, s Subscriptions, cs *compiledSubscription, ids []string, probe func(ctx context.Context, id string) error) (*Subscribers, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid subscriptions: %w", err)
 	}
 	if len(ids) == 0 {
-		return nil, errors.New("cannot open subscribers: no donut ids to subscribe to")
+		return nil, errors.New("cannot open subscribers: no writer ids to subscribe to")
 	}
 	if probe == nil {
 		return nil, errors.New("cannot open subscribers: no probe function")
 	}
 	sub := &Subscribers{
 		spec:    s,
+		sub:     cs,
 		conns:   make([]*subscriberConn, s.Clients),
 		total:   s.Clients * s.PerClient,
 		latency: hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs),
@@ -335,7 +342,11 @@ func (s *Subscribers) open(ctx, readCtx context.Context, url string, c *subscrib
 	}
 	c.conn = conn
 	for j := range c.subs {
-		if err := conn.Subscribe(ctx, strconv.Itoa(j), onDonutUpdatedDocument, map[string]any{"id": c.subs[j].id}); err != nil {
+		vars, err := s.sub.variablesFor(c.subs[j].id)
+		if err != nil {
+			return fmt.Errorf("client %d: %w", c.index, err)
+		}
+		if err := conn.Subscribe(ctx, strconv.Itoa(j), s.sub.document, vars); err != nil {
 			return fmt.Errorf("client %d: %w", c.index, err)
 		}
 	}
@@ -392,13 +403,6 @@ func (s *Subscribers) pendingIDs() (pending []string, live int) {
 	return pending, live
 }
 
-// subscriptionEvent is the payload of a "next" message of onDonutUpdated.
-type subscriptionEvent struct {
-	Data *struct {
-		OnDonutUpdated *donutJSON `json:"onDonutUpdated"`
-	} `json:"data"`
-}
-
 // read is connection c's reader: it handles messages until the connection
 // ends. A read error before Close began is a client error.
 func (s *Subscribers) read(ctx context.Context, c *subscriberConn) {
@@ -434,23 +438,23 @@ func (s *Subscribers) handle(c *subscriberConn, m gqlws.Message, now time.Time) 
 		return
 	}
 	st := &c.subs[j]
-	var ev subscriptionEvent
-	if err := json.Unmarshal(m.Payload, &ev); err != nil {
+	var found [1]valueSpan
+	if err := scanJSON(m.Payload, []jsonPath{s.sub.match}, found[:]); err != nil {
 		s.clientError(fmt.Errorf("client %d, subscription %d: cannot decode event %s: %w", c.index, j, m.Payload, err))
 		return
 	}
-	if ev.Data == nil || ev.Data.OnDonutUpdated == nil {
-		s.clientError(fmt.Errorf("client %d, subscription %d: event without data.onDonutUpdated: %s", c.index, j, m.Payload))
+	var name string
+	if sp := found[0]; sp.start < 0 || json.Unmarshal(m.Payload[sp.start:sp.end], &name) != nil {
+		s.clientError(fmt.Errorf("client %d, subscription %d: event without a string at %s: %s", c.index, j, s.sub.matchKey, m.Payload))
 		return
 	}
-	d := ev.Data.OnDonutUpdated
-	if d.ID != st.id {
-		c.foreign++
-		return
-	}
-	_, seq, sent, err := ParseEventName(d.Name)
+	writer, seq, sent, err := ParseEventName(name)
 	if err != nil {
 		s.clientError(fmt.Errorf("client %d, subscription %d: %w", c.index, j, err))
+		return
+	}
+	if writer != st.id {
+		c.foreign++
 		return
 	}
 	if seq == 0 {

@@ -136,7 +136,13 @@ func TestEventBalance(t *testing.T) {
 // sequence of messages, covering what a healthy server never produces
 // (duplicates, reordering, foreign ids, garbage), and checks every counter.
 func TestSubscriberCounting(t *testing.T) {
+	ops := donutOps(1)
+	cs, err := compileSubscription(ops[DonutUpdates], ops)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &Subscribers{
+		sub:   cs,
 		conns: []*subscriberConn{{subs: []subscriberState{{id: "w1"}, {id: "w2"}}}},
 		total: 2,
 		// One latency per counted event.
@@ -298,7 +304,7 @@ func TestSubscribersSeed002(t *testing.T) {
 		ids[i] = fmt.Sprintf("w%d", i)
 	}
 	spec := Subscriptions{Clients: 500, PerClient: 2, Protocol: ProtocolMixed, Drain: 10 * time.Second}
-	subs, err := OpenSubscribers(ctx, ts.URL, spec, ids, ts.probe)
+	subs, err := OpenSubscribers(ctx, ts.URL, spec, donutOps(1)[DonutUpdates], donutOps(1), ids, ts.probe)
 	if err != nil {
 		t.Fatalf("OpenSubscribers: %v", err)
 	}
@@ -375,7 +381,7 @@ func TestSubscribersReportDrops(t *testing.T) {
 	defer cancel()
 
 	spec := Subscriptions{Clients: 2, PerClient: 1, Protocol: string(gqlws.LegacyWS), Drain: 2 * time.Second}
-	subs, err := OpenSubscribers(ctx, ts.URL, spec, []string{"w0"}, ts.probe)
+	subs, err := OpenSubscribers(ctx, ts.URL, spec, donutOps(1)[DonutUpdates], donutOps(1), []string{"w0"}, ts.probe)
 	if err != nil {
 		t.Fatalf("OpenSubscribers: %v", err)
 	}
@@ -420,27 +426,27 @@ func TestOpenSubscribersFails(t *testing.T) {
 	spec := Subscriptions{Clients: 3, PerClient: 2, Protocol: ProtocolMixed}
 
 	failing := func(context.Context, string) error { return fmt.Errorf("no writer") }
-	if _, err := OpenSubscribers(ctx, ts.URL, spec, []string{"w0"}, failing); err == nil || !strings.Contains(err.Error(), "no writer") {
+	if _, err := OpenSubscribers(ctx, ts.URL, spec, donutOps(1)[DonutUpdates], donutOps(1), []string{"w0"}, failing); err == nil || !strings.Contains(err.Error(), "no writer") {
 		t.Errorf("failing probe: got error %v, want one wrapping the probe's", err)
 	}
 	// A probe that writes nothing never makes the subscriptions live: ctx bounds the wait.
 	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err := OpenSubscribers(short, ts.URL, spec, []string{"w0"}, func(context.Context, string) error { return nil })
+	_, err := OpenSubscribers(short, ts.URL, spec, donutOps(1)[DonutUpdates], donutOps(1), []string{"w0"}, func(context.Context, string) error { return nil })
 	cancelShort()
 	if err == nil || !strings.Contains(err.Error(), "0 of 6 live") {
 		t.Errorf("silent probe: got error %v, want one saying 0 of 6 live", err)
 	}
-	if _, err := OpenSubscribers(ctx, ts.URL, Subscriptions{}, []string{"w0"}, ts.probe); err == nil {
+	if _, err := OpenSubscribers(ctx, ts.URL, Subscriptions{}, donutOps(1)[DonutUpdates], donutOps(1), []string{"w0"}, ts.probe); err == nil {
 		t.Error("invalid spec: got no error")
 	}
-	if _, err := OpenSubscribers(ctx, ts.URL, spec, nil, ts.probe); err == nil {
+	if _, err := OpenSubscribers(ctx, ts.URL, spec, donutOps(1)[DonutUpdates], donutOps(1), nil, ts.probe); err == nil {
 		t.Error("no ids: got no error")
 	}
 	waitUntil(t, "broker subscribers to return to 0", 10*time.Second, func() bool {
 		return ts.svc.Broker.Stats().Subscribers == 0
 	})
 	ts.Close()
-	if _, err := OpenSubscribers(ctx, ts.URL, spec, []string{"w0"}, ts.probe); err == nil {
+	if _, err := OpenSubscribers(ctx, ts.URL, spec, donutOps(1)[DonutUpdates], donutOps(1), []string{"w0"}, ts.probe); err == nil {
 		t.Error("closed target: got no error")
 	}
 	verifyNoGoroutinesLeft(t, ignore)

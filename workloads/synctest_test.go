@@ -71,6 +71,7 @@ func TestRunVirtualTime(t *testing.T) {
 			TrimHead:       500 * time.Millisecond,
 			TrimTail:       700 * time.Millisecond,
 			RequestTimeout: time.Second,
+			Operations:     donutOps(50),
 			Seed:           7,
 		}
 		var progress []Progress
@@ -173,6 +174,7 @@ func TestRunVirtualAbortDuringRamp(t *testing.T) {
 			Groups:         []UserGroup{{Operation: RESTPut, Users: 10, Iterations: 1000}},
 			RampUp:         10 * time.Second,
 			RequestTimeout: time.Second,
+			Operations:     donutOps(50),
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()

@@ -46,6 +46,13 @@ const (
 	baggage = "soakd.run=bench,soakd.phase=bench,soakd.arm=bench"
 )
 
+// The operations measured, as config.yaml defines them; the driver is sent
+// config.yaml's definitions, wrk the same requests written by hand below.
+const (
+	restGet      workloads.Operation = "rest-get"
+	graphqlQuery workloads.Operation = "graphql-query"
+)
+
 type options struct {
 	soakd, wrk           string
 	users, rounds        int
@@ -53,6 +60,8 @@ type options struct {
 	targetCPU, driverCPU string
 	ops                  []workloads.Operation
 	donuts               int
+	// defs are config.yaml's operations.
+	defs map[workloads.Operation]workloads.OperationDef
 }
 
 func main() {
@@ -77,13 +86,19 @@ func main() {
 	}
 	for op := range strings.SplitSeq(*ops, ",") {
 		switch w := workloads.Operation(op); w {
-		case workloads.RESTGet, workloads.GraphQLQuery:
+		case restGet, graphqlQuery:
 			o.ops = append(o.ops, w)
 		default:
 			fmt.Fprintf(os.Stderr, "benchdriver: operation %q is not measured; want rest-get or graphql-query\n", op)
 			os.Exit(2)
 		}
 	}
+	cfg, err := builtinConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchdriver:", err)
+		os.Exit(1)
+	}
+	o.defs = cfg.Operations
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchdriver:", err)
 		os.Exit(1)
@@ -93,11 +108,7 @@ func main() {
 // serveTarget runs the target on a loopback port, prints its URL and serves
 // until standard input closes.
 func serveTarget() error {
-	defaults, err := os.ReadFile("config.yaml")
-	if err != nil {
-		return fmt.Errorf("run from the repository root: %w", err)
-	}
-	cfg, err := daemon.LoadConfig(defaults, []byte("server:\n  listen: 127.0.0.1:0\nsampler:\n  interval: 1s\n"), "bench")
+	cfg, err := builtinConfig()
 	if err != nil {
 		return err
 	}
@@ -109,6 +120,16 @@ func serveTarget() error {
 	fmt.Println(t.URL())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return t.Shutdown(ctx)
+}
+
+// builtinConfig loads the repository's config.yaml for the built-in target
+// on a free loopback port.
+func builtinConfig() (*daemon.Config, error) {
+	defaults, err := os.ReadFile("config.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("run from the repository root: %w", err)
+	}
+	return daemon.LoadConfig(defaults, []byte("server:\n  listen: 127.0.0.1:0\nsampler:\n  interval: 1s\n"), "bench")
 }
 
 // measurement is one tool's run.
@@ -202,9 +223,9 @@ func wrkScript(op workloads.Operation, donuts int) string {
 	fmt.Fprintf(&b, "math.randomseed(%d)\n", time.Now().UnixNano()%1_000_000)
 	fmt.Fprintf(&b, "wrk.headers[\"Accept\"] = \"application/json\"\nwrk.headers[\"Baggage\"] = %q\n", baggage)
 	switch op {
-	case workloads.RESTGet:
+	case restGet:
 		fmt.Fprintf(&b, "request = function()\n  return wrk.format(\"GET\", \"/api/donuts/\" .. math.random(%d))\nend\n", donuts)
-	case workloads.GraphQLQuery:
+	case graphqlQuery:
 		b.WriteString("wrk.headers[\"Content-Type\"] = \"application/json\"\n")
 		fmt.Fprintf(&b, "local s, e = '%s', '%s'\n", gqlBodyStart, gqlBodyEnd)
 		fmt.Fprintf(&b, "request = function()\n  return wrk.format(\"POST\", \"/graphql\", nil, s .. math.random(%d) .. e)\nend\n", donuts)
@@ -223,7 +244,7 @@ func drive(o options, url string, op workloads.Operation, d time.Duration, seed 
 		Groups:         []workloads.UserGroup{{Operation: op, Users: o.users}},
 		Duration:       d,
 		RequestTimeout: 10 * time.Second,
-		Donuts:         1000,
+		Operations:     map[workloads.Operation]workloads.OperationDef{op: o.defs[op]},
 		Seed:           seed,
 	})
 	if err != nil {

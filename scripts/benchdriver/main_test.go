@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/soakd/soakd/workloads"
 )
 
 const wrkOK = `Running 8s test @ http://127.0.0.1:40000
@@ -38,8 +36,8 @@ func TestParseWrk(t *testing.T) {
 // The wrk script sends what the driver sends: the same path or body around
 // a random id in 1..donuts, and the same headers.
 func TestWrkScript(t *testing.T) {
-	rest := wrkScript(workloads.RESTGet, 1000)
-	gql := wrkScript(workloads.GraphQLQuery, 1000)
+	rest := wrkScript(restGet, 1000)
+	gql := wrkScript(graphqlQuery, 1000)
 	for _, want := range []string{`"/api/donuts/" .. math.random(1000)`, `"Baggage"`, `"Accept"`} {
 		if !strings.Contains(rest, want) {
 			t.Errorf("rest-get script lacks %s:\n%s", want, rest)
@@ -54,8 +52,8 @@ func TestWrkScript(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	got := table([]measurement{
-		{op: workloads.RESTGet, round: 1, tool: "soakd drive", requests: 1000, cpu: 30 * time.Millisecond},
-		{op: workloads.RESTGet, round: 1, tool: "wrk", requests: 2000, cpu: 20 * time.Millisecond},
+		{op: restGet, round: 1, tool: "soakd drive", requests: 1000, cpu: 30 * time.Millisecond},
+		{op: restGet, round: 1, tool: "wrk", requests: 2000, cpu: 20 * time.Millisecond},
 	})
 	for _, want := range []string{
 		"| rest-get | 1 | soakd drive | 1000 | 0.03 | 30.00 | 3.00× |",
