@@ -117,7 +117,6 @@ func enums() map[string][]any {
 	models := strs(string(workloads.Closed), string(workloads.Open), string(workloads.Ramping), string(workloads.RampingRate))
 	return map[string][]any{
 		"kpi.Outcome":                    strs(outcomes...),
-		"workloads.Operation":            strs(string(workloads.RESTGet), string(workloads.RESTPut), string(workloads.GraphQLQuery), string(workloads.GraphQLMutation)),
 		"workloads.Model":                models,
 		"workloads.Message.type":         strs(workloads.MessageProgress, workloads.MessageResult, workloads.MessageError),
 		"workloads.MaxLoadResult.reason": strs(workloads.ReasonErrorRatio, workloads.ReasonP99Latency, workloads.ReasonConnectionErrors, workloads.ReasonMaxUsers, workloads.ReasonDuration, workloads.ReasonAborted),

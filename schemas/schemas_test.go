@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/soakd/soakd/control"
+	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/donut"
 	"github.com/soakd/soakd/graph"
 	"github.com/soakd/soakd/kpi"
@@ -25,13 +27,28 @@ import (
 // GraphQL at /graphql, the REST control group at /api/donuts/.
 func builtinTarget(t *testing.T) *httptest.Server {
 	t.Helper()
-	svc := &donut.Service{Store: donut.NewStore(50), Broker: donut.NewBroker(0)}
+	svc := &donut.Service{Store: donut.NewStore(1000), Broker: donut.NewBroker(0)} // the embedded operations read ids 1..1000
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", graph.NewHandler(svc, graph.Options{}))
 	mux.Handle(control.Prefix, control.NewHandler(svc, control.Options{}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// embeddedOperations are the operations config.yaml defines (the Donut
+// API's), as the daemon resolves them for a driver spec.
+func embeddedOperations(t *testing.T) map[workloads.Operation]workloads.OperationDef {
+	t.Helper()
+	b, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := daemon.LoadConfig(b, nil, "config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Operations
 }
 
 // driverLines runs the driver on spec against target and returns the JSON
@@ -58,12 +75,13 @@ func TestDriverMessagesMatchTheSchema(t *testing.T) {
 	// 2 users × 40 iterations × ≥ 25 ms of think time: over a second, so
 	// at least one progress line is due before the result.
 	p := workloads.Phase{
-		Name: "graphql-load", Arm: "graphql", RequestTimeout: 5 * time.Second, Donuts: 50, Seed: 1, Run: "schema-test",
+		Name: "graphql-load", Arm: "graphql", RequestTimeout: 5 * time.Second, Seed: 1, Run: "schema-test",
 		Think: workloads.Think{Min: 25 * time.Millisecond, Max: 30 * time.Millisecond},
 		Groups: []workloads.UserGroup{
-			{Operation: workloads.GraphQLQuery, Users: 2, Iterations: 40},
-			{Operation: workloads.RESTGet, Users: 2, Iterations: 40},
+			{Operation: "graphql-query", Users: 2, Iterations: 40},
+			{Operation: "rest-get", Users: 2, Iterations: 40},
 		},
+		Operations: embeddedOperations(t),
 	}
 	spec, err := json.Marshal(p)
 	if err != nil {
@@ -171,8 +189,8 @@ func TestReportMatchesTheSchema(t *testing.T) {
 // a driver message without its payload.
 func TestMutatedDocumentsFail(t *testing.T) {
 	srv := builtinTarget(t)
-	spec, err := json.Marshal(workloads.Phase{Name: "p", Arm: "rest", RequestTimeout: 5 * time.Second, Donuts: 50, Seed: 1,
-		Groups: []workloads.UserGroup{{Operation: workloads.RESTGet, Users: 1, Iterations: 5}}})
+	spec, err := json.Marshal(workloads.Phase{Name: "p", Arm: "rest", RequestTimeout: 5 * time.Second, Seed: 1,
+		Groups: []workloads.UserGroup{{Operation: "rest-get", Users: 1, Iterations: 5}}, Operations: embeddedOperations(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -364,7 +364,7 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progr
 		return Result{}, err
 	}
 	for _, g := range p.Groups {
-		if ep.rest == "" && (g.Operation == RESTGet || g.Operation == RESTPut) {
+		if ep.rest == "" && p.Operations[g.Operation].Endpoint() == "rest" {
 			return Result{}, fmt.Errorf("phase %s runs %s, but no REST URL was given: the target's REST twin (--rest-url)", p.Name, g.Operation)
 		}
 	}
