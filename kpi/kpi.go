@@ -103,6 +103,11 @@ type Result struct {
 	// (GraphQLOnly): REST, Delta and Threshold are then absent, not 0, the
 	// row is not gated and its Outcome is not measured.
 	NoControl bool `json:"no_control_group,omitempty"`
+	// RESTNotMeasured and GraphQLNotMeasured are true when that arm's
+	// figure was not measured (in no round, over rounds): its value is
+	// then absent and printed "not measured", never as 0.
+	RESTNotMeasured    bool `json:"rest_not_measured,omitempty"`
+	GraphQLNotMeasured bool `json:"graphql_not_measured,omitempty"`
 	// Definition says how the metric is measured.
 	Definition string `json:"definition"`
 	// Rounds is how many interleaved rounds the row aggregates (0: one
@@ -144,6 +149,8 @@ func Evaluate(rest, gql Figures, l Limits) []Result {
 		if r.Name == "gc_pause_p99_ms" && r.Gated && l.GCPauseP99FloorMs > 0 {
 			r.Floor = ptr(l.GCPauseP99FloorMs)
 		}
+		_, r.RESTNotMeasured = rest.NotMeasured[r.Name]
+		_, r.GraphQLNotMeasured = gql.NotMeasured[r.Name]
 		why := rest.NotMeasured[r.Name]
 		if why == "" {
 			why = gql.NotMeasured[r.Name]

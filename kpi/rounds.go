@@ -47,8 +47,11 @@ func aggregateRow(rows []Result, confidence float64) Result {
 	r.Delta, r.DeltaMin, r.DeltaMax, r.Interval, r.Reason, r.Outcome = nil, nil, nil, nil, "", ""
 	var rest, gql, deltas []float64
 	for k, x := range rows {
-		if x.Reason == "" { // a round that measured the figure
+		// Each arm's mean is over the rounds that measured that arm.
+		if !x.RESTNotMeasured {
 			rest = append(rest, x.REST)
+		}
+		if !x.GraphQLNotMeasured {
 			gql = append(gql, x.GraphQL)
 		}
 		if x.Delta == nil {
@@ -62,10 +65,15 @@ func aggregateRow(rows []Result, confidence float64) Result {
 		deltas = append(deltas, *x.Delta)
 	}
 	// Means over the rounds that measured the figure: a round that did not
-	// would pull the mean towards 0.
+	// would pull the mean towards 0. An arm no round measured is not
+	// measured, not 0.
 	r.REST, r.GraphQL = 0, 0
+	r.RESTNotMeasured, r.GraphQLNotMeasured = len(rest) == 0, len(gql) == 0
 	if len(rest) > 0 {
-		r.REST, r.GraphQL = mean(rest), mean(gql)
+		r.REST = mean(rest)
+	}
+	if len(gql) > 0 {
+		r.GraphQL = mean(gql)
 	}
 	if r.Reason != "" {
 		if r.Gated {

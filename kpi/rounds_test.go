@@ -67,6 +67,15 @@ func TestAggregateFloorAndNotMeasured(t *testing.T) {
 	if Verdict(rs) != Inconclusive {
 		t.Errorf("a gated row not measured makes the verdict inconclusive, got %s", Verdict(rs))
 	}
+	// GraphQL's GC % was measured in rounds 1 and 3: its mean is theirs;
+	// in no round at all, it is not measured, never 0 (REST stays measured).
+	if r := find(t, rs, "gc_percent"); r.GraphQLNotMeasured || r.RESTNotMeasured || r.GraphQL != 1 {
+		t.Errorf("an arm measured in some rounds: %+v", r)
+	}
+	rs, _ = Aggregate([][]Result{nm, nm}, DefaultConfidence)
+	if r := find(t, rs, "gc_percent"); !r.GraphQLNotMeasured || r.RESTNotMeasured || r.REST != 1 {
+		t.Errorf("an arm measured in no round must be not measured, the other kept: %+v", r)
+	}
 	if r := find(t, rs, "alloc_bytes_per_request"); !r.Pass || r.Outcome != "" {
 		t.Errorf("informational rows have no outcome")
 	}

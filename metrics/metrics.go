@@ -560,10 +560,13 @@ func (m *Metrics) KPIResults(rows []kpi.Result) {
 	for _, r := range rows[:min(len(rows), MaxKPIs)] {
 		name := label(r.Name)
 		if family, factor, ok := BaseUnit(r.Unit); ok {
-			if !r.NoControl { // no REST arm ran: no value, rather than a 0
+			// No REST arm, or an arm not measured: no value, rather than a 0.
+			if !r.NoControl && !r.RESTNotMeasured {
 				m.kpiValue[family].WithLabelValues(name, "rest").Set(r.REST * factor)
 			}
-			m.kpiValue[family].WithLabelValues(name, "graphql").Set(r.GraphQL * factor)
+			if !r.GraphQLNotMeasured {
+				m.kpiValue[family].WithLabelValues(name, "graphql").Set(r.GraphQL * factor)
+			}
 		}
 		kind := deltaKind(r.DeltaUnit)
 		if r.Delta != nil {

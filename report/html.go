@@ -172,7 +172,7 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 		p.Finished = r.FinishedAt.UTC().Format(time.RFC3339)
 	}
 	for _, k := range r.KPIs {
-		hk := htmlKPI{Title: k.Title, Name: k.Name, REST: value(k.REST, k.Unit), GraphQL: value(k.GraphQL, k.Unit),
+		hk := htmlKPI{Title: k.Title, Name: k.Name, REST: restValue(k), GraphQL: gqlValue(k),
 			Variance: variance(k), Limit: limit(k), Outcome: outcome(k), Definition: k.Definition, Rounds: roundCells(k)}
 		if k.Gated {
 			hk.Reason = k.Reason // why a gated row is inconclusive or not measured

@@ -252,8 +252,8 @@ func kpiCase(class string, k kpi.Result, canFail bool, ctx string) junitCase {
 	}
 	lines = append(lines,
 		k.Title,
-		"rest: "+value(k.REST, k.Unit),
-		"graphql: "+value(k.GraphQL, k.Unit),
+		"rest: "+restValue(k),
+		"graphql: "+gqlValue(k),
 		"delta: "+variance(k),
 		"limit: "+limit(k),
 		"result: "+outcome(k),

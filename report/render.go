@@ -32,13 +32,28 @@ func value(v float64, unit string) string {
 }
 
 // restValue is the first arm's value of a row: "—" when there is no
-// control group to give one.
+// control group to give one, "not measured" when it was not measured.
 func restValue(r kpi.Result) string {
-	if r.NoControl {
+	switch {
+	case r.NoControl:
 		return "—"
+	case r.RESTNotMeasured:
+		return notMeasuredValue
 	}
 	return value(r.REST, r.Unit)
 }
+
+// gqlValue is the second arm's value of a row, "not measured" when it was
+// not measured (never a 0).
+func gqlValue(r kpi.Result) string {
+	if r.GraphQLNotMeasured {
+		return notMeasuredValue
+	}
+	return value(r.GraphQL, r.Unit)
+}
+
+// notMeasuredValue stands for a figure that was not measured.
+const notMeasuredValue = "not measured"
 
 func variance(r kpi.Result) string {
 	switch {
@@ -172,7 +187,7 @@ func (r *Report) Markdown() string {
 		}
 		fmt.Fprintf(&b, "| Metric | %s | %s | Variance | KPI | Result |\n|---|---:|---:|---:|---:|---|\n", first, second)
 		for _, k := range r.KPIs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, restValue(k), value(k.GraphQL, k.Unit), variance(k), limit(k), outcome(k))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, restValue(k), gqlValue(k), variance(k), limit(k), outcome(k))
 		}
 		if reasons := r.Reasons(); len(reasons) > 0 {
 			b.WriteString("\nWhy the verdict is not pass:\n\n")
@@ -268,7 +283,7 @@ func (r *Report) Table(w io.Writer) error {
 	first, second := r.ArmTitles()
 	fmt.Fprintf(tw, "Metric\t%s\t%s\tVariance\tInterval\tKPI\tResult\n", first, second)
 	for _, k := range r.KPIs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Title, restValue(k), value(k.GraphQL, k.Unit), variance(k), intervalText(k), limit(k), outcome(k))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.Title, restValue(k), gqlValue(k), variance(k), intervalText(k), limit(k), outcome(k))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot write the table: %w", err)

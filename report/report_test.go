@@ -234,3 +234,35 @@ func TestMarkdownNoiseFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestNotMeasuredArmIsNotZero: an arm's figure that was not measured reads
+// "not measured" in report.md, report.html, junit.xml and the terminal
+// table, never "0 B".
+func TestNotMeasuredArmIsNotZero(t *testing.T) {
+	r := fixture()
+	for i := range r.KPIs {
+		if r.KPIs[i].Name == "alloc_bytes_per_request" {
+			r.KPIs[i].GraphQL, r.KPIs[i].GraphQLNotMeasured = 0, true
+			r.KPIs[i].Delta, r.KPIs[i].Reason = nil, "GraphQL: no allocation counter"
+		}
+	}
+	seen := 0
+	var term strings.Builder
+	if err := r.Table(&term); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"report.md": r.Markdown(), "terminal": term.String()} {
+		for l := range strings.Lines(out) {
+			row := strings.HasPrefix(l, "| Heap allocated per request |") || strings.HasPrefix(l, "Heap allocated per request ")
+			if row && (strings.Contains(l, " 0 B") || !strings.Contains(l, "not measured")) {
+				t.Errorf("%s: %q: an unmeasured arm must read not measured, not 0", name, l)
+			}
+			if row {
+				seen++
+			}
+		}
+	}
+	if seen < 2 {
+		t.Errorf("found the row in %d of report.md and the terminal table", seen)
+	}
+}
