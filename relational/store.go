@@ -169,13 +169,17 @@ func openPostgres(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("cannot create schema %s in PostgreSQL %s (the role needs CREATE on the database): %w", schema, where, err)
 	}
 	return &Store{db: db, kind: StorePostgres, pool: o.PoolSize, cleanup: func() error {
+		// A pool of its own: the store's may be closed already (the
+		// database went away, or a test closed it).
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := db.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		if err != nil {
-			err = fmt.Errorf("cannot drop schema %s: %w", schema, err)
+		closeErr := db.Close()
+		drop := stdlib.OpenDB(*cfg)
+		defer func() { _ = drop.Close() }()
+		if _, err := drop.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			return errors.Join(fmt.Errorf("cannot drop schema %s: %w", schema, err), closeErr)
 		}
-		return errors.Join(err, db.Close())
+		return closeErr
 	}}, nil
 }
 
