@@ -94,7 +94,9 @@ func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, lo
 	t.relay = &lineLogger{log: log.With(zap.String("source", "target")), what: "target output"}
 	tap := &firstLine{ch: make(chan string, 1)}
 	argv := []string{exe, "target", "--config", f.Name(), "--log-format", "json"}
-	env := commandEnv(os.Environ(), map[string]string{TargetTokenEnv: t.token}, driverSecrets(cfg))
+	// The target needs the relational scenario's DSN; no other secret.
+	secrets := slices.DeleteFunc(driverSecrets(cfg), func(name string) bool { return name == relationalDSNEnv(cfg) })
+	env := commandEnv(os.Environ(), map[string]string{TargetTokenEnv: t.token}, secrets)
 	t.proc, err = startProcess(procSpec{argv: argv, env: env, what: "the target process (soakd target)", logDir: logDir,
 		stdout: tap, stderr: t.relay, logsOptional: true}, t.log)
 	if err != nil {

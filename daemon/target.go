@@ -25,6 +25,7 @@ import (
 	"github.com/soakd/soakd/graph"
 	"github.com/soakd/soakd/metrics"
 	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/relational"
 )
 
 // Target is the system under test: the GraphQL endpoint and the REST control
@@ -40,6 +41,7 @@ type Target struct {
 	Metrics *metrics.Metrics
 
 	log      *zap.Logger
+	relStore *relational.Store // target.scenario relational; nil otherwise
 	server   *http.Server
 	listener net.Listener
 	grace    time.Duration
@@ -99,6 +101,10 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	// the route template ("GET /api/donuts/{id}") it matched.
 	mux.Handle("/api/donuts/", profiles.Labeled("rest", m.Middleware("rest", metrics.RouteOperation(),
 		control.NewHandler(svc, control.Options{MaxBodyBytes: cfg.Server.MaxBodyBytes, Logger: log.Named("rest")}))))
+	relStore, err := serveRelational(ctx, cfg, reg, mux, log)
+	if err != nil {
+		return nil, err
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -113,6 +119,9 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Server.Listen)
 	if err != nil {
+		if relStore != nil {
+			_ = relStore.Close()
+		}
 		return nil, fmt.Errorf("cannot listen on server.listen %q: %w", cfg.Server.Listen, err)
 	}
 	// Request contexts derive from sctx, cancelled after the graceful
@@ -130,7 +139,7 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	}
 	t := &Target{
 		Service: svc, Sampler: sampler, Registry: reg, Metrics: m,
-		log: log, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
+		log: log, relStore: relStore, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
 		stop: stop, failed: newFailSignal(),
 	}
 	t.wg.Go(func() {
@@ -175,6 +184,11 @@ func (t *Target) Shutdown(ctx context.Context) error {
 	}
 	t.stop()
 	t.wg.Wait()
+	if t.relStore != nil {
+		if cerr := t.relStore.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("cannot close the relational database: %w", cerr))
+		}
+	}
 	t.log.Info("target stopped", zap.Duration("took", time.Since(start)))
 	return err
 }

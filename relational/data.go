@@ -2,6 +2,7 @@ package relational
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 )
@@ -30,6 +31,16 @@ type Sizes struct {
 // about 9 subordinates.
 func SeedSizes() Sizes {
 	return Sizes{Projects: 10, MembersPerProject: 25, Users: 1000, Managers: 100, Tasks: 10000, SubTasksPerTask: 10}
+}
+
+// Scale returns s with its users, managers and tasks multiplied by f
+// (projects and subtasks per task unchanged; at least one user more than
+// the members of a project, so the sizes stay valid).
+func (s Sizes) Scale(f float64) Sizes {
+	s.Users = max(int(math.Round(float64(s.Users)*f)), s.MembersPerProject+1)
+	s.Managers = min(int(math.Round(float64(s.Managers)*f)), s.Users-1)
+	s.Tasks = int(math.Round(float64(s.Tasks) * f))
+	return s
 }
 
 // Validate returns an error naming the first size out of range.

@@ -212,6 +212,10 @@ func TestStrategiesAgree(t *testing.T) {
 			// A generous batch wait: the batched theory (one query per
 			// level) needs every resolver of a level to reach its loader
 			// within it, which a machine busy with other tests can delay.
+			// 300 users (so X = 250 is a real limit), 10 projects of 25,
+			// about 5 parent tasks each of 3 subtasks: every shape of the
+			// seed, in a data set that loads in seconds under -race.
+			o.Sizes = relational.Sizes{Projects: 10, MembersPerProject: 25, Users: 300, Managers: 30, Tasks: 1500, SubTasksPerTask: 3}
 			s := start(t, o, Options{Timeout: time.Minute, BatchWait: 250 * time.Millisecond})
 			for _, op := range relational.Operations() {
 				t.Run(op.Name, func(t *testing.T) { checkOperation(t, s, op) })
@@ -331,4 +335,3 @@ func TestOperationsWellFormed(t *testing.T) {
 		}
 	}
 }
-
