@@ -48,7 +48,9 @@ func BenchmarkOperations(b *testing.B) {
 					b.Run(op.Name+"/graphql-"+string(st), func(b *testing.B) {
 						bench(b, s, GraphQLEndpoint(st), func() int {
 							rec := httptest.NewRecorder()
-							h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, GraphQLPath(st), bytes.NewReader(body)).WithContext(context.Background()))
+							req := httptest.NewRequest(http.MethodPost, GraphQLPath(st), bytes.NewReader(body))
+							req.Header.Set("Content-Type", "application/json")
+							h.ServeHTTP(rec, req)
 							return rec.Code
 						})
 					})
