@@ -32,14 +32,14 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-## generate: regenerate gqlgen code from graph/schema.graphqls
+## generate: regenerate gqlgen code from graph/schema.graphqls and relational/relgraph/schema.graphqls
 generate:
 	$(GO) generate ./...
 
 ## check-generate: fail when generated code is stale
 check-generate:
 	$(GO) generate ./...
-	@git diff --exit-code -- graph/generated.go || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- graph/generated.go relational/relgraph/generated.go || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

@@ -44,10 +44,12 @@ type Config struct {
 	Compare   CompareConfig   `yaml:"compare"`
 	Metrics   MetricsConfig   `yaml:"metrics"`
 	Inject    InjectConfig    `yaml:"inject"`
-	DataDir   string          `yaml:"data_dir"`
-	Retention RetentionConfig `yaml:"retention"`
-	Soak      SoakConfig      `yaml:"soak"`
-	API       APIConfig       `yaml:"api"`
+	// Relational configures target.scenario relational (README "The relational scenario").
+	Relational RelationalConfig `yaml:"relational"`
+	DataDir    string           `yaml:"data_dir"`
+	Retention  RetentionConfig  `yaml:"retention"`
+	Soak       SoakConfig       `yaml:"soak"`
+	API        APIConfig        `yaml:"api"`
 	// Operations are what phases' user groups send and subscriptions open,
 	// by name (README "Operations"); the embedded config.yaml defines the
 	// built-in target's. A user file's operation replaces the embedded one
@@ -74,6 +76,11 @@ type TargetConfig struct {
 	// Kind is builtin (soakd hosts GraphQL and REST, in a process of its
 	// own), attach (a running process, by PID) or command (soakd starts it).
 	Kind string `yaml:"kind"`
+	// Scenario (builtin) is what the built-in target serves besides the
+	// Donut schema and its REST control group, which it always serves:
+	// ScenarioDonut (nothing more) or ScenarioRelational (seed 000's
+	// relational data, configured under relational:).
+	Scenario string `yaml:"scenario"`
 	// InProcess (builtin) runs the built-in target inside the orchestrating
 	// soakd process instead of its own `soakd target` child: its heap
 	// then also holds the reports, logs and driver results (for comparison).
@@ -122,6 +129,38 @@ type TargetConfig struct {
 // external reports whether the target is a server soakd does not host.
 func (t TargetConfig) external() bool {
 	return t.Kind == report.TargetAttach || t.Kind == report.TargetCommand
+}
+
+// Built-in target scenarios (target.scenario).
+const (
+	ScenarioDonut      = "donut"
+	ScenarioRelational = "relational"
+)
+
+// RelationalConfig configures the relational scenario (target.scenario:
+// relational): seed 000's data in a real database, served as GraphQL in
+// three resolution strategies and as a REST twin (package relational).
+type RelationalConfig struct {
+	// Store is sqlite (embedded, a temporary file) or postgres.
+	Store string `yaml:"store"`
+	// DSNEnv names the environment variable holding the PostgreSQL
+	// connection string (store postgres); the DSN, which may carry a
+	// password, never goes in the config file, and drivers do not inherit it.
+	DSNEnv string `yaml:"dsn_env"`
+	// PoolSize is the most database connections the target opens.
+	PoolSize int `yaml:"pool_size"`
+	// Seed drives the data generator: the same seed, the same data.
+	Seed uint64 `yaml:"seed"`
+	// Scale multiplies seed 000's users and tasks (1: the seed's 1,000
+	// users and 10,000 parent tasks); smaller loads faster, for tests and
+	// demos, but is no longer the seed's data.
+	Scale float64 `yaml:"scale"`
+	// RequestTimeout bounds each request's database work: an exhausted
+	// pool or a slow database answers 503 after it, not never.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// BatchWait is how long the batched strategy's data loaders gather
+	// keys before they query.
+	BatchWait time.Duration `yaml:"batch_wait"`
 }
 
 // ServerConfig configures the target's HTTP server (the process measured).
@@ -1177,6 +1216,16 @@ func (c *Config) validateTarget() []FieldError {
 		bad("target.kind", "must be builtin, attach or command (got %q)", t.Kind)
 		return ps
 	}
+	switch t.Scenario {
+	case ScenarioDonut:
+	case ScenarioRelational:
+		if t.Kind != report.TargetBuiltin {
+			bad("target.scenario", "relational is served by the built-in target; target.kind is %s", t.Kind)
+		}
+		ps = append(ps, c.Relational.validate()...)
+	default:
+		bad("target.scenario", "must be donut or relational (got %q)", t.Scenario)
+	}
 	switch extsample.Runtime(t.Runtime) {
 	case extsample.RuntimeGo, extsample.RuntimeNode, extsample.RuntimeDotNet, extsample.RuntimeJVM, "auto":
 	default:
@@ -1272,6 +1321,36 @@ func (c *Config) validateTarget() []FieldError {
 	}
 	if c.Profiling.Pyroscope.ServerAddress != "" {
 		bad("profiling.pyroscope.server_address", "pushes the built-in target's profiles, which are not the target's for target.kind %s; remove it", t.Kind)
+	}
+	return ps
+}
+
+// validate checks the relational: section (target.scenario relational).
+func (r RelationalConfig) validate() []FieldError {
+	var ps []FieldError
+	bad := func(path, format string, args ...any) {
+		ps = append(ps, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	switch r.Store {
+	case "sqlite":
+	case "postgres":
+		if r.DSNEnv == "" {
+			bad("relational.dsn_env", "store postgres needs the name of the environment variable holding its DSN, e.g. SOAKD_RELATIONAL_DSN")
+		}
+	default:
+		bad("relational.store", "must be sqlite or postgres (got %q)", r.Store)
+	}
+	if r.PoolSize < 1 || r.PoolSize > 1000 {
+		bad("relational.pool_size", "must be between 1 and 1000 connections (got %d)", r.PoolSize)
+	}
+	if !(r.Scale >= 0.01 && r.Scale <= 10) {
+		bad("relational.scale", "must be between 0.01 and 10 (got %g)", r.Scale)
+	}
+	if r.RequestTimeout < time.Millisecond || r.RequestTimeout > 10*time.Minute {
+		bad("relational.request_timeout", "must be between 1ms and 10m (got %s)", r.RequestTimeout)
+	}
+	if r.BatchWait < 0 || r.BatchWait > time.Second {
+		bad("relational.batch_wait", "must be between 0s and 1s (got %s)", r.BatchWait)
 	}
 	return ps
 }

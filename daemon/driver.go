@@ -127,11 +127,15 @@ func driverCommand(ctx context.Context, exe string, target []string, cpus string
 }
 
 // driverSecrets names the environment variables holding secrets soakd
-// reads under cfg: SOAKD_CONTROL_TOKEN, SOAKD_TARGET_TOKEN and the one named by
-// profiling.pyroscope.basic_auth_password_env. A driver needs none of them.
+// reads under cfg: SOAKD_CONTROL_TOKEN, SOAKD_TARGET_TOKEN, the one named by
+// profiling.pyroscope.basic_auth_password_env and the relational scenario's
+// DSN (relational.dsn_env). A driver needs none of them.
 func driverSecrets(cfg *Config) []string {
 	secrets := []string{TokenEnv, TargetTokenEnv}
 	if name := cfg.Profiling.Pyroscope.BasicAuthPasswordEnv; name != "" {
+		secrets = append(secrets, name)
+	}
+	if name := relationalDSNEnv(cfg); name != "" {
 		secrets = append(secrets, name)
 	}
 	return secrets

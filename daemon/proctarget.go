@@ -94,8 +94,9 @@ func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, lo
 	t.relay = &lineLogger{log: log.With(zap.String("source", "target")), what: "target output"}
 	tap := &firstLine{ch: make(chan string, 1)}
 	argv := []string{exe, "target", "--config", f.Name(), "--log-format", "json"}
-	// The child pushes its own profiles, so it keeps the Pyroscope password
-	// variable; the control API token is no business of it.
+	// The child pushes its own profiles (it keeps the Pyroscope password
+	// variable) and needs the relational scenario's DSN; the control API
+	// token is no business of it.
 	env := commandEnv(os.Environ(), map[string]string{TargetTokenEnv: t.token}, []string{TokenEnv})
 	t.proc, err = startProcess(procSpec{argv: argv, env: env, what: "the target process (soakd target)", logDir: logDir,
 		stdout: tap, stderr: t.relay, logsOptional: true}, t.log)

@@ -28,6 +28,7 @@ import (
 	"github.com/soakd/soakd/graph"
 	"github.com/soakd/soakd/metrics"
 	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/relational"
 )
 
 // Target is the system under test: the GraphQL endpoint and the REST control
@@ -43,6 +44,7 @@ type Target struct {
 	Metrics *metrics.Metrics
 
 	log      *zap.Logger
+	relStore *relational.Store // target.scenario relational; nil otherwise
 	server   *http.Server
 	listener net.Listener
 	grace    time.Duration
@@ -123,6 +125,10 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	// the route template ("GET /api/donuts/{id}") it matched.
 	mux.Handle("/api/donuts/", profiles.Labeled("rest", m.Middleware("rest", metrics.RouteOperation(),
 		control.NewHandler(svc, control.Options{MaxBodyBytes: cfg.Server.MaxBodyBytes, Logger: log.Named("rest")}))))
+	relStore, err := serveRelational(ctx, cfg, reg, mux, log)
+	if err != nil {
+		return nil, err
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -139,10 +145,16 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Server.Listen)
 	if err != nil {
+		if relStore != nil {
+			_ = relStore.Close()
+		}
 		return nil, fmt.Errorf("cannot listen on server.listen %q: %w", cfg.Server.Listen, err)
 	}
 	stopPush, err := profiles.StartPyroscope(pyroscopeOptions(cfg), log)
 	if err != nil {
+		if relStore != nil {
+			_ = relStore.Close()
+		}
 		return nil, errors.Join(fmt.Errorf("cannot start the pyroscope push: %w", err), ln.Close())
 	}
 	// Request contexts derive from sctx, cancelled after the graceful
@@ -160,7 +172,7 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	}
 	t := &Target{
 		Service: svc, Sampler: sampler, Registry: reg, Metrics: m,
-		log: log, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
+		log: log, relStore: relStore, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
 		stop: stop, failed: newFailSignal(), pyroscope: stopPush,
 	}
 	t.wg.Go(func() {
@@ -205,6 +217,11 @@ func (t *Target) Shutdown(ctx context.Context) error {
 	}
 	t.stop()
 	t.wg.Wait()
+	if t.relStore != nil {
+		if cerr := t.relStore.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("cannot close the relational database: %w", cerr))
+		}
+	}
 	if perr := t.pyroscope(); perr != nil {
 		t.log.Warn("pyroscope flush", zap.Error(perr))
 	}

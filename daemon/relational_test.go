@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+)
+
+func TestTargetServesRelational(t *testing.T) {
+	cfg := testConfig(t, "target:\n  scenario: relational\nrelational:\n  seed: 7\n  scale: 0.05\n")
+	tg, err := StartTarget(t.Context(), cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tg.Shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}()
+	f := func(path string, wantCode int, wantBody string) {
+		t.Helper()
+		code, body := get(t, tg.URL()+path)
+		if code != wantCode || !strings.Contains(body, wantBody) {
+			t.Errorf("GET %s: got %d %.300q, want %d containing %q", path, code, body, wantCode, wantBody)
+		}
+	}
+	q := url.QueryEscape("{ users(limit: 2) { name subordinates { edges { node { id } } } } }")
+	for _, s := range []string{"naive", "batched", "joined"} {
+		f("/graphql/"+s+"?query="+q, 200, `{"data":{"users":[{"name":"User 1","subordinates":{"edges":[{"node":{"id":"`)
+	}
+	f("/api/rel/users/1", 200, `{"data":{"id":1,"name":"User 1"}}`)
+	f("/api/rel/users?limit=1&include=tasks", 200, `"tasks":[{"id":`)
+	// The Donut arms are still there.
+	f("/api/donuts/3", 200, `"donut"`)
+	// The database figures on the target's /metrics.
+	f("/metrics", 200, `soakd_relational_db_queries_total{endpoint="graphql_joined"} 1`)
+	f("/metrics", 200, `soakd_relational_db_queries_total{endpoint="graphql_naive"} 3`)
+	f("/metrics", 200, `soakd_relational_db_seconds_total{endpoint="rest"}`)
+	f("/metrics", 200, `go_sql_max_open_connections{db_name="relational"} 25`)
+}
+
+func TestRelationalBadDSN(t *testing.T) {
+	t.Setenv("SOAKD_TEST_BAD_DSN", "postgres://u:pw@127.0.0.1:notaport/db")
+	cfg := testConfig(t, "target:\n  scenario: relational\nrelational:\n  store: postgres\n  dsn_env: SOAKD_TEST_BAD_DSN\n")
+	tg, err := StartTarget(t.Context(), cfg, zap.NewNop())
+	if err == nil {
+		_ = tg.Shutdown(context.Background())
+		t.Fatal("a bad DSN started the target")
+	}
+	if !strings.Contains(err.Error(), "$SOAKD_TEST_BAD_DSN (relational.dsn_env) is not a PostgreSQL connection string") || strings.Contains(err.Error(), ":pw@") {
+		t.Fatalf("error %q: want it to name the variable, and not to show the password", err)
+	}
+	if !slices.Contains(driverSecrets(cfg), "SOAKD_TEST_BAD_DSN") {
+		t.Errorf("drivers would inherit the DSN: secrets %v", driverSecrets(cfg))
+	}
+}
+
+func TestRelationalConfigValidation(t *testing.T) {
+	f := func(user, path, want string) {
+		t.Helper()
+		_, err := LoadConfig(defaults(t), []byte(user), "test.yaml")
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %s: %s", user, err, path, want)
+		}
+	}
+	f("target:\n  scenario: sql\n", "target.scenario", `must be donut or relational (got "sql")`)
+	f("target:\n  scenario: relational\n  kind: command\n  argv: [x]\n  graphql_url: http://127.0.0.1:1/graphql\n  rest_url: http://127.0.0.1:1\n  ready_url: http://127.0.0.1:1/\n",
+		"target.scenario", "relational is served by the built-in target")
+	f("target:\n  scenario: relational\nrelational:\n  store: mysql\n", "relational.store", "must be sqlite or postgres")
+	f("target:\n  scenario: relational\nrelational:\n  store: postgres\n  dsn_env: \"\"\n", "relational.dsn_env", "needs the name of the environment variable")
+	f("target:\n  scenario: relational\nrelational:\n  pool_size: 0\n", "relational.pool_size", "between 1 and 1000")
+	f("target:\n  scenario: relational\nrelational:\n  request_timeout: 0s\n", "relational.request_timeout", "between 1ms and 10m")
+}

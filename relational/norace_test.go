@@ -1,0 +1,5 @@
+//go:build !race
+
+package relational
+
+const raceEnabled = false

@@ -1,0 +1,3 @@
+package relgraph
+
+//go:generate go tool gqlgen generate --config gqlgen.yml
