@@ -467,7 +467,7 @@ func (m *remoteMetrics) DriverResult(res workloads.Result) {
 	}
 	if ml := res.MaxLoad; ml != nil {
 		r.MaxLoad = &workloads.MaxLoadResult{Failed: ml.Failed, UsersAtFailure: ml.UsersAtFailure,
-			PeakThroughputRPS: ml.PeakThroughputRPS, PeakUsers: ml.PeakUsers}
+			PeakThroughputRPS: ml.PeakThroughputRPS, PeakUsers: ml.PeakUsers, PeakWindowStart: ml.PeakWindowStart, PeakWindowEnd: ml.PeakWindowEnd}
 	}
 	m.send(ctlMetrics{Op: opDriverResult, Result: &r})
 }

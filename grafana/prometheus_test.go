@@ -121,7 +121,7 @@ func (f *fixture) finishedPhase() {
 		Phase: "rest", Arm: "rest", Requests: 1000, Errors: 2, ErrorsByClass: map[string]int64{"timeout": 2},
 		LatencyMs:     workloads.Latency{P50: 0.4, P90: 0.9, P99: 2.5, P999: 7, Max: 12, Mean: 0.5},
 		Subscriptions: &workloads.SubscriptionResult{Expected: 100, Received: 100},
-		MaxLoad:       &workloads.MaxLoadResult{Failed: true, UsersAtFailure: 80, PeakThroughputRPS: 5000, PeakUsers: 70},
+		MaxLoad:       &workloads.MaxLoadResult{Failed: true, UsersAtFailure: 80, PeakThroughputRPS: 5000, PeakUsers: 70, PeakWindowEnd: time.Now()},
 	})
 	f.m.PhaseEnded()
 	f.m.KPIResults(kpi.Evaluate(

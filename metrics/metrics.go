@@ -474,8 +474,13 @@ func (m *Metrics) MaxLoad(phase, arm string, r workloads.MaxLoadResult) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.touchPhase(phase)
-	m.peakRPS.WithLabelValues(phase, arm).Set(r.PeakThroughputRPS)
-	m.peakUsers.WithLabelValues(phase, arm).Set(float64(r.PeakUsers))
+	if r.PeakWindowEnd.IsZero() { // no window judged: no peak, rather than a 0
+		m.peakRPS.DeleteLabelValues(phase, arm)
+		m.peakUsers.DeleteLabelValues(phase, arm)
+	} else {
+		m.peakRPS.WithLabelValues(phase, arm).Set(r.PeakThroughputRPS)
+		m.peakUsers.WithLabelValues(phase, arm).Set(float64(r.PeakUsers))
+	}
 	failed, users := 0.0, 0.0
 	if r.Failed {
 		failed, users = 1, float64(r.UsersAtFailure)

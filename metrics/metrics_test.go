@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -260,7 +261,7 @@ func TestDriverResult(t *testing.T) {
 		LatencyMs:     workloads.Latency{P50: 1, P90: 2, P99: 5, P999: 9, Max: 20, Mean: 1.5},
 		Open:          &workloads.OpenResult{Dropped: 7},
 		Subscriptions: &workloads.SubscriptionResult{Expected: 10, Received: 11, Lost: 1, Duplicated: 2},
-		MaxLoad:       &workloads.MaxLoadResult{Failed: true, UsersAtFailure: 40, PeakThroughputRPS: 1234.5, PeakUsers: 35},
+		MaxLoad:       &workloads.MaxLoadResult{Failed: true, UsersAtFailure: 40, PeakThroughputRPS: 1234.5, PeakUsers: 35, PeakWindowEnd: time.Unix(100, 0)},
 	})
 	m.PhaseEnded()
 	f := func(name string, want float64, labels ...string) {
@@ -297,6 +298,11 @@ func TestDriverResult(t *testing.T) {
 	f("soakd_max_load_peak_users", 35, "phase=gql", "arm=graphql")
 	f("soakd_max_load_users_at_failure", 40, "phase=gql", "arm=graphql")
 	f("soakd_max_load_failed", 1, "phase=gql", "arm=graphql")
+	// A ramp that failed before any window was judged has no peak, not 0.
+	m.MaxLoad("gql", "graphql", workloads.MaxLoadResult{Failed: true, UsersAtFailure: 20})
+	if _, ok := value(t, reg, "soakd_max_load_peak_requests_per_second", "phase=gql", "arm=graphql"); ok {
+		t.Error("a max-load phase without a judged window exports a peak")
+	}
 
 	// The next run of the phase forgets the old latency summary.
 	m.PhaseStarted("r2", "gql", "graphql")

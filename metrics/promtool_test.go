@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -71,7 +72,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	m.DriverProgress("graphql", "graphql", DriverProgress{Requests: 10, Errors: 1, ErrorsByClass: map[string]int64{"timeout": 1}, ActiveUsers: 2})
 	m.DriverResult(workloads.Result{Phase: "graphql", Arm: "graphql", Requests: 20, Errors: 1, LatencyMs: workloads.Latency{P50: 1, P99: 3, Max: 4},
 		Subscriptions: &workloads.SubscriptionResult{Expected: 3, Received: 3},
-		MaxLoad:       &workloads.MaxLoadResult{PeakThroughputRPS: 10, PeakUsers: 2}})
+		MaxLoad:       &workloads.MaxLoadResult{PeakThroughputRPS: 10, PeakUsers: 2, PeakWindowEnd: time.Unix(100, 0)}})
 	m.KPIResults(kpi.Evaluate(kpi.Figures{CPUMachinePercent: 10, ThroughputRPS: 100}, kpi.Figures{CPUMachinePercent: 12, ThroughputRPS: 95}, kpi.Limits{CPUIncreasePoints: 5}))
 
 	resp, err := c.Get(srv.URL + "/metrics")

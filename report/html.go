@@ -75,6 +75,7 @@ type htmlPage struct {
 	Opens                       []htmlList
 	AfterIntro                  string
 	Afters                      []htmlRow
+	RoundVerdictNote            string
 	HarnessIntro                string
 	HarnessHead                 []string
 	HarnessRows                 [][]string
@@ -151,7 +152,7 @@ var outcomeClass = map[string]string{"info": "info", "pass": "pass", "FAIL": "fa
 	"inconclusive": "open", "not measured": "open"}
 
 func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
-	p := htmlPage{R: r, Verdict: strings.ToUpper(r.Verdict), Heading: r.comparisonHeading(), GateWords: gateWords(r.Gate),
+	p := htmlPage{R: r, Verdict: strings.ToUpper(r.Verdict), Heading: r.comparisonHeading(), GateWords: gateWords(r.Gate), RoundVerdictNote: roundVerdictNote,
 		Failed: r.Reasons(), Footer: r.footerLines(), SubscriptionColumns: subscriptionColumns,
 		FigureSourcesHeading: figureSourcesHeading,
 		Script:               template.JS(chartScript), UPlot: template.JS(uplotJS), UPlotCSS: template.CSS(uplotCSS)}

@@ -202,7 +202,7 @@ func (r *Report) Markdown() string {
 			for _, k := range r.KPIs {
 				fmt.Fprintf(&b, "| %s | %s |\n", k.Title, strings.Join(roundCells(k), " | "))
 			}
-			fmt.Fprintf(&b, "\n| Round | %s phase | %s phase | Verdict |\n|---:|---|---|---|\n", first, second)
+			fmt.Fprintf(&b, "\n%s\n\n| Round | %s phase | %s phase | Point verdict |\n|---:|---|---|---|\n", roundVerdictNote, first, second)
 			for _, rd := range r.Rounds {
 				fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", rd.Round, rd.REST, rd.GraphQL, rd.Verdict)
 			}
@@ -293,7 +293,7 @@ func (r *Report) Table(w io.Writer) error {
 	}
 	for _, p := range r.Phases {
 		if ml := p.MaxLoad; ml != nil {
-			fmt.Fprintf(w, "%s: peak %.0f req/s with %d users; stopped by %s (%s)\n", p.Name, ml.PeakThroughputRPS, ml.PeakUsers, ml.Reason, ml.Detail)
+			fmt.Fprintf(w, "%s: peak %s; stopped by %s (%s)\n", p.Name, peakText(ml), ml.Reason, ml.Detail)
 			if k := ml.Knee; k != nil {
 				fmt.Fprintf(w, "  knee: %s: %s\n", k.Attribution, k.Reason)
 			}
@@ -787,6 +787,20 @@ func subscriptionNote(sr *workloads.SubscriptionResult) string {
 
 func maxLoadHeading(p Phase) string { return "Max load: " + p.Name }
 
+// roundVerdictNote says what a round's own verdict is: its point values
+// against the limits, not the run's verdict.
+const roundVerdictNote = "A round's point verdict compares that round's values with the limits, without an interval: one round cannot tell a difference from noise. The run's verdict is the interval rule across rounds above."
+
+// peakText is a max-load phase's peak, "N req/s with U users", or, when no
+// window was judged before the phase ended (a failure in its first window,
+// say), that it was not measured: never "0 req/s".
+func peakText(ml *MaxLoad) string {
+	if ml.PeakWindowEnd.IsZero() {
+		return "not measured (no window was judged before the phase ended)"
+	}
+	return fmt.Sprintf("%.0f req/s with %d users", ml.PeakThroughputRPS, ml.PeakUsers)
+}
+
 // maxLoadLines states a max-load phase's outcome, one sentence each:
 // outcome, peak, users at failure, the knee and its attribution, the target
 // at the peak. emph and code mark up a key figure and an identifier (the
@@ -798,7 +812,7 @@ func maxLoadLines(ml *MaxLoad, emph, code func(string) string) []string {
 	}
 	lines := []string{
 		fmt.Sprintf("Outcome: %s (%s): %s.", emph(outcome), code(ml.Reason), ml.Detail),
-		fmt.Sprintf("Maximum sustained throughput (best window before failure): %s with %d users.", emph(fmt.Sprintf("%.0f req/s", ml.PeakThroughputRPS)), ml.PeakUsers),
+		"Maximum sustained throughput (best window before failure): " + emph(peakText(ml)) + ".",
 	}
 	if ml.Failed {
 		lines = append(lines, fmt.Sprintf("Users at failure: %d.", ml.UsersAtFailure))

@@ -266,3 +266,17 @@ func TestNotMeasuredArmIsNotZero(t *testing.T) {
 		t.Errorf("found the row in %d of report.md and the terminal table", seen)
 	}
 }
+
+// TestMaxLoadWithoutAWindowHasNoPeak: a ramp that failed before any window
+// was judged prints its peak as not measured, never "0 req/s with 0 users".
+func TestMaxLoadWithoutAWindowHasNoPeak(t *testing.T) {
+	ml := &MaxLoad{MaxLoadResult: workloads.MaxLoadResult{Failed: true, UsersAtFailure: 20, Reason: workloads.ReasonErrorRatio}}
+	for _, l := range maxLoadLines(ml, func(s string) string { return s }, func(s string) string { return s }) {
+		if strings.Contains(l, "0 req/s") {
+			t.Errorf("%q: a peak of 0 was printed", l)
+		}
+	}
+	if got := peakText(ml); !strings.HasPrefix(got, "not measured") {
+		t.Errorf("peakText = %q, want not measured", got)
+	}
+}
