@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -96,10 +97,26 @@ type Conn struct {
 // negotiating protocol p, and performs the connection_init/connection_ack
 // handshake. ctx bounds the whole dial and handshake.
 func Dial(ctx context.Context, url string, p Protocol) (*Conn, error) {
+	return DialWith(ctx, url, p, DialOptions{})
+}
+
+// DialOptions are what a server may need to accept a connection.
+type DialOptions struct {
+	// Header is sent with the websocket upgrade request (e.g.
+	// Authorization, for servers that authenticate the HTTP upgrade).
+	Header http.Header
+	// InitPayload is connection_init's payload, a JSON object (the
+	// "connection params" servers such as Apollo's read credentials from);
+	// empty sends {}.
+	InitPayload json.RawMessage
+}
+
+// DialWith is Dial with the upgrade headers and connection_init payload of o.
+func DialWith(ctx context.Context, url string, p Protocol, o DialOptions) (*Conn, error) {
 	if p != TransportWS && p != LegacyWS {
 		return nil, fmt.Errorf("cannot dial %s: unknown protocol %q", url, p)
 	}
-	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{string(p)}})
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{string(p)}, HTTPHeader: o.Header})
 	if err != nil {
 		return nil, fmt.Errorf("cannot dial %s: %w", url, err)
 	}
@@ -109,7 +126,7 @@ func Dial(ctx context.Context, url string, p Protocol) (*Conn, error) {
 	}
 	ws.SetReadLimit(readLimit)
 	c := &Conn{ws: ws, protocol: p, active: make(map[string]struct{})}
-	if err := c.handshake(ctx); err != nil {
+	if err := c.handshake(ctx, o.InitPayload); err != nil {
 		_ = ws.CloseNow()
 		return nil, fmt.Errorf("cannot initialise %s connection to %s: %w", p, url, err)
 	}
@@ -118,8 +135,11 @@ func Dial(ctx context.Context, url string, p Protocol) (*Conn, error) {
 
 // handshake sends connection_init and waits for connection_ack, answering
 // pings and skipping keep-alives on the way.
-func (c *Conn) handshake(ctx context.Context) error {
-	if err := c.write(ctx, wireMessage{Type: "connection_init", Payload: json.RawMessage("{}")}); err != nil {
+func (c *Conn) handshake(ctx context.Context, payload json.RawMessage) error {
+	if len(payload) == 0 {
+		payload = json.RawMessage("{}")
+	}
+	if err := c.write(ctx, wireMessage{Type: "connection_init", Payload: payload}); err != nil {
 		return err
 	}
 	for {

@@ -248,3 +248,37 @@ func TestNextRejectsWrongProtocolMessages(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+// TestDialWithHeaderAndInitPayload: the upgrade request carries the
+// headers and connection_init the payload, for servers that authenticate
+// websocket clients either way.
+func TestDialWithHeaderAndInitPayload(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gotAuth := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth <- r.Header.Get("Authorization")
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{string(TransportWS)}})
+		if err != nil {
+			t.Errorf("server: accept: %v", err)
+			return
+		}
+		defer ws.CloseNow()
+		p := peer{t, ws}
+		p.expect(ctx, `{"type":"connection_init","payload":{"authToken":"t0k"}}`)
+		p.send(ctx, `{"type":"connection_ack"}`)
+		p.expectClose(ctx)
+	}))
+	defer srv.Close()
+	url := "ws" + strings.TrimPrefix(srv.URL, "http")
+	c, err := DialWith(ctx, url, TransportWS, DialOptions{Header: http.Header{"Authorization": {"Bearer s3cret"}}, InitPayload: json.RawMessage(`{"authToken":"t0k"}`)})
+	if err != nil {
+		t.Fatalf("DialWith: %v", err)
+	}
+	if got := <-gotAuth; got != "Bearer s3cret" {
+		t.Errorf("upgrade Authorization = %q, want the header given", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}

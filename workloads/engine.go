@@ -426,7 +426,7 @@ func newEngineAt(p Phase, client *Client, ep endpoints, getenv func(string) (str
 	if p.Subscriptions.Clients > 0 {
 		name, err := p.SubscriptionOperation()
 		if err == nil {
-			e.sub, err = compileSubscription(p.Operations[name], p.Operations)
+			e.sub, err = compileSubscription(p.Operations[name], p.Operations, getenv)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("subscriptions: %w", err))

@@ -115,6 +115,11 @@ type SubscriptionDef struct {
 	// the writer sent: it tells which write an event carries, so lost,
 	// duplicated and misrouted events and the latency are exact.
 	Match string `yaml:"match,omitempty" json:"match"`
+	// ConnectionParams is sent as connection_init's payload (a JSON
+	// object; {} when unset): where servers such as Apollo's read a
+	// websocket client's credentials. No templates. The operation's headers
+	// and headers_env go on the websocket upgrade request.
+	ConnectionParams map[string]any `yaml:"connection_params,omitempty" json:"connection_params,omitempty"`
 }
 
 // Expect is what a response must hold; a failure is counted by its class.
@@ -163,7 +168,7 @@ func (d OperationDef) Endpoint() string {
 // Environment variables of HeadersEnv are not looked up.
 func (d OperationDef) Validate(ops map[Operation]OperationDef) error {
 	if d.Subscription != nil {
-		_, err := compileSubscription(d, ops)
+		_, err := compileSubscription(d, ops, func(string) (string, bool) { return "", true })
 		return err
 	}
 	_, err := compileOperation("", d, endpoints{graphql: "http://h/graphql", rest: "http://h"}, func(string) (string, bool) { return "", true }, false)
@@ -508,21 +513,67 @@ func (op *compiledOp) compileSources(data map[string]DataDef, order []string) {
 }
 
 // compileSubscription checks d, a subscription, against ops and returns its
-// variables' template (over writer_id) and its match path.
-func compileSubscription(d OperationDef, ops map[Operation]OperationDef) (*compiledSubscription, error) {
+// variables' template (over writer_id), its match path, and the upgrade
+// headers and connection_init payload (getenv resolves headers_env).
+func compileSubscription(d OperationDef, ops map[Operation]OperationDef, getenv func(string) (string, bool)) (*compiledSubscription, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if d.REST != nil || d.GraphQL != nil {
 		return nil, errors.New("needs exactly one of rest, graphql or subscription")
 	}
 	s := d.Subscription
-	if d.Data != nil || d.Headers != nil || d.HeadersEnv != nil || d.Writes || !isZeroExpect(d.Expect) {
-		bad("subscription: takes no data, headers, headers_env, writes or expect; its events are checked by match")
+	if d.Data != nil || d.Writes || !isZeroExpect(d.Expect) {
+		bad("subscription: takes no data, writes or expect; its events are checked by match")
 	}
 	if strings.TrimSpace(s.Document) == "" {
 		bad("subscription.document: must not be empty")
 	}
 	cs := &compiledSubscription{document: s.Document, raisedBy: s.RaisedBy}
+	// Headers: constant values (a subscription has no data to expand).
+	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
+		v := d.Headers[k]
+		switch {
+		case !isToken(k):
+			bad("headers.%s: not a valid header name", k)
+		case strings.Contains(v, "{{"):
+			bad("headers.%s: a subscription's headers take no templates (it has no data)", k)
+		case strings.ContainsAny(v, "\r\n\x00"):
+			bad("headers.%s: a header value holds no line break or NUL", k)
+		}
+		if cs.header == nil {
+			cs.header = http.Header{}
+		}
+		cs.header.Set(k, v)
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.HeadersEnv)) {
+		env := d.HeadersEnv[k]
+		if !isToken(k) {
+			bad("headers_env.%s: not a valid header name", k)
+		}
+		if _, dup := d.Headers[k]; dup {
+			bad("headers_env.%s: also given in headers; keep one", k)
+		}
+		v, ok := getenv(env)
+		switch {
+		case env == "":
+			bad("headers_env.%s: name the environment variable holding the value", k)
+		case !ok:
+			bad("headers_env.%s: the environment variable %s is not set", k, env)
+		case strings.ContainsAny(v, "\r\n\x00"):
+			bad("headers_env.%s: the environment variable %s holds a line break or NUL", k, env)
+		}
+		if cs.header == nil {
+			cs.header = http.Header{}
+		}
+		cs.header.Set(k, v)
+	}
+	if s.ConnectionParams != nil {
+		if text, err := marshalJSON(s.ConnectionParams); err != nil {
+			bad("subscription.connection_params: %v", err)
+		} else {
+			cs.initPayload = json.RawMessage(text)
+		}
+	}
 	names := map[string]int{VarWriterID: 0}
 	text := "{}"
 	if s.Variables != nil {
@@ -558,11 +609,13 @@ func compileSubscription(d OperationDef, ops map[Operation]OperationDef) (*compi
 
 // compiledSubscription is a SubscriptionDef ready to subscribe with.
 type compiledSubscription struct {
-	document  string
-	variables template // JSON over writer_id
-	raisedBy  Operation
-	match     jsonPath
-	matchKey  string
+	header      http.Header     // sent on the websocket upgrade; nil for none
+	initPayload json.RawMessage // connection_init's payload; nil for {}
+	document    string
+	variables   template // JSON over writer_id
+	raisedBy    Operation
+	match       jsonPath
+	matchKey    string
 }
 
 // variablesFor returns the subscription's variables for writer id.

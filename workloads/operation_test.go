@@ -364,3 +364,37 @@ func TestOperationProblems(t *testing.T) {
 	f(OperationDef{Subscription: &SubscriptionDef{Document: "s", RaisedBy: "nope", Match: "a"}},
 		`subscription.raised_by: "nope" is not a defined operation; defined: r, w`)
 }
+
+// TestSubscriptionHeaders: a subscription's headers and headers_env go on
+// the websocket upgrade and connection_params in connection_init; a missing
+// variable or a templated header is refused, naming the key.
+func TestSubscriptionHeaders(t *testing.T) {
+	ops := map[Operation]OperationDef{"w": {GraphQL: &GraphQLDef{Document: "mutation { w }"}, Writes: true}}
+	def := OperationDef{
+		Subscription: &SubscriptionDef{Document: "subscription { s }", RaisedBy: "w", Match: "data.s",
+			ConnectionParams: map[string]any{"authToken": "t0k"}},
+		Headers:    map[string]string{"X-Client": "soakd"},
+		HeadersEnv: map[string]string{"Authorization": "SOAKD_SUB_TOKEN"},
+	}
+	env := func(name string) (string, bool) {
+		if name == "SOAKD_SUB_TOKEN" {
+			return "Bearer s3cret", true
+		}
+		return "", false
+	}
+	cs, err := compileSubscription(def, ops, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.header.Get("Authorization") != "Bearer s3cret" || cs.header.Get("X-Client") != "soakd" || string(cs.initPayload) != `{"authToken":"t0k"}` {
+		t.Errorf("header %v, init payload %s", cs.header, cs.initPayload)
+	}
+	if _, err := compileSubscription(def, ops, func(string) (string, bool) { return "", false }); err == nil ||
+		!strings.Contains(err.Error(), "headers_env.Authorization: the environment variable SOAKD_SUB_TOKEN is not set") {
+		t.Errorf("a missing variable: got %v", err)
+	}
+	def.Headers = map[string]string{"X-Id": "{{writer_id}}"}
+	if _, err := compileSubscription(def, ops, env); err == nil || !strings.Contains(err.Error(), "headers.X-Id") {
+		t.Errorf("a templated header: got %v", err)
+	}
+}

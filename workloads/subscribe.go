@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -227,7 +228,7 @@ func OpenSubscribers(ctx context.Context, target string, s Subscriptions, def Op
 	if err != nil {
 		return nil, err
 	}
-	cs, err := compileSubscription(def, ops)
+	cs, err := compileSubscription(def, ops, os.LookupEnv)
 	if err != nil {
 		return nil, fmt.Errorf("invalid subscription: %w", err)
 	}
@@ -336,7 +337,7 @@ func (s *Subscribers) dial(ctx context.Context, url string) error {
 
 // open dials one connection, starts its subscriptions and then its reader.
 func (s *Subscribers) open(ctx, readCtx context.Context, url string, c *subscriberConn) error {
-	conn, err := gqlws.Dial(ctx, url, clientProtocol(s.spec.Protocol, c.index))
+	conn, err := gqlws.DialWith(ctx, url, clientProtocol(s.spec.Protocol, c.index), gqlws.DialOptions{Header: s.sub.header, InitPayload: s.sub.initPayload})
 	if err != nil {
 		return fmt.Errorf("client %d: %w", c.index, err)
 	}

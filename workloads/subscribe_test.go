@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -137,7 +138,7 @@ func TestEventBalance(t *testing.T) {
 // (duplicates, reordering, foreign ids, garbage), and checks every counter.
 func TestSubscriberCounting(t *testing.T) {
 	ops := donutOps(1)
-	cs, err := compileSubscription(ops[DonutUpdates], ops)
+	cs, err := compileSubscription(ops[DonutUpdates], ops, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
