@@ -330,23 +330,8 @@ func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(
 		op.headers = append(op.headers, headerTemplate{key: k, value: t})
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.HeadersEnv)) {
-		env := d.HeadersEnv[k]
-		if !isToken(k) {
-			bad("headers_env.%s: not a valid header name", k)
-		}
-		if _, dup := d.Headers[k]; dup {
-			bad("headers_env.%s: also given in headers; keep one", k)
-		}
 		hasCT = hasCT || strings.EqualFold(k, "Content-Type")
-		v, ok := getenv(env)
-		switch {
-		case env == "":
-			bad("headers_env.%s: name the environment variable holding the value", k)
-		case !ok:
-			bad("headers_env.%s: the environment variable %s is not set", k, env)
-		case strings.ContainsAny(v, "\r\n\x00"):
-			bad("headers_env.%s: the environment variable %s holds a line break or NUL", k, env)
-		}
+		v := envHeader(d, k, getenv, bad)
 		op.headers = append(op.headers, headerTemplate{key: k, value: template{{lit: []byte(v), v: -1}}})
 	}
 	if contentType != "" && !hasCT {
@@ -512,6 +497,28 @@ func (op *compiledOp) compileSources(data map[string]DataDef, order []string) {
 	}
 }
 
+// envHeader checks header k of d.HeadersEnv and returns its value from
+// getenv, reporting each problem through bad with the key it concerns.
+func envHeader(d OperationDef, k string, getenv func(string) (string, bool), bad func(format string, args ...any)) string {
+	env := d.HeadersEnv[k]
+	if !isToken(k) {
+		bad("headers_env.%s: not a valid header name", k)
+	}
+	if _, dup := d.Headers[k]; dup {
+		bad("headers_env.%s: also given in headers; keep one", k)
+	}
+	v, ok := getenv(env)
+	switch {
+	case env == "":
+		bad("headers_env.%s: name the environment variable holding the value", k)
+	case !ok:
+		bad("headers_env.%s: the environment variable %s is not set", k, env)
+	case strings.ContainsAny(v, "\r\n\x00"):
+		bad("headers_env.%s: the environment variable %s holds a line break or NUL", k, env)
+	}
+	return v
+}
+
 // compileSubscription checks d, a subscription, against ops and returns its
 // variables' template (over writer_id), its match path, and the upgrade
 // headers and connection_init payload (getenv resolves headers_env).
@@ -546,22 +553,7 @@ func compileSubscription(d OperationDef, ops map[Operation]OperationDef, getenv 
 		cs.header.Set(k, v)
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.HeadersEnv)) {
-		env := d.HeadersEnv[k]
-		if !isToken(k) {
-			bad("headers_env.%s: not a valid header name", k)
-		}
-		if _, dup := d.Headers[k]; dup {
-			bad("headers_env.%s: also given in headers; keep one", k)
-		}
-		v, ok := getenv(env)
-		switch {
-		case env == "":
-			bad("headers_env.%s: name the environment variable holding the value", k)
-		case !ok:
-			bad("headers_env.%s: the environment variable %s is not set", k, env)
-		case strings.ContainsAny(v, "\r\n\x00"):
-			bad("headers_env.%s: the environment variable %s holds a line break or NUL", k, env)
-		}
+		v := envHeader(d, k, getenv, bad)
 		if cs.header == nil {
 			cs.header = http.Header{}
 		}
