@@ -310,9 +310,23 @@ func (d *daemon) List(context.Context) ([]api.RunSummary, error) {
 	runs := d.store.List()
 	out := make([]api.RunSummary, 0, len(runs))
 	for _, r := range runs {
-		out = append(out, api.RunSummary(r))
+		out = append(out, d.inProgress(api.RunSummary(r)))
 	}
 	return out, nil
+}
+
+// inProgress returns s, reading running while s is the run holding the
+// slot: its report may already say complete while the run still finishes
+// (history, retention), and a client that started the next run on seeing
+// complete would be refused as busy.
+func (d *daemon) inProgress(s api.RunSummary) api.RunSummary {
+	d.mu.Lock()
+	running := d.running
+	d.mu.Unlock()
+	if s.ID == running {
+		s.Status, s.Verdict = report.StatusRunning, report.VerdictRunning
+	}
+	return s
 }
 
 // Get returns one run and its report.json; a run whose report cannot be
@@ -326,7 +340,7 @@ func (d *daemon) Get(_ context.Context, id string) (api.RunSummary, json.RawMess
 		return api.RunSummary{}, nil, fmt.Errorf("%w: %s", api.ErrNotFound, id)
 	}
 	if rep == nil {
-		return api.RunSummary(s), nil, nil // none yet, or unreadable: s says why
+		return d.inProgress(api.RunSummary(s)), nil, nil // none yet, or unreadable: s says why
 	}
 	// The bytes keep fields this version does not know; a report replaced
 	// since by one that is not JSON is served as none.
@@ -334,7 +348,7 @@ func (d *daemon) Get(_ context.Context, id string) (api.RunSummary, json.RawMess
 	if rerr != nil || !json.Valid(raw) {
 		raw = nil
 	}
-	return api.RunSummary(s), raw, nil
+	return d.inProgress(api.RunSummary(s)), raw, nil
 }
 
 // SetBaseline marks run id as the baseline.

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -145,4 +146,55 @@ func deref(p *float64) any {
 		return "unset"
 	}
 	return *p
+}
+
+// TestCompleteOnlyOnceTheSlotIsFree: a run whose report already says
+// complete while it still holds the run slot reads running, so a client
+// that starts the next run on seeing complete is never refused as busy
+// (seen in TestHostileInputsEndToEnd on a loaded machine).
+func TestCompleteOnlyOnceTheSlotIsFree(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), nil, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	store, err := history.Open(cfg.DataDir, history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	written, finish := make(chan struct{}), make(chan struct{})
+	d := &daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context(),
+		suite: func(_ context.Context, _ *Config, ro RunOptions) (*report.Report, error) {
+			rep := &report.Report{Run: ro.RunID, Profile: ro.Profile, Status: report.StatusComplete, Verdict: "pass", StartedAt: time.Now(), FinishedAt: time.Now()}
+			if err := rep.Write(ro.OutDir, nil); err != nil {
+				return nil, err
+			}
+			close(written)
+			<-finish // the run still finishing after its final report
+			return rep, nil
+		}}
+	first, err := d.Start(t.Context(), api.StartRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-written
+	got, _, err := d.Get(t.Context(), first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := d.List(t.Context())
+	if got.Status != report.StatusRunning || len(list) != 1 || list[0].Status != report.StatusRunning {
+		t.Errorf("a run holding the slot with a complete report reads %q (list %+v), want running", got.Status, list)
+	}
+	close(finish)
+	d.runs.Wait()
+	if got, _, _ := d.Get(t.Context(), first.ID); got.Status != report.StatusComplete || got.Verdict != "pass" {
+		t.Errorf("after the slot is free: %+v, want complete and pass", got)
+	}
+	d.suite = func(context.Context, *Config, RunOptions) (*report.Report, error) { return nil, nil }
+	if _, err := d.Start(t.Context(), api.StartRequest{}); err != nil {
+		t.Errorf("the next run after complete: %v", err)
+	}
+	d.runs.Wait()
 }
