@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
@@ -741,4 +742,65 @@ func TestDocsSlug(t *testing.T) {
 	f("`soakd target [--config FILE]`", "soakd-target---config-file")
 	f("No REST twin: no control group", "no-rest-twin-no-control-group")
 	f("The relational scenario (seed 000)", "the-relational-scenario-seed-000")
+}
+
+// TestDocsDocumentEveryReportField: every field of every document soakd
+// writes for machines (the JSON Schemas under schemas/: report.json,
+// soak.json, the compare JSON, the driver's lines) is named in the docs,
+// inside a code span (`peak_resources_error`, or a path holding it).
+func TestDocsDocumentEveryReportField(t *testing.T) {
+	var spans strings.Builder
+	for _, m := range regexp.MustCompile("`[^`\n]+`").FindAllString(allDocs(t), -1) {
+		spans.WriteString(m)
+		spans.WriteByte('\n')
+	}
+	doc := spans.String()
+	paths, err := filepath.Glob("schemas/*.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Fatal("no schemas/*.schema.json")
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var schema any
+		if err := json.Unmarshal(b, &schema); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		names := map[string]bool{}
+		schemaProperties(schema, names)
+		if len(names) == 0 {
+			t.Errorf("%s: no properties found: the walk is broken", p)
+		}
+		for _, name := range slices.Sorted(maps.Keys(names)) {
+			word := regexp.MustCompile(`(^|[^A-Za-z0-9_])` + regexp.QuoteMeta(name) + `([^A-Za-z0-9_]|$)`)
+			if !word.MatchString(doc) {
+				t.Errorf("%s: the field %s is not documented in README.md or docs/", p, name)
+			}
+		}
+	}
+}
+
+// schemaProperties collects the names under every "properties" of a JSON
+// Schema document.
+func schemaProperties(v any, names map[string]bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		if props, ok := v["properties"].(map[string]any); ok {
+			for name := range props {
+				names[name] = true
+			}
+		}
+		for _, sub := range v {
+			schemaProperties(sub, names)
+		}
+	case []any:
+		for _, sub := range v {
+			schemaProperties(sub, names)
+		}
+	}
 }
