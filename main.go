@@ -446,7 +446,7 @@ func (c *cli) clientCommand(use, short string, args cobra.PositionalArgs, run fu
 const clientTimeout = 30 * time.Second
 
 // clientError gives a control API error the exit code of its kind
-// (README "Exit codes"): unreachable 5, refused token 6, unknown run 7, a run
+// (docs/operations.md, "Exit codes"): unreachable 5, refused token 6, unknown run 7, a run
 // already in progress 8, a request the daemon refused as invalid 2.
 func (cl client) clientError(err error) error {
 	if err == nil {

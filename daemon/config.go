@@ -44,14 +44,14 @@ type Config struct {
 	Compare   CompareConfig   `yaml:"compare"`
 	Metrics   MetricsConfig   `yaml:"metrics"`
 	Inject    InjectConfig    `yaml:"inject"`
-	// Relational configures target.scenario relational (README "The relational scenario").
+	// Relational configures target.scenario relational (docs/target.md, "The relational scenario").
 	Relational RelationalConfig `yaml:"relational"`
 	DataDir    string           `yaml:"data_dir"`
 	Retention  RetentionConfig  `yaml:"retention"`
 	Soak       SoakConfig       `yaml:"soak"`
 	API        APIConfig        `yaml:"api"`
 	// Operations are what phases' user groups send and subscriptions open,
-	// by name (README "Operations"); the embedded config.yaml defines the
+	// by name (docs/configuration.md, "Operations"); the embedded config.yaml defines the
 	// built-in target's. A user file's operation replaces the embedded one
 	// of the same name as a whole.
 	Operations     map[workloads.Operation]workloads.OperationDef `yaml:"operations"`
@@ -70,8 +70,8 @@ type Config struct {
 
 // TargetConfig selects the server a run measures: soakd's built-in target
 // (the default), a running server attached to by PID, or a server soakd
-// starts from a command line. The server must answer the donut API (README
-// "The target's API"): GraphQL at GraphQLURL, the REST twin under RESTURL.
+// starts from a command line. The server must answer the donut API
+// (docs/target.md, "The target's API"): GraphQL at GraphQLURL, the REST twin under RESTURL.
 type TargetConfig struct {
 	// Kind is builtin (soakd hosts GraphQL and REST, in a process of its
 	// own), attach (a running process, by PID) or command (soakd starts it).
@@ -1451,7 +1451,7 @@ func (p Profile) validate(path string, ops map[workloads.Operation]workloads.Ope
 	switch p.Gate {
 	case kpi.GateInterval:
 	case "median", "worst":
-		bad(path+".gate", "%q was replaced by the confidence-interval rule (a verdict from one number failed unchanged builds): remove the key or write gate: interval, and see README \"Statistics of the gate\"", p.Gate)
+		bad(path+".gate", "%q was replaced by the confidence-interval rule (a verdict from one number failed unchanged builds): remove the key or write gate: interval, and see docs/methodology.md, \"Statistics of the gate\"", p.Gate)
 	default:
 		bad(path+".gate", "must be interval (got %q)", p.Gate)
 	}

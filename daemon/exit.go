@@ -9,7 +9,7 @@ import (
 // turned into os.Exit in main alone.
 type ExitCode int
 
-// The exit codes, documented in README.md.
+// The exit codes, documented in docs/operations.md ("Exit codes").
 const (
 	// ExitPass: the run completed and every gated KPI passed.
 	ExitPass ExitCode = 0

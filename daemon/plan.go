@@ -170,7 +170,7 @@ func needsRESTTwin(tc TargetConfig, profile string, plans []planned) error {
 		return nil
 	}
 	return Usagef("profile %s drives the REST twin in phase(s) %s, but the target has none (target.rest_url is empty): "+
-		"set target.rest_url, or run a profile whose phases are all GraphQL, with compare.rest empty (no control group; see README \"Soaking your own server\")",
+		"set target.rest_url, or run a profile whose phases are all GraphQL, with compare.rest empty (no control group; see docs/own-server.md, \"No REST twin: no control group\")",
 		profile, strings.Join(rest, ", "))
 }
 

@@ -88,13 +88,13 @@ type document struct {
 func documents() map[string]document {
 	return map[string]document{
 		schemas.Report: {reflect.TypeFor[report.Report](), "soakd report.json",
-			"A run's report: written into the run directory after every phase (status running) and at the end. README: report.json."},
+			"A run's report: written into the run directory after every phase (status running) and at the end. docs/reports.md: report.json."},
 		schemas.Soak: {reflect.TypeFor[daemon.SoakReport](), "soakd soak.json",
-			"A soak's cycles and drift verdict, rewritten in data_dir after every cycle. README: Long soaks and drift."},
+			"A soak's cycles and drift verdict, rewritten in data_dir after every cycle. docs/operations.md: Long soaks and drift."},
 		schemas.Compare: {reflect.TypeFor[report.Comparison](), "soakd compare --format json",
-			"Two runs compared phase by phase and metric by metric, with the verdict soakd compare exits with. README: soakd compare."},
+			"Two runs compared phase by phase and metric by metric, with the verdict soakd compare exits with. docs/reports.md: soakd compare output."},
 		schemas.Driver: {reflect.TypeFor[workloads.Message](), "soakd driver message",
-			"One JSON line that the load driver (soakd drive) writes on its standard output: progress about once a second, then a result or an error. README: soakd drive."},
+			"One JSON line that the load driver (soakd drive) writes on its standard output: progress about once a second, then a result or an error. docs/reports.md: The driver's lines."},
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // fasthttp's HTTP/1.1 keep-alive client (what bombardier uses): each request
 // is written and its response read on the user's own goroutine, with no
 // per-connection reader and writer goroutines and almost no allocation, which
-// halves net/http's CPU per request (see README, "Trusting the numbers").
+// halves net/http's CPU per request (see docs/methodology.md, "Trusting the numbers").
 // HTTPClient's sends them through a net/http client, for tests whose target is
 // an in-memory http.RoundTripper. Both read every response whole and hand it
 // to the same validation.

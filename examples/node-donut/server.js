@@ -1,6 +1,6 @@
 'use strict';
 // soakd's Donut API on Node: a GraphQL server soakd does not host, for
-// `target.kind: command` or `attach` (README "Soaking your own server").
+// `target.kind: command` or `attach` (docs/own-server.md).
 //
 //   node server.js [port]          PORT=4000 DONUTS=1000 node server.js
 //
