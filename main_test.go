@@ -733,6 +733,12 @@ func TestSoakCycles(t *testing.T) {
 			Name string
 			Pass bool
 		}
+		KPIs []struct {
+			Name    string
+			Rounds  int
+			Gated   bool
+			Outcome string
+		}
 	}
 	raw, err := os.ReadFile(filepath.Join(data, "soak.json"))
 	if err != nil {
@@ -762,6 +768,23 @@ func TestSoakCycles(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "soak verdict: "+soak.Verdict) {
 		t.Errorf("the soak table is missing:\n%s", stdout)
+	}
+	// The KPIs are judged over the cycles' rounds: three one-round cycles
+	// give three samples, so the soak has intervals a single cycle lacks.
+	gated := 0
+	for _, k := range soak.KPIs {
+		if k.Rounds != 3 {
+			t.Errorf("soak KPI %s over %d rounds, want 3 (one per cycle)", k.Name, k.Rounds)
+		}
+		if k.Gated {
+			gated++
+			if k.Outcome == "" || !strings.Contains(stdout, "kpi "+k.Name) {
+				t.Errorf("gated soak KPI %s: outcome %q, on the terminal: %v", k.Name, k.Outcome, strings.Contains(stdout, "kpi "+k.Name))
+			}
+		}
+	}
+	if gated == 0 {
+		t.Errorf("soak.json has no gated KPI over the cycles:\n%s", raw)
 	}
 }
 

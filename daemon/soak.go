@@ -37,18 +37,33 @@ type SoakReport struct {
 	UpdatedAt     time.Time `json:"updated_at"`
 	// Status is running, complete or aborted.
 	Status string `json:"status"`
-	// Verdict is pass when every cycle passed and no drift rule failed.
+	// Verdict combines the drift rules, the KPIs over every cycle's rounds
+	// (KPIs), and each cycle's checks (memory, delivery, errors, return to
+	// rest): pass when all pass, fail when one fails, inconclusive otherwise.
 	Verdict string          `json:"verdict"`
 	Cycles  []Cycle         `json:"cycles"`
 	Drift   []kpi.DriftRule `json:"drift"`
-	Notes   []string        `json:"notes,omitempty"`
+	// KPIs are the GraphQL-vs-REST rows judged with every round of every
+	// finished cycle as one sample (interleaved rounds, repeated over
+	// hours): a soak of one-round cycles still gets intervals. Empty until
+	// a cycle finished.
+	KPIs  []kpi.Result `json:"kpis,omitempty"`
+	Notes []string     `json:"notes,omitempty"`
 }
 
 // Cycle is one soak cycle: its run and the figures drift rules watch.
 type Cycle struct {
 	kpi.CycleFigures
+	// Verdict is the cycle's own run verdict (its KPIs over its own rounds,
+	// and its checks).
 	Verdict string `json:"verdict"`
-	Error   string `json:"error,omitempty"`
+	// Checks is the outcome of the cycle's checks alone (pass, fail,
+	// inconclusive; "" for a cycle without a report): what the soak's
+	// verdict takes from the cycle, its KPIs being judged over all cycles.
+	Checks kpi.Outcome `json:"checks,omitempty"`
+	Error  string      `json:"error,omitempty"`
+	// rounds are the cycle's per-round KPI rows (point values).
+	rounds [][]kpi.Result
 }
 
 // SoakOptions configure a soak.
@@ -201,6 +216,10 @@ func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int
 	if rep != nil {
 		c.Verdict = rep.Verdict
 		c.CycleFigures = cycleFigures(rep, n)
+		c.Checks = checksOutcome(rep)
+		for _, rd := range rep.Rounds {
+			c.rounds = append(c.rounds, rd.KPIs)
+		}
 	}
 	if code := CodeOf(err); err != nil && code != ExitFail && code != ExitInconclusive {
 		c.Error = err.Error()
@@ -247,19 +266,56 @@ func (s *soaker) judge() {
 		BaselineCycles: d.BaselineCycles, HeapLiveRatio: d.HeapLiveRatio, RSSRatio: d.RSSRatio,
 		CPUPerRequestRatio: d.CPUPerRequestRatio, GoroutinesIncrease: d.GoroutinesIncrease, GCPercentIncreasePoints: d.GCPercentIncreasePoints,
 	})
-	// Drift failing, or a cycle failing or aborting, fails the soak; a
-	// cycle whose KPIs were inconclusive, or drift not yet measurable (too
-	// few cycles), makes it inconclusive at best.
-	os := []kpi.Outcome{kpi.OutcomePass, kpi.DriftOutcome(s.rep.Drift)}
+	// The KPIs over every finished cycle's rounds.
+	var rounds [][]kpi.Result
 	for _, c := range s.rep.Cycles {
-		switch c.Verdict {
-		case kpi.Pass, kpi.Inconclusive:
-			os = append(os, kpi.Outcome(c.Verdict))
+		if c.Error == "" {
+			rounds = append(rounds, c.rounds...)
+		}
+	}
+	s.rep.KPIs = nil
+	kpiOutcome := kpi.OutcomeNotMeasured
+	if len(rounds) > 0 {
+		if agg, err := kpi.Aggregate(rounds, s.cfg.KPIs.Confidence); err == nil {
+			s.rep.KPIs, kpiOutcome = agg, kpi.Outcome(kpi.Verdict(agg))
+		} else {
+			s.log.Warn("the soak's KPIs over cycles", zap.Error(err))
+		}
+	}
+	// Drift failing, the KPIs over the cycles failing, or a cycle's checks
+	// failing (or the cycle aborting) fails the soak; anything not yet
+	// conclusive (too few cycles for drift or for the KPIs' intervals)
+	// makes it inconclusive at best.
+	os := []kpi.Outcome{kpi.OutcomePass, kpi.DriftOutcome(s.rep.Drift), kpiOutcome}
+	for _, c := range s.rep.Cycles {
+		switch {
+		case c.Error != "" || c.Checks == "":
+			os = append(os, kpi.OutcomeFail)
+		default:
+			os = append(os, c.Checks)
+		}
+	}
+	s.rep.Verdict = string(kpi.Combine(os...))
+}
+
+// checksOutcome combines the outcomes of rep's checks (not its KPI rows):
+// a check without an outcome counts by its pass flag; an aborted run fails.
+func checksOutcome(rep *report.Report) kpi.Outcome {
+	if rep.Status == report.StatusAborted {
+		return kpi.OutcomeFail
+	}
+	os := []kpi.Outcome{kpi.OutcomePass}
+	for _, c := range rep.Checks {
+		switch {
+		case c.Outcome != "":
+			os = append(os, c.Outcome)
+		case c.Pass:
+			os = append(os, kpi.OutcomePass)
 		default:
 			os = append(os, kpi.OutcomeFail)
 		}
 	}
-	s.rep.Verdict = string(kpi.Combine(os...))
+	return kpi.Combine(os...)
 }
 
 func (s *soaker) write() error {
@@ -300,8 +356,25 @@ func (s *soaker) finish(err error) (*SoakReport, error) {
 func (r *SoakReport) Table(w io.Writer) {
 	fmt.Fprintf(w, "soak %s: %d cycles of %s\n", r.Soak, len(r.Cycles), r.Profile)
 	for _, c := range r.Cycles {
-		fmt.Fprintf(w, "  cycle %d %s: %s  live heap %.1f MiB  rss %.1f MiB  goroutines %.0f  gc %.2f %%  cpu %.1f µs/req %s\n",
-			c.Cycle, c.Run, c.Verdict, c.HeapLiveBytes/(1<<20), c.RSSBytes/(1<<20), c.Goroutines, c.GCPercent, c.CPUMicrosPerRequest, c.Error)
+		fmt.Fprintf(w, "  cycle %d %s: %s (checks %s)  live heap %.1f MiB  rss %.1f MiB  goroutines %.0f  gc %.2f %%  cpu %.1f µs/req %s\n",
+			c.Cycle, c.Run, c.Verdict, c.Checks, c.HeapLiveBytes/(1<<20), c.RSSBytes/(1<<20), c.Goroutines, c.GCPercent, c.CPUMicrosPerRequest, c.Error)
+	}
+	for _, k := range r.KPIs {
+		if !k.Gated {
+			continue
+		}
+		res := string(k.Outcome)
+		if k.Outcome != kpi.OutcomePass {
+			res = strings.ToUpper(res)
+		}
+		line := fmt.Sprintf("  kpi %-22s %s over %d rounds", k.Name, res, k.Rounds)
+		if k.Interval != nil && k.Interval.Finite() {
+			line += fmt.Sprintf(": %+.2f %s [%+.2f, %+.2f]", k.Interval.Center, k.DeltaUnit, k.Interval.Lo, k.Interval.Hi)
+		}
+		if k.Reason != "" {
+			line += " (" + k.Reason + ")"
+		}
+		fmt.Fprintln(w, line)
 	}
 	for _, d := range r.Drift {
 		res := string(d.Outcome)
