@@ -43,16 +43,20 @@ func needNode(t *testing.T) {
 }
 
 // exampleConfig reads examples/name with its port 4000 moved to port, and
-// the attach example's PID file to pidFile.
-func exampleConfig(t *testing.T, name string, port int, pidFile string) string {
+// each old string of the pairs oldnew replaced by its new one (a PID file,
+// a binary's path).
+func exampleConfig(t *testing.T, name string, port int, oldnew ...string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := strings.ReplaceAll(string(b), "4000", strconv.Itoa(port))
-	if pidFile != "" {
-		s = strings.ReplaceAll(s, "/tmp/node-donut.pid", pidFile)
+	for i := 0; i+1 < len(oldnew); i += 2 {
+		if !strings.Contains(s, oldnew[i]) {
+			t.Fatalf("examples/%s holds no %q to replace", name, oldnew[i])
+		}
+		s = strings.ReplaceAll(s, oldnew[i], oldnew[i+1])
 	}
 	return s
 }
@@ -61,7 +65,14 @@ func exampleConfig(t *testing.T, name string, port int, pidFile string) string {
 // it is stopped (SIGTERM) when the test ends.
 func startNode(t *testing.T, port int) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command("node", filepath.Join(nodeExampleDir, "server.js"), strconv.Itoa(port))
+	return startServer(t, "the Node server", exec.Command("node", filepath.Join(nodeExampleDir, "server.js"), strconv.Itoa(port)), port)
+}
+
+// startServer starts cmd, an example server (what names it in messages),
+// and waits until it answers /healthz on port; it is stopped (SIGTERM, then
+// SIGKILL after 10 s) when the test ends.
+func startServer(t *testing.T, what string, cmd *exec.Cmd, port int) *exec.Cmd {
+	t.Helper()
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -87,11 +98,11 @@ func startNode(t *testing.T, port int) *exec.Cmd {
 		}
 		select {
 		case <-done:
-			t.Fatalf("the Node server exited before answering: %v", cmd.ProcessState)
+			t.Fatalf("%s exited before answering: %v", what, cmd.ProcessState)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the Node server did not answer /healthz within 30 s")
+			t.Fatalf("%s did not answer /healthz within 30 s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -305,7 +316,7 @@ func checkNodeRun(t *testing.T, out string, code int, kind string, pid int) {
 func TestNodeCommandTarget(t *testing.T) {
 	needNode(t)
 	bin := buildSoakd(t)
-	_, out, code := runConfig(t, bin, exampleConfig(t, "node-command.yaml", freePort(t), ""))
+	_, out, code := runConfig(t, bin, exampleConfig(t, "node-command.yaml", freePort(t)))
 	checkNodeRun(t, out, code, "command", 0)
 	rep, _ := readNodeReport(t, out)
 	if rep.Target.Exit != "exit status 0" {
@@ -330,7 +341,7 @@ func TestNodeAttachTarget(t *testing.T) {
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(node.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, out, code := runConfig(t, bin, exampleConfig(t, "node-attach.yaml", port, pidFile))
+	_, out, code := runConfig(t, bin, exampleConfig(t, "node-attach.yaml", port, "/tmp/node-donut.pid", pidFile))
 	checkNodeRun(t, out, code, "attach", node.Process.Pid)
 	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port)); err != nil {
 		t.Errorf("the attached Node server stopped serving: %v", err)
@@ -345,7 +356,7 @@ func TestNodeAttachTarget(t *testing.T) {
 func TestNodeWithoutControlGroup(t *testing.T) {
 	needNode(t)
 	bin := buildSoakd(t)
-	_, out, code := runConfig(t, bin, exampleConfig(t, "node-graphql-only.yaml", freePort(t), ""))
+	_, out, code := runConfig(t, bin, exampleConfig(t, "node-graphql-only.yaml", freePort(t)))
 	rep, raw := readNodeReport(t, out)
 	if rep.Status != "complete" || (code != 0 && code != 1 && code != 4) {
 		t.Fatalf("status %q (error %q), exit %d\n%.3000s", rep.Status, rep.Error, code, raw)

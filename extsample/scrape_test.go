@@ -90,10 +90,10 @@ func TestScrapeAcceptsTextAndGzip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var accept string
+	var accept, encoding string
 	url := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		accept = r.Header.Get("Accept")
-		// prom-client's register.contentType, gzipped as servers do when the client accepts it.
+		accept, encoding = r.Header.Get("Accept"), r.Header.Get("Accept-Encoding")
+		// prom-client's register.contentType, gzipped although the client did not ask for it.
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		w.Header().Set("Content-Encoding", "gzip")
 		gz := gzip.NewWriter(w)
@@ -106,6 +106,10 @@ func TestScrapeAcceptsTextAndGzip(t *testing.T) {
 	}
 	if !strings.HasPrefix(accept, "text/plain;version=0.0.4") {
 		t.Errorf("Accept %q, want the text format first", accept)
+	}
+	// Compression would cost the measured process CPU and heap at every scrape.
+	if encoding != "identity" {
+		t.Errorf("Accept-Encoding %q, want identity", encoding)
 	}
 	if !e.has("nodejs_heap_size_used_bytes") {
 		t.Error("scrape lost nodejs_heap_size_used_bytes")

@@ -1,0 +1,23 @@
+module example.com/gobooks
+
+go 1.26.0
+
+require (
+	github.com/coder/websocket v1.8.15
+	github.com/prometheus/client_golang v1.25.0
+	github.com/vektah/gqlparser/v2 v2.5.64
+)
+
+require (
+	github.com/agnivade/levenshtein v1.2.2 // indirect
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
