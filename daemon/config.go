@@ -677,6 +677,7 @@ func cloneOperation(d workloads.OperationDef) workloads.OperationDef {
 	if sub := d.Subscription; sub != nil {
 		cp := *sub
 		cp.Variables, _ = cloneAny(sub.Variables).(map[string]any)
+		cp.ConnectionParams, _ = cloneAny(sub.ConnectionParams).(map[string]any)
 		d.Subscription = &cp
 	}
 	d.Headers = maps.Clone(d.Headers)
