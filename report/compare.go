@@ -191,6 +191,7 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 			old.Profile, old.Arms, new.Profile, new.Arms))
 		forced = append(forced, kpi.OutcomeInconclusive)
 	}
+	arms := map[string]string{} // compared phase → its arm in the new run
 	oldNames, oldGroups := phaseGroups(old)
 	newNames, newGroups := phaseGroups(new)
 	for _, n := range oldNames {
@@ -209,6 +210,10 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 			c.Notes = append(c.Notes, fmt.Sprintf("phase %s is arm %s in the old run and arm %s in the new one.", n, ops[0].Arm, nps[0].Arm))
 		}
 		c.Rows = append(c.Rows, comparePhase(n, ops, nps, l, &c.Notes)...)
+		arms[n] = nps[0].Arm
+	}
+	if note := controlledLatency(c.Rows, arms); note != "" {
+		c.Notes = append(c.Notes, note)
 	}
 	var gated []kpi.Outcome
 	for _, r := range c.Rows {
@@ -232,6 +237,40 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 	}
 	c.Verdict = string(kpi.Combine(append(gated, forced...)...))
 	return c
+}
+
+// controlledLatency reads the p99 latency rows against the run's control
+// group. Tail latency is what a busier machine changes first, and two runs
+// are made at different times: when the p99 rose significantly (the whole
+// interval of its change above 0) in a phase of each arm, REST and
+// GraphQL, the machine changed between the runs as much as the build did,
+// so no p99 fail can be laid at the build's door. Each such fail becomes
+// inconclusive, saying why, and the returned note tells the user; "" when
+// the control did not move. A build that slows only the GraphQL arm still
+// fails; one that slows both arms alike reads inconclusive (never pass).
+// arms maps a row's phase to its arm.
+func controlledLatency(rows []CompareRow, arms map[string]string) string {
+	rose := map[string]string{} // arm → the first phase whose p99 rose significantly
+	for _, r := range rows {
+		if r.Metric == metricP99 && r.Interval != nil && r.Interval.Finite() && r.Interval.Lo > 0 && rose[arms[r.Phase]] == "" {
+			rose[arms[r.Phase]] = r.Phase
+		}
+	}
+	if rose["rest"] == "" || rose["graphql"] == "" {
+		return ""
+	}
+	why := fmt.Sprintf("the p99 latency rose significantly in both arms (%s and %s): the machine's load changed between the runs, not only the build, so a p99 fail cannot be attributed to the build (compare runs made under the same load)", rose["rest"], rose["graphql"])
+	downgraded := 0
+	for i := range rows {
+		if r := &rows[i]; r.Metric == metricP99 && r.Outcome == kpi.OutcomeFail {
+			r.Outcome, r.Pass, r.Reason = kpi.OutcomeInconclusive, false, why
+			downgraded++
+		}
+	}
+	if downgraded == 0 {
+		return ""
+	}
+	return "CONTROL GROUP MOVED: " + why + "."
 }
 
 // runStatus is r's status, aborted when its verdict says so.

@@ -312,3 +312,40 @@ func TestCompareJUnit(t *testing.T) {
 		t.Errorf("identical runs: verdict %s, %d failures, %d errors; want pass and none", same.Verdict, s.Failures, s.Errors)
 	}
 }
+
+// TestCompareLatencyAgainstTheControl: a p99 fail in the GraphQL arm stands
+// when the REST control's p99 held; when the control's p99 rose
+// significantly too (a busier machine between the runs, as the gate-check
+// saw: REST 0.76 → 3.5 ms, GraphQL 3.5 → 36 ms, same build), the fail
+// becomes inconclusive with the reason, never pass.
+func TestCompareLatencyAgainstTheControl(t *testing.T) {
+	arm := func(ps []Phase, a string) []Phase {
+		for i := range ps {
+			ps[i].Arm = a
+		}
+		return ps
+	}
+	run := func(name string, restP99, gqlP99 float64) *Report {
+		rf, gf := baseFigures, baseFigures
+		rf.p99, gf.p99 = restP99, gqlP99
+		return cmpReport(name, append(arm(roundsOf("rest-control", rf, 0.02), "rest"), arm(roundsOf("graphql-load", gf, 0.02), "graphql")...)...)
+	}
+	// Only GraphQL slowed: the build did it.
+	c := CompareRuns(run("old", 1, 4), run("new", 1, 40), allLimits)
+	if r := rowOf(t, c, "graphql-load", metricP99); r.Outcome != kpi.OutcomeFail {
+		t.Errorf("GraphQL-only p99 regression: %q (%s), want fail", r.Outcome, r.Reason)
+	}
+	if c.Verdict != kpi.Fail {
+		t.Errorf("verdict %s, want fail", c.Verdict)
+	}
+	// Both arms slowed: the machine changed too.
+	c = CompareRuns(run("old", 1, 4), run("new", 5, 40), allLimits)
+	for _, phase := range []string{"rest-control", "graphql-load"} {
+		if r := rowOf(t, c, phase, metricP99); r.Outcome != kpi.OutcomeInconclusive || !strings.Contains(r.Reason, "both arms") {
+			t.Errorf("%s p99 with the control moved: %q (%s), want inconclusive naming both arms", phase, r.Outcome, r.Reason)
+		}
+	}
+	if c.Verdict != kpi.Inconclusive || !strings.Contains(strings.Join(c.Notes, "\n"), "CONTROL GROUP MOVED") {
+		t.Errorf("verdict %s, notes %v: want inconclusive and the note", c.Verdict, c.Notes)
+	}
+}
