@@ -32,12 +32,14 @@ const (
 
 var (
 	targetChartIDs = []string{"chart-cpu", "chart-gc", "chart-heap", "chart-alloc"}
-	driverChartIDs = []string{"chart-throughput", "chart-errors"}
+	driverChartIDs = []string{"chart-throughput", "chart-latency-time", "chart-errors"}
 	phaseChartIDs  = []string{"chart-latency", "chart-pauses"}
 )
 
 // progressSeries records n reports a second apart of a phase completing
-// rps requests a second with errEvery-th second adding an error.
+// rps requests a second with errEvery-th second adding an error, each
+// report with the interval latency fixtureLatency(i) except the fourth,
+// in which no request succeeded.
 func progressSeries(n int, rps int64, users int64, errEvery int) *DriverSeries {
 	var rec SeriesRecorder
 	var req, errs int64
@@ -46,9 +48,20 @@ func progressSeries(n int, rps int64, users int64, errEvery int) *DriverSeries {
 		if errEvery > 0 && i%errEvery == 0 {
 			errs++
 		}
-		rec.Add(workloads.Progress{ElapsedSeconds: float64(i), Requests: req, Errors: errs, ActiveUsers: users})
+		pr := workloads.Progress{ElapsedSeconds: float64(i), Requests: req, Errors: errs, ActiveUsers: users}
+		if i != 4 {
+			l := fixtureLatency(i)
+			pr.IntervalLatency = &l
+		}
+		rec.Add(pr)
 	}
 	return rec.Series()
+}
+
+// fixtureLatency is report i's interval latency in progressSeries.
+func fixtureLatency(i int) workloads.IntervalLatency {
+	p50 := 1 + 0.5*float64(i%3)
+	return workloads.IntervalLatency{Count: 100, P50Ms: p50, P90Ms: 2 * p50, P99Ms: 4 + float64(i%5), MaxMs: 20}
 }
 
 // htmlFixture is richFixture with the phases one after the other, a third
@@ -365,6 +378,24 @@ func TestHTMLChartData(t *testing.T) {
 	if gaps := len(th.X) - defined(th.Series[0].Y); gaps != len(r.Phases)-1 {
 		t.Errorf("throughput: got %d breaks, want one between each two phases", gaps)
 	}
+	lt := byID["chart-latency-time"]
+	if lt.XKind != "time" || !lt.Log || len(lt.Series) != 2 || lt.Series[0].Label != "p50" || lt.Series[1].Label != "p99" || lt.Series[1].Unit != "ms" {
+		t.Fatalf("latency over time: got %+v", lt)
+	}
+	if fmt.Sprint(lt.X) != fmt.Sprint(th.X) {
+		t.Errorf("latency over time: x differs from the throughput chart's")
+	}
+	// rest-control's first report (at 3 s) and its fourth, in which no request succeeded.
+	if l := fixtureLatency(1); lt.Series[0].Y[0] != l.P50Ms || lt.Series[1].Y[0] != l.P99Ms || lt.Series[1].Y[4] != fixtureLatency(5).P99Ms {
+		t.Errorf("latency over time: got p50 %v, p99 %v", lt.Series[0].Y[:6], lt.Series[1].Y[:6])
+	}
+	if !math.IsNaN(lt.Series[0].Y[3]) || !math.IsNaN(lt.Series[1].Y[3]) {
+		t.Errorf("latency over time: a report without a successful request must be a gap, got %v and %v", lt.Series[0].Y[3], lt.Series[1].Y[3])
+	}
+	// The open phase's reports carry no latency: its points are gaps too.
+	if last := lt.Series[1].Y[len(lt.X)-1]; !math.IsNaN(last) {
+		t.Errorf("latency over time: the open phase has no latency, got %v", last)
+	}
 	errs := byID["chart-errors"]
 	if got := errs.Series[0].Y[4]; got != 1 { // rest-control: an error every 5 s
 		t.Errorf("errors at 5 s: got %v /s, want 1", got)
@@ -504,6 +535,23 @@ func TestHTMLWithoutDriverSeries(t *testing.T) {
 			t.Errorf("%s: no message for a report without driver progress", id)
 		}
 	}
+
+	// Progress from a driver that sent no latency: throughput, no latency.
+	for i := range r.Phases {
+		var rec SeriesRecorder
+		for sec := 1; sec <= 5; sec++ {
+			rec.Add(workloads.Progress{ElapsedSeconds: float64(sec), Requests: int64(100 * sec), ActiveUsers: 4})
+		}
+		r.Phases[i].DriverSeries = rec.Series()
+	}
+	page = render(t, r, s)
+	_, byID := pageData(t, page)
+	if f := chartFrame(t, page, "chart-latency-time"); !strings.Contains(f, "no latency over time in this report") || byID["chart-latency-time"].ID != "" {
+		t.Errorf("chart-latency-time: want a message and no chart data without latency, got %s", f)
+	}
+	if byID["chart-throughput"].ID == "" {
+		t.Errorf("chart-throughput: must still be drawn")
+	}
 }
 
 func TestHTMLAborted(t *testing.T) {
@@ -542,6 +590,69 @@ func TestSeriesRecorder(t *testing.T) {
 	}
 	if s.Dropped != nil || len(s.Errors) != len(s.TSeconds) || len(s.ActiveUsers) != len(s.TSeconds) {
 		t.Errorf("columns: got %d errors, %d users, dropped %v", len(s.Errors), len(s.ActiveUsers), s.Dropped)
+	}
+	if s.LatencyCount != nil || s.LatencyP99Ms != nil {
+		t.Errorf("no report carried latency: want no latency columns, got %d and %d values", len(s.LatencyCount), len(s.LatencyP99Ms))
+	}
+}
+
+// TestSeriesRecorderLatency: through the halving cap, each point's latency
+// covers every report since the previous point: counts add up, the max is
+// the largest, each percentile the largest of the reports' (an upper
+// bound), a spike in a report left out still shows, and a span without a
+// successful request is null.
+func TestSeriesRecorderLatency(t *testing.T) {
+	const n = 3*MaxDriverSeriesPoints + 7
+	lat := func(i int) *workloads.IntervalLatency {
+		switch {
+		case i >= 2001 && i <= 2008: // no request succeeded for 8 s
+			return nil
+		case i == 1001: // a spike in a report the cap leaves out
+			return &workloads.IntervalLatency{Count: 1, P50Ms: 900, P90Ms: 900, P99Ms: 900, MaxMs: 950}
+		}
+		p50 := 1 + float64(i%7)
+		return &workloads.IntervalLatency{Count: int64(i%3 + 1), P50Ms: p50, P90Ms: p50 + 1, P99Ms: p50 + float64(i%11), MaxMs: p50 + 20}
+	}
+	var rec SeriesRecorder
+	for i := 1; i <= n; i++ {
+		rec.Add(workloads.Progress{ElapsedSeconds: float64(i), Requests: int64(i), IntervalLatency: lat(i)})
+	}
+	s := rec.Series()
+	cols := [][]*float64{s.LatencyP50Ms, s.LatencyP90Ms, s.LatencyP99Ms, s.LatencyMaxMs}
+	for _, c := range cols {
+		if len(c) != len(s.TSeconds) || len(s.LatencyCount) != len(s.TSeconds) {
+			t.Fatalf("latency columns: got %d and %d values for %d points", len(c), len(s.LatencyCount), len(s.TSeconds))
+		}
+	}
+	prev, nulls, spike := 0, 0, false
+	for k, ts := range s.TSeconds {
+		var want workloads.IntervalLatency
+		for i := prev + 1; i <= int(ts); i++ {
+			if l := lat(i); l != nil {
+				want = mergeLatency(want, *l)
+			}
+		}
+		prev = int(ts)
+		if s.LatencyCount[k] != want.Count {
+			t.Fatalf("point %d (%v s): count %d, want %d", k, ts, s.LatencyCount[k], want.Count)
+		}
+		if want.Count == 0 {
+			nulls++
+			for _, c := range cols {
+				if c[k] != nil {
+					t.Fatalf("point %d (%v s): got %v, want null without a successful request", k, ts, *c[k])
+				}
+			}
+			continue
+		}
+		got := workloads.IntervalLatency{Count: want.Count, P50Ms: *s.LatencyP50Ms[k], P90Ms: *s.LatencyP90Ms[k], P99Ms: *s.LatencyP99Ms[k], MaxMs: *s.LatencyMaxMs[k]}
+		if got != want {
+			t.Fatalf("point %d (%v s): got %+v, want %+v", k, ts, got, want)
+		}
+		spike = spike || got.MaxMs == 950
+	}
+	if nulls == 0 || !spike {
+		t.Errorf("got %d null points and spike %v: want the 8 s without success null and the spike kept", nulls, spike)
 	}
 }
 
@@ -791,6 +902,9 @@ func TestHTMLInChromium(t *testing.T) {
 		if !drawn[id] {
 			t.Errorf("chart %s was not drawn", id)
 		}
+	}
+	if !drawn["chart-latency-time"] || len(byID["chart-latency-time"].Series) != 2 {
+		t.Errorf("latency over time: drawn %v with %d series, want drawn with p50 and p99", drawn["chart-latency-time"], len(byID["chart-latency-time"].Series))
 	}
 	if len(drawn) < len(targetChartIDs)+len(driverChartIDs)+len(phaseChartIDs)+2 {
 		t.Errorf("drew %d charts, want every chart of the fixture", len(drawn))

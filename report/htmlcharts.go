@@ -250,10 +250,17 @@ func (r *Report) targetCharts(ss []profiles.Sample, origin time.Time, lo, hi flo
 const noSamplesTx = "no samples"
 
 // driverCharts draws the driver's progress over time: throughput and
-// active users, and errors (and dropped arrivals) per second.
+// active users, latency (p50 and p99 of each interval's successful
+// requests), and errors (and dropped arrivals) per second.
 func (r *Report) driverCharts(origin time.Time, lo, hi float64, add addChart) {
-	var x, rps, users, errs, dropped nums
-	anyDropped := false
+	var x, rps, users, errs, dropped, p50, p99 nums
+	anyDropped, anyLatency := false, false
+	ms := func(v []*float64, i int) float64 {
+		if v == nil || v[i] == nil || *v[i] <= 0 {
+			return math.NaN() // no successful request, or no place on a log axis
+		}
+		return *v[i]
+	}
 	for _, p := range r.Phases {
 		ds := p.DriverSeries
 		if ds == nil || p.Start.IsZero() {
@@ -269,6 +276,7 @@ func (r *Report) driverCharts(origin time.Time, lo, hi float64, add addChart) {
 			}
 			if i == 0 && len(x) > 0 { // a break between phases
 				x, rps, users, errs, dropped = append(x, (x[len(x)-1]+at)/2), append(rps, math.NaN()), append(users, math.NaN()), append(errs, math.NaN()), append(dropped, math.NaN())
+				p50, p99 = append(p50, math.NaN()), append(p99, math.NaN())
 			}
 			dt := t - prevT
 			rate := func(n, prev int64) float64 {
@@ -284,6 +292,8 @@ func (r *Report) driverCharts(origin time.Time, lo, hi float64, add addChart) {
 			x = append(x, at)
 			rps, errs, dropped = append(rps, rate(ds.Requests[i], prevReq)), append(errs, rate(ds.Errors[i], prevErr)), append(dropped, rate(d, prevDrop))
 			users = append(users, float64(ds.ActiveUsers[i]))
+			p50, p99 = append(p50, ms(ds.LatencyP50Ms, i)), append(p99, ms(ds.LatencyP99Ms, i))
+			anyLatency = anyLatency || !math.IsNaN(p99[len(p99)-1])
 			prevT, prevReq, prevErr, prevDrop = t, ds.Requests[i], ds.Errors[i], d
 		}
 	}
@@ -297,6 +307,15 @@ func (r *Report) driverCharts(origin time.Time, lo, hi float64, add addChart) {
 		{Label: "active users", Unit: "users", Colour: "#9a6700", Y: users},
 	}}, "Throughput and active users",
 		basis+" Throughput: requests completed (successful or not) per second. Active users: users started and not yet finished at each report; in an open-model phase, the requests in flight.", empty)
+	latEmpty := empty
+	if latEmpty == "" && !anyLatency {
+		latEmpty = "no latency over time in this report: the driver's progress carried none (reports before soakd kept it), or no request succeeded"
+	}
+	add(chartSpec{ID: "chart-latency-time", XKind: "time", XLabel: "time since the run started", X: x, Log: true, Series: []chartSeries{
+		{Label: "p50", Unit: "ms", Colour: "#0550ae", Y: p50},
+		{Label: "p99", Unit: "ms", Colour: "#bf3989", Y: p99},
+	}}, "Latency over time",
+		"From the same reports: the p50 and p99 latency of the successful requests completed between two reports, in milliseconds on a log scale, from the driver's HDR histogram of each interval (closed-model phases measure service time; open-model phases measure from each request's intended send time). A gap: no request succeeded in that interval. Where a phase over 30 minutes keeps one point for several reports, the point shows the largest of their percentiles: an upper bound on the percentile over its span, so a slow second stays visible.", latEmpty)
 	ser := []chartSeries{{Label: "errors", Unit: "req/s", Colour: "#cf222e", Y: errs}}
 	if anyDropped {
 		ser = append(ser, chartSeries{Label: "dropped arrivals", Unit: "req/s", Colour: "#bc4c00", Y: dropped})
@@ -342,7 +361,7 @@ func (r *Report) percentileCharts(colour func(arm string) string, add addChart) 
 		return ""
 	}
 	add(lat, "Latency percentiles per phase",
-		"Driver-side request latency over each whole phase (HDR histogram), in milliseconds on a log scale, one line per phase (blues: REST, pinks: GraphQL): p50, p90, p99, p99.9 and max. Closed-model phases measure service time; open-model phases measure from each request's intended send time. The driver gives latency per phase, not per second: only a max-load phase has p99 over time (its knee chart).",
+		"Driver-side request latency over each whole phase (HDR histogram), in milliseconds on a log scale, one line per phase (blues: REST, pinks: GraphQL): p50, p90, p99, p99.9 and max. Closed-model phases measure service time; open-model phases measure from each request's intended send time. Latency over time is under Driver over time.",
 		empty(lat, "no phase completed a request"))
 	caption := "Stop-the-world GC pauses from /sched/pauses/total/gc:seconds, differenced over each phase's steady window, on a log scale: p50, p99 and max, each the upper bound of the histogram bucket holding it (never understated)."
 	if len(noPauses) > 0 && len(pauses.Series) > 0 {

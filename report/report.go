@@ -473,8 +473,9 @@ type Phase struct {
 	// phase; nil when it opened none.
 	Subscriptions *workloads.SubscriptionResult `json:"subscriptions,omitempty"`
 	// DriverSeries is the driver's progress over the phase (requests,
-	// errors, active users about once a second) for report.html's charts;
-	// nil when the driver sent no progress report (or in older reports).
+	// errors, active users and the interval's latency about once a
+	// second) for report.html's charts; nil when the driver sent no
+	// progress report (or in older reports).
 	DriverSeries *DriverSeries `json:"driver_series,omitempty"`
 	// After is the target once the phase has settled; nil for an
 	// interrupted phase.

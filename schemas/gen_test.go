@@ -281,7 +281,11 @@ func (g *generator) schema(t reflect.Type) map[string]any {
 		if t.Elem().Kind() == reflect.Uint8 {
 			return map[string]any{"type": "string", "contentEncoding": "base64"}
 		}
-		s := map[string]any{"type": "array", "items": g.schema(t.Elem())}
+		items := g.schema(t.Elem())
+		if t.Elem().Kind() == reflect.Pointer { // a nil element is written as null (a gap in a column)
+			items = map[string]any{"anyOf": []any{items, map[string]any{"type": "null"}}}
+		}
+		s := map[string]any{"type": "array", "items": items}
 		if t.Kind() == reflect.Array {
 			s["minItems"], s["maxItems"] = t.Len(), t.Len()
 		}

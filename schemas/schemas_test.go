@@ -100,6 +100,15 @@ func TestDriverMessagesMatchTheSchema(t *testing.T) {
 		}
 		types[m.Type]++
 	}
+	timed := 0
+	for _, l := range lines {
+		if bytes.Contains(l, []byte(`"interval_latency":{`)) {
+			timed++
+		}
+	}
+	if timed == 0 {
+		t.Errorf("no progress line carried interval_latency, so the schema is not exercised on it")
+	}
 	if types[workloads.MessageProgress] == 0 || types[workloads.MessageResult] != 1 || types[workloads.MessageError] != 1 {
 		t.Errorf("validated %v; want progress lines, one result and one error", types)
 	}
@@ -163,7 +172,18 @@ func smallReport(t *testing.T) []byte {
 			LatencyMs: workloads.Latency{P50: 1, P90: 2, P99: 3, P999: 4, Max: 5, Mean: 1, Stdev: 1}}
 		sum := &profiles.Summary{WindowSeconds: 10, Samples: 11, Cores: 2, CPUKnown: true, CPUSeconds: cpu, CPUMachinePercent: cpu * 5,
 			GCPercentKnown: true, GCPercent: 1, GCCycles: 10, GCPauses: 10, GCPauseP99Ms: 1, AllocBytes: 1 << 20}
-		return report.NewPhase(res, sum, nil)
+		ph := report.NewPhase(res, sum, nil)
+		// Progress with interval latency, and a second in which no request succeeded (null latency).
+		var rec report.SeriesRecorder
+		for sec := 1; sec <= 3; sec++ {
+			pr := workloads.Progress{ElapsedSeconds: float64(sec), Requests: int64(50 * sec), ActiveUsers: 4}
+			if sec != 2 {
+				pr.IntervalLatency = &workloads.IntervalLatency{Count: 50, P50Ms: 1, P90Ms: 2, P99Ms: 3, MaxMs: 4}
+			}
+			rec.Add(pr)
+		}
+		ph.DriverSeries = rec.Series()
+		return ph
 	}
 	r := &report.Report{SchemaVersion: report.SchemaVersion, Run: "20261130T100000Z", Profile: "quick", Status: report.StatusComplete,
 		StartedAt: t0, FinishedAt: t0.Add(time.Minute), TargetPID: 1, Arms: "rest,graphql", Compare: report.Compare{REST: "rest-control", GraphQL: "graphql-load"},
@@ -178,8 +198,12 @@ func smallReport(t *testing.T) []byte {
 }
 
 func TestReportMatchesTheSchema(t *testing.T) {
-	if b := smallReport(t); schemas.Validate(schemas.Report, b) != nil {
+	b := smallReport(t)
+	if schemas.Validate(schemas.Report, b) != nil {
 		t.Errorf("%v\n%s", schemas.Validate(schemas.Report, b), b)
+	}
+	if !bytes.Contains(b, []byte(`"latency_p99_ms":[3,null,3]`)) {
+		t.Errorf("the fixture lacks driver_series latency with a null, so the schema is not exercised on it")
 	}
 }
 
@@ -228,6 +252,9 @@ func TestMutatedDocumentsFail(t *testing.T) {
 	f(schemas.Report, rep, func(m map[string]any) { phase(m)["latency_ms"].(map[string]any)["p99.9"] = 1 })
 	f(schemas.Report, rep, func(m map[string]any) { phase(m)["resources"].(map[string]any)["cpu_seconds"] = nil })
 	f(schemas.Report, rep, func(m map[string]any) { phase(m)["requests"] = -1.5 })
+	f(schemas.Report, rep, func(m map[string]any) {
+		phase(m)["driver_series"].(map[string]any)["latency_p99_ms"].([]any)[1] = "3 ms"
+	})
 
 	cmp := comparison(t)
 	f(schemas.Compare, cmp, func(m map[string]any) { m["verdict"] = "ok" })

@@ -167,6 +167,14 @@ func (m Message) check() error {
 		if m.Progress == nil {
 			return errors.New("progress message without progress")
 		}
+		if l := m.Progress.IntervalLatency; l != nil {
+			if l.Count <= 0 {
+				return fmt.Errorf("progress interval_latency has count %d: a driver leaves the field out when no request succeeded", l.Count)
+			}
+			if !(0 <= l.P50Ms && l.P50Ms <= l.P90Ms && l.P90Ms <= l.P99Ms && l.P99Ms <= l.MaxMs) {
+				return fmt.Errorf("progress interval_latency is not ordered 0 <= p50 <= p90 <= p99 <= max: %+v", *l)
+			}
+		}
 	case MessageResult:
 		if m.Result == nil {
 			return errors.New("result message without result")

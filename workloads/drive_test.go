@@ -55,7 +55,7 @@ func TestDriveRoundTrip(t *testing.T) {
 	if len(msgs) < 2 {
 		t.Fatalf("got %d messages, want progress lines then a result", len(msgs))
 	}
-	var last int64
+	var last, timed int64
 	for i, m := range msgs[:len(msgs)-1] {
 		if m.Type != MessageProgress || m.Progress == nil {
 			t.Fatalf("message %d: got %+v, want progress", i, m)
@@ -64,6 +64,12 @@ func TestDriveRoundTrip(t *testing.T) {
 			t.Errorf("progress %d goes backwards or has no time: %+v", i, m.Progress)
 		}
 		last = m.Progress.Requests
+		if l := m.Progress.IntervalLatency; l != nil {
+			timed += l.Count
+		}
+	}
+	if timed == 0 || timed > last {
+		t.Errorf("progress lines carry the latency of %d requests, want some and at most the %d completed", timed, last)
 	}
 	res := msgs[len(msgs)-1]
 	if res.Type != MessageResult || res.Result == nil {
@@ -157,6 +163,8 @@ func TestReadMessages(t *testing.T) {
 	f("another version", `{"version":2,"type":"error","error":"boom"}`, "message version 2")
 	f("progress without body", `{"type":"progress"}`, "without progress")
 	f("result without body", `{"type":"result"}`, "without result")
+	f("empty interval latency", `{"type":"progress","progress":{"interval_latency":{"count":0}}}`, "count 0")
+	f("unordered interval latency", `{"type":"progress","progress":{"interval_latency":{"count":3,"p50_ms":5,"p90_ms":4,"p99_ms":6,"max_ms":7}}}`, "not ordered")
 	f("empty error", `{"type":"error"}`, "without error")
 	f("bad histogram", `{"type":"result","result":{"operations":[{"operation":"rest-get","histogram":{"LowestTrackableValue":1,"HighestTrackableValue":60000000,"SignificantFigures":3,"Counts":[-1]}}]}}`, "invalid histogram")
 	f("missing histogram", `{"type":"result","result":{"operations":[{"operation":"rest-get"}]}}`, "has no histogram")

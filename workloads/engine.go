@@ -277,12 +277,56 @@ type Progress struct {
 	RPS float64 `json:"rps"`
 	// Dropped is the open model's number of dropped arrivals so far.
 	Dropped int64 `json:"dropped,omitempty"`
+	// IntervalLatency summarises the latency of the successful requests
+	// completed since the previous report (the first report: since the
+	// phase started), measured as Result.LatencyMs is; nil when none
+	// completed, so an interval without a successful request is not
+	// mistaken for one of zero latency.
+	IntervalLatency *IntervalLatency `json:"interval_latency,omitempty"`
+}
+
+// IntervalLatency is the latency of the successful requests completed in
+// one progress interval, from an HDR histogram of microseconds (each
+// percentile is the highest value of its histogram bucket, within 0.1 %).
+type IntervalLatency struct {
+	// Count is the number of successful requests the figures describe.
+	Count int64 `json:"count"`
+	// P50Ms is the median, in ms.
+	P50Ms float64 `json:"p50_ms"`
+	// P90Ms is the 90th percentile, in ms.
+	P90Ms float64 `json:"p90_ms"`
+	// P99Ms is the 99th percentile, in ms.
+	P99Ms float64 `json:"p99_ms"`
+	// MaxMs is the largest latency, in ms.
+	MaxMs float64 `json:"max_ms"`
+}
+
+// summarizeInterval returns the interval latency of h (microseconds), nil
+// when h is empty.
+func summarizeInterval(h *hdrhistogram.Histogram) *IntervalLatency {
+	n := h.TotalCount()
+	if n == 0 {
+		return nil
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return &IntervalLatency{
+		Count: n,
+		P50Ms: ms(h.ValueAtQuantile(50)),
+		P90Ms: ms(h.ValueAtQuantile(90)),
+		P99Ms: ms(h.ValueAtQuantile(99)),
+		MaxMs: ms(h.Max()),
+	}
 }
 
 // opStats accumulates one group's outcomes; users of the group share it.
 type opStats struct {
-	mu       sync.Mutex
-	hist     *hdrhistogram.Histogram
+	mu   sync.Mutex
+	hist *hdrhistogram.Histogram
+	// interval holds the latencies recorded since the last progress
+	// report: the reporter swaps it under mu for an empty one of its own
+	// (see intervalLatency), so a request never waits for a histogram to
+	// be read or cleared.
+	interval *hdrhistogram.Histogram
 	requests int64
 	errors   int64
 	byClass  map[string]int64
@@ -437,8 +481,9 @@ func newEngineAt(p Phase, client *Client, ep endpoints, getenv func(string) (str
 	}
 	for i := range e.ops {
 		e.ops[i] = &opStats{
-			hist:    hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs),
-			byClass: make(map[string]int64),
+			hist:     hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs),
+			interval: hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs),
+			byClass:  make(map[string]int64),
 		}
 	}
 	return e, nil
@@ -699,7 +744,9 @@ func (e *engine) record(group int, o outcome, latency time.Duration) {
 	s.mu.Lock()
 	s.requests++
 	if o.class == "" {
-		_ = s.hist.RecordValue(clampMicros(latency)) // clamped into range, cannot fail
+		us := clampMicros(latency)
+		_ = s.hist.RecordValue(us) // clamped into range, cannot fail
+		_ = s.interval.RecordValue(us)
 	} else {
 		s.errors++
 		s.byClass[o.class]++
@@ -751,6 +798,7 @@ func (e *engine) report(done <-chan struct{}, progress func(Progress)) {
 	defer t.Stop()
 	var lastRequests int64
 	var lastAt time.Duration
+	il := newIntervalReader(len(e.ops))
 	for {
 		select {
 		case <-done:
@@ -765,6 +813,9 @@ func (e *engine) report(done <-chan struct{}, progress func(Progress)) {
 			Errors:         e.errors.Load(),
 			ActiveUsers:    e.active.Load(),
 			Dropped:        e.dropped.Load(),
+			// Read after the counters: a request counted in Requests
+			// has its latency in this report or an earlier one.
+			IntervalLatency: il.read(e.ops),
 		}
 		if dt := (at - lastAt).Seconds(); dt > 0 {
 			p.RPS = float64(n-lastRequests) / dt
@@ -772,6 +823,43 @@ func (e *engine) report(done <-chan struct{}, progress func(Progress)) {
 		lastRequests, lastAt = n, at
 		progress(p)
 	}
+}
+
+// intervalReader reads the groups' interval histograms for the reporter.
+// It owns one spare histogram per group and one for the phase, allocated
+// once: each read swaps a group's interval histogram for its empty spare
+// under the group's lock (a pointer swap, the only time the reporter holds
+// it), then merges and clears the swapped-out one outside the lock.
+type intervalReader struct {
+	spare []*hdrhistogram.Histogram
+	all   *hdrhistogram.Histogram
+}
+
+func newIntervalReader(groups int) *intervalReader {
+	r := &intervalReader{spare: make([]*hdrhistogram.Histogram, groups), all: hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs)}
+	for i := range r.spare {
+		r.spare[i] = hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs)
+	}
+	return r
+}
+
+// read returns the latency of the successful requests recorded since the
+// previous read, over every group; nil when there was none.
+func (r *intervalReader) read(ops []*opStats) *IntervalLatency {
+	for i, s := range ops {
+		s.mu.Lock()
+		s.interval, r.spare[i] = r.spare[i], s.interval
+		s.mu.Unlock()
+		if r.spare[i].TotalCount() > 0 {
+			r.all.Merge(r.spare[i])
+			r.spare[i].Reset()
+		}
+	}
+	l := summarizeInterval(r.all)
+	if l != nil {
+		r.all.Reset()
+	}
+	return l
 }
 
 // result assembles the parts of the phase's Result every model shares, once
