@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -79,6 +80,10 @@ func TestCLIHelpVersionAndFlags(t *testing.T) {
 // TestCLIClientExitCodes: each way a control API call can fail has its own
 // documented exit code, whichever client command meets it.
 func TestCLIClientExitCodes(t *testing.T) {
+	readBody := func(r *http.Request) string {
+		b, _ := io.ReadAll(r.Body)
+		return string(b)
+	}
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -90,6 +95,11 @@ func TestCLIClientExitCodes(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"error":{"message":"missing or wrong bearer token"}}`))
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/runs":
+			if strings.Contains(readBody(r), `"profile":"seed"`) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"error":{"message":"the daemon cannot record runs: history is read-only: no space left on device"}}`))
+				return
+			}
 			w.WriteHeader(http.StatusConflict)
 			_, _ = w.Write([]byte(`{"error":{"message":"a run is in progress","running_id":"r1"}}`))
 		default:
@@ -109,6 +119,7 @@ func TestCLIClientExitCodes(t *testing.T) {
 		{"right", []string{"stop", "nope"}, 7},
 		{"right", []string{"baseline", "nope"}, 7},
 		{"right", []string{"start", "--profile", "quick"}, 8},
+		{"right", []string{"start", "--profile", "seed"}, 9}, // 503: read-only history
 	} {
 		t.Setenv("SOAKD_CONTROL_TOKEN", tc.token)
 		_, stderr, code := runSoakd(t, bin, append(tc.args, "--api", srv.URL)...)

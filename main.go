@@ -447,7 +447,8 @@ const clientTimeout = 30 * time.Second
 
 // clientError gives a control API error the exit code of its kind
 // (docs/operations.md, "Exit codes"): unreachable 5, refused token 6, unknown run 7, a run
-// already in progress 8, a request the daemon refused as invalid 2.
+// already in progress 8, the daemon unable to record runs now (503) 9, a
+// request the daemon refused as invalid 2.
 func (cl client) clientError(err error) error {
 	if err == nil {
 		return nil
@@ -460,6 +461,8 @@ func (cl client) clientError(err error) error {
 			return daemon.WithCode(daemon.ExitNotFound, err)
 		case ae.RunningID != "":
 			return daemon.WithCode(daemon.ExitBusy, err)
+		case ae.Status == http.StatusServiceUnavailable:
+			return daemon.WithCode(daemon.ExitUnavailable, err)
 		case ae.Status == http.StatusBadRequest || ae.Status == http.StatusConflict:
 			return daemon.WithCode(daemon.ExitUsage, err)
 		}

@@ -36,6 +36,10 @@ const (
 	// ExitBusy: the control API refused to start a run because another is
 	// in progress (409); retry once it ends.
 	ExitBusy ExitCode = 8
+	// ExitUnavailable: the control API cannot do what was asked right now
+	// (503): its history is read-only (a full or unwritable data
+	// directory), or its target is not accepting runs; the message says which.
+	ExitUnavailable ExitCode = 9
 )
 
 // ExitError attaches an exit code to an error.
