@@ -398,7 +398,19 @@ func TestChattyFollow(t *testing.T) {
 		"/tasks/10/subtasks": `{"data":[{"id":100}]}`,
 		"/tasks/11/subtasks": `{"data":{"id":101}}`,
 	}
+	var mu sync.Mutex // the handler reads answers, the test changes them
+	set := func(path, body string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if body == "" {
+			delete(answers, path)
+		} else {
+			answers[path] = body
+		}
+	}
 	w := newWire(t, func(r recorded) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
 		if b, ok := answers[r.path]; ok {
 			return 200, b
 		}
@@ -417,12 +429,12 @@ func TestChattyFollow(t *testing.T) {
 		t.Errorf("calls %v (of %d), want %v twice", paths, len(w.requests()), want)
 	}
 
-	delete(answers, "/tasks/11/subtasks")
+	set("/tasks/11/subtasks", "")
 	r = runOp(t, w, def, 1)
 	if r.Errors != 1 || r.ErrorsByClass["http_404"] != 1 || !strings.Contains(fmt.Sprint(r.ErrorExamples), "/tasks/11/subtasks") {
 		t.Errorf("a failing follow call: got %v %v, want one http_404 naming /tasks/11/subtasks", r.ErrorsByClass, r.ErrorExamples)
 	}
-	answers["/users/2/tasks"] = `{"data":[{"name":"no id"}]}`
+	set("/users/2/tasks", `{"data":[{"name":"no id"}]}`)
 	r = runOp(t, w, def, 1)
 	if r.ErrorsByClass[ClassPayloadMismatch] != 1 || !strings.Contains(fmt.Sprint(r.ErrorExamples), "no integer id") {
 		t.Errorf("an item without its id: got %v %v, want payload_mismatch", r.ErrorsByClass, r.ErrorExamples)
