@@ -651,16 +651,40 @@ func (s *compiledSubscription) variablesFor(id string) (map[string]any, error) {
 	return vars, nil
 }
 
-// operationList lists the operation names, sorted, for messages.
+// operationList lists the operation names, sorted, for messages. A family
+// of more than listedFamily names sharing their first word (the 75 rel-…
+// operations of seed 000) is counted rather than listed, so the message
+// stays readable; soakd config lists them all.
 func operationList(ops map[Operation]OperationDef) string {
 	if len(ops) == 0 {
 		return "none"
 	}
-	names := make([]string, 0, len(ops))
+	const listedFamily = 5
+	family := func(n string) string {
+		if i := strings.IndexByte(n, '-'); i > 0 {
+			return n[:i+1]
+		}
+		return n
+	}
+	count := map[string]int{}
 	for n := range ops {
+		count[family(string(n))]++
+	}
+	var names, families []string
+	for n := range ops {
+		if f := family(string(n)); count[f] > listedFamily {
+			if !slices.Contains(families, f) {
+				families = append(families, f)
+			}
+			continue
+		}
 		names = append(names, string(n))
 	}
 	slices.Sort(names)
+	slices.Sort(families)
+	for _, f := range families {
+		names = append(names, fmt.Sprintf("%d named %s… (soakd config lists them)", count[f], f))
+	}
 	return strings.Join(names, ", ")
 }
 

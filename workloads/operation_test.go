@@ -460,3 +460,15 @@ func TestFollowAndPathProblems(t *testing.T) {
 	}}}, "rest.follow[0].path: must hold {id} once", "rest.follow[1].path: takes no {{placeholders}}",
 		"rest.follow[1].from: must name an earlier call, 0 (rest.path) to 1, got 2", "rest.follow[1].id_field:")
 }
+
+// TestOperationListCountsFamilies: a large family of operations sharing a
+// first word is counted, the rest listed.
+func TestOperationListCountsFamilies(t *testing.T) {
+	ops := map[Operation]OperationDef{"add": {}, "rest-get": {}, "rest-put": {}}
+	for i := range 6 {
+		ops[Operation(fmt.Sprintf("rel-q%d", i))] = OperationDef{}
+	}
+	if got, want := operationList(ops), "add, rest-get, rest-put, 6 named rel-… (soakd config lists them)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
