@@ -1459,8 +1459,8 @@ func (p Profile) validate(path string, ops map[workloads.Operation]workloads.Ope
 	if p.TrimTail < 0 {
 		bad(path+".trim_tail", "must not be negative (got %s)", p.TrimTail)
 	}
-	if p.RequestTimeout <= 0 {
-		bad(path+".request_timeout", "must be a positive duration (got %s)", p.RequestTimeout)
+	if p.RequestTimeout <= 0 || p.RequestTimeout > workloads.MaxRequestTimeout {
+		bad(path+".request_timeout", "must be a positive duration of at most %s, the top of the latency histograms (got %s)", workloads.MaxRequestTimeout, p.RequestTimeout)
 	}
 	if len(p.Phases) == 0 {
 		bad(path+".phases", "at least one phase is needed")

@@ -182,7 +182,7 @@ profiles:
     settle: 1s
     trim_head: 0s
     trim_tail: 0s
-    request_timeout: 120s
+    request_timeout: 60s
     seed: 1
     rounds: 1
     compare: {rest: users-completed-tasks-subtasks-250-rest-embedded, graphql: users-completed-tasks-subtasks-250-batched}
