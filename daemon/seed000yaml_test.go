@@ -175,7 +175,9 @@ profiles:
   # strategy: a phase each, 20 users at once sending 25 requests each
   # without think time. GraphQL's three strategies and REST embedded (the
   # chatty view is left out: at X = 250 it is 1,500 calls a request). Tens
-  # of minutes on 2 cores.
+  # of minutes on 2 cores. A phase of the small queries lasts under a
+  # second: run it with sampler.interval 100ms, or their CPU, allocation
+  # and GC per request are not measured (too few samples).
   seed-000:
     description: seed 000's table (ab n = 500, c = 20) for each query and strategy (GraphQL naive, batched, joined; REST embedded)
     scenario: relational

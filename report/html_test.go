@@ -884,6 +884,10 @@ func TestSeed000Section(t *testing.T) {
 	if md := r.Markdown(); !strings.Contains(md, "| not measured: cannot read the target's relational tally: gone | — | — | — |") {
 		t.Errorf("a tally not read is not said so")
 	}
+	r.Phases[1].Resources, r.Phases[1].ResourcesError = nil, "only 0 samples in the 0.4s steady window"
+	if md := r.Markdown(); !strings.Contains(md, "| not measured: only 0 samples in the 0.4s steady window | — | — | — |") {
+		t.Errorf("resources not measured are not said so")
+	}
 	if md := fixture().Markdown(); strings.Contains(md, "Seed 000") {
 		t.Errorf("a report without seed 000's queries has the section")
 	}

@@ -118,12 +118,18 @@ func (r *Report) seed000Tables() []seed000Table {
 		if len(sp.Operations) > 3 {
 			queries = fmt.Sprintf("%d queries", len(sp.Operations))
 		}
-		pr := perRequestCells(p.PerRequest)
-		gc := "—"
+		row := []string{p.Name, sp.Strategy, queries}
 		if p.Resources != nil {
-			gc = resourceCells(p.Resources)[1]
+			pr := perRequestCells(p.PerRequest)
+			row = append(row, pr[0], pr[1], pr[3], resourceCells(p.Resources)[1])
+		} else {
+			// Too short a steady window for the sampler: say so, never 0.
+			why := "not measured"
+			if p.ResourcesError != "" {
+				why += ": " + p.ResourcesError
+			}
+			row = append(row, why, "—", "—", "—")
 		}
-		row := []string{p.Name, sp.Strategy, queries, pr[0], pr[1], pr[3], gc}
 		if d := p.Database; d != nil && d.NotMeasured == "" {
 			row = append(row, fmt.Sprintf("%.2f", d.CallsPerRequest), fmt.Sprintf("%.2f", d.QueriesPerRequest),
 				fmt.Sprintf("%.0f", d.RowsPerRequest), fmt.Sprintf("%.2f ms", d.MsPerRequest))
