@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -477,6 +478,12 @@ type Profile struct {
 	// Gate is the rule that turns rounds into the verdict; "interval" (the
 	// default and the only rule).
 	Gate string `yaml:"gate"`
+	// Scenario, when set, is the built-in target's scenario the profile's
+	// operations need (relational: seed 000's endpoints). A run of it on
+	// a target soakd starts serves it whatever target.scenario says; one
+	// on a target already running (serve, soak) or not built in is
+	// refused up front unless that target serves it.
+	Scenario string `yaml:"scenario"`
 	// MemoryPhase names the phase the memory verdict judges ("" for none).
 	MemoryPhase string        `yaml:"memory_phase"`
 	Compare     Compare       `yaml:"compare"`
@@ -548,14 +555,26 @@ func (e *ConfigError) Error() string {
 	return b.String()
 }
 
-// LoadConfig decodes the embedded defaults and then, when user is not nil,
-// the user's document on top; it rejects unknown keys and bad values and
+// embeddedSeed000 is seed000.yaml: seed 000's operations and the profiles
+// relational and seed-000, generated from relational.Operations
+// (TestSeed000YAML). LoadConfig decodes it right after the defaults, as
+// if it were part of them, so soakd config shows it and a user file may
+// replace any of it.
+//
+//go:embed seed000.yaml
+var embeddedSeed000 []byte
+
+// LoadConfig decodes the embedded defaults (and seed000.yaml) and then,
+// when user is not nil, the user's document on top; it rejects unknown keys and bad values and
 // validates the result, returning a *ConfigError with every problem found.
 // source names the user document in messages (usually its path).
 func LoadConfig(defaults []byte, user []byte, source string) (*Config, error) {
 	cfg := &Config{}
 	if _, err := decodeStrict(defaults, cfg, "embedded config.yaml"); err != nil {
 		return nil, fmt.Errorf("embedded defaults are broken: %w", err)
+	}
+	if _, err := decodeStrict(embeddedSeed000, cfg, "embedded seed000.yaml"); err != nil {
+		return nil, fmt.Errorf("embedded seed000.yaml is broken: %w", err)
 	}
 	lines := map[string]int{}
 	if user != nil {
@@ -667,6 +686,7 @@ func cloneOperation(d workloads.OperationDef) workloads.OperationDef {
 	if r := d.REST; r != nil {
 		cp := *r
 		cp.Body = cloneAny(r.Body)
+		cp.Follow = slices.Clone(r.Follow)
 		d.REST = &cp
 	}
 	if g := d.GraphQL; g != nil {
@@ -1440,8 +1460,8 @@ func (p Profile) validate(path string, ops map[workloads.Operation]workloads.Ope
 	if p.TrimTail < 0 {
 		bad(path+".trim_tail", "must not be negative (got %s)", p.TrimTail)
 	}
-	if p.RequestTimeout <= 0 {
-		bad(path+".request_timeout", "must be a positive duration (got %s)", p.RequestTimeout)
+	if p.RequestTimeout <= 0 || p.RequestTimeout > workloads.MaxRequestTimeout {
+		bad(path+".request_timeout", "must be a positive duration of at most %s, the top of the latency histograms (got %s)", workloads.MaxRequestTimeout, p.RequestTimeout)
 	}
 	if len(p.Phases) == 0 {
 		bad(path+".phases", "at least one phase is needed")
@@ -1458,6 +1478,9 @@ func (p Profile) validate(path string, ops map[workloads.Operation]workloads.Ope
 	}
 	if p.MaxRounds != 0 && (p.MaxRounds < p.Rounds || p.MaxRounds > 100) {
 		bad(path+".max_rounds", "must be 0 (no adaptive rounds) or between rounds (%d) and 100 (got %d)", p.Rounds, p.MaxRounds)
+	}
+	if p.Scenario != "" && p.Scenario != ScenarioDonut && p.Scenario != ScenarioRelational {
+		bad(path+".scenario", "must be empty, donut or relational (got %q)", p.Scenario)
 	}
 	if p.MemoryPhase != "" && !slices.ContainsFunc(p.Phases, func(ph PhaseConfig) bool { return ph.Name == p.MemoryPhase }) {
 		bad(path+".memory_phase", "names no phase of this profile (got %q)", p.MemoryPhase)

@@ -382,3 +382,17 @@ func TestTargetBindRule(t *testing.T) {
 		t.Errorf("the compose stack's config must load: %v", err)
 	}
 }
+
+func TestProfileScenarioAndRequestTimeout(t *testing.T) {
+	ps := problems(t, `
+profiles:
+  bad:
+    request_timeout: 2m
+    scenario: graph
+    compare: {graphql: g}
+    phases:
+      - {name: g, arm: graphql, users: [{operation: graphql-query, users: 1, iterations: 1}]}
+`)
+	has(t, ps, "profiles.bad.request_timeout", 4, "at most 1m0s, the top of the latency histograms")
+	has(t, ps, "profiles.bad.scenario", 5, "must be empty, donut or relational")
+}

@@ -45,6 +45,8 @@ type processTarget struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	m      *remoteMetrics
+	// scenario is target.scenario, what the child serves.
+	scenario string
 
 	// mu guards the mirror of the child's samples.
 	mu         sync.Mutex
@@ -79,7 +81,7 @@ func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, lo
 		return nil, fmt.Errorf("cannot pass the configuration to the target process: %w", err)
 	}
 	t := &processTarget{
-		log: log.Named("target"), token: randomToken(), failed: newFailSignal(),
+		log: log.Named("target"), token: randomToken(), failed: newFailSignal(), scenario: cfg.Target.Scenario,
 		grace:      cfg.Server.ShutdownGrace + 5*time.Second,
 		maxSamples: cmpOrInt(cfg.Sampler.MaxSamples, profiles.DefaultMaxSamples),
 		client: &http.Client{Transport: &http.Transport{
@@ -296,7 +298,7 @@ func (t *processTarget) PauseBuckets() []float64 { return slices.Clone(t.buckets
 func (t *processTarget) Info() report.TargetInfo {
 	u := t.ready.URL
 	info := report.TargetInfo{
-		Kind: report.TargetBuiltin, PID: t.ready.PID,
+		Kind: report.TargetBuiltin, PID: t.ready.PID, Scenario: t.scenario,
 		GraphQLURL: u + "/graphql", GraphQLWSURL: "ws" + u[len("http"):] + "/graphql", RESTURL: u,
 		Runtime: "go", RuntimeBasis: "the built-in target, run by soakd as a process of its own (soakd target)",
 		Figures: builtinFigures(t.ready.PID),

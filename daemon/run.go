@@ -20,6 +20,7 @@ import (
 	"github.com/soakd/soakd/metrics"
 	"github.com/soakd/soakd/pin"
 	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/relational"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
@@ -102,6 +103,9 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		return nil, Usagef("--profile %q does not exist; profiles: %v", name, cfg.ProfileNames())
 	}
 	r.prof = prof
+	if err := r.needScenario(name); err != nil {
+		return nil, err
+	}
 	r.start = time.Now().UTC()
 	runID := opts.RunID
 	if runID == "" {
@@ -147,7 +151,7 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest, in.DriverCPUMicrosPerRequest))
 	}
 	if r.target = opts.Target; r.target == nil {
-		r.target, err = OpenTarget(ctx, cfg, opts.Executable, r.dir, r.log)
+		r.target, err = OpenTarget(ctx, r.cfg, opts.Executable, r.dir, r.log)
 		if err != nil {
 			rep, aerr := r.abort(err)
 			if CodeOf(err) == ExitUsage {
@@ -229,6 +233,34 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 	return r.finish(ctx, ran, captures)
 }
 
+// needScenario makes the run's target serve the scenario its profile
+// needs (Profile.Scenario): a built-in target the run starts is told to
+// serve it, whatever target.scenario says; a target already running (a
+// daemon's, a soak's) or one soakd does not host must serve it already,
+// or the run is refused (exit 2) before anything starts.
+func (r *run) needScenario(name string) error {
+	want := r.prof.Scenario
+	if want == "" {
+		return nil
+	}
+	if t := r.opts.Target; t != nil {
+		info := t.Info()
+		if info.Kind == report.TargetBuiltin && info.Scenario == want {
+			return nil
+		}
+		got := "target.scenario " + info.Scenario
+		if info.Kind != report.TargetBuiltin {
+			got = "a server soakd does not host (target.kind " + info.Kind + ")"
+		}
+		return Usagef("profile %s needs the built-in target serving target.scenario %s, but the running target is %s: start soakd serve or soak with target.kind: builtin and target.scenario: %s", name, want, got, want)
+	}
+	if k := r.cfg.Target.Kind; k != "" && k != report.TargetBuiltin {
+		return Usagef("profile %s needs the built-in target's %s scenario, but target.kind is %s: run it with target.kind: builtin", name, want, k)
+	}
+	r.cfg.Target.Scenario = want
+	return nil
+}
+
 // noControl reports whether the run has no control group: the profile
 // compares no REST phase and the arms are not a self-check.
 func (r *run) noControl() bool {
@@ -302,6 +334,15 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		case <-phaseCtx.Done():
 		}
 	}()
+	// The relational scenario's tally around the driver: the phase's
+	// database work (every request of it, so no window is needed).
+	rel, relOK := r.target.(relationalSource)
+	relOK = relOK && r.target.Info().Scenario == ScenarioRelational
+	var relBefore map[string]relational.Totals
+	var relErr error
+	if relOK {
+		relBefore, relErr = rel.relationalTotals(phaseCtx)
+	}
 	var series report.SeriesRecorder
 	res, driver, err := runDriver(phaseCtx, r.log, r.opts.Executable, r.target.driverArgs(), r.cfg.Pinning.Driver, driverSecrets(r.cfg), spec, func(p workloads.Progress) {
 		series.Add(p)
@@ -324,6 +365,10 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		return capt, fmt.Errorf("phase %s: the driver reported the target's own pid %d; load must come from another process", spec.Name, res.DriverPID)
 	}
 	phase := r.target.phase(res, runtime.NumCPU())
+	if relOK {
+		after, err := rel.relationalTotals(phaseCtx)
+		phase.Database = databaseFigures(relBefore, after, relErr, err, res.Requests)
+	}
 	phase.DriverCPUPercent = driver.MachinePercent(runtime.NumCPU())
 	phase.DriverSeries = series.Series()
 	if ml := phase.MaxLoad; ml != nil && res.MaxLoad != nil {
@@ -342,6 +387,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	capt.after(res.Requests)
 	r.rep.Profiles = append(r.rep.Profiles, capt.files...)
 	r.rep.Phases = append(r.rep.Phases, phase)
+	r.rep.Seed000 = seed000Section(r.cfg.Operations, r.rep.Phases)
 	if err := r.write(); err != nil {
 		return capt, err
 	}

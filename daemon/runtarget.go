@@ -13,6 +13,7 @@ import (
 	"github.com/soakd/soakd/metrics"
 	"github.com/soakd/soakd/pin"
 	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/relational"
 	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
@@ -61,6 +62,17 @@ type RunTarget interface {
 	// between from and to, for its utilisation through a max-load ramp.
 	cpuReadings(from, to time.Time) []cpuReading
 }
+
+// relationalSource is a built-in target serving the relational scenario:
+// its database tally by endpoint, cumulative since it started.
+type relationalSource interface {
+	relationalTotals(ctx context.Context) (map[string]relational.Totals, error)
+}
+
+var (
+	_ relationalSource = (*Target)(nil)
+	_ relationalSource = (*processTarget)(nil)
+)
 
 // metricsSink takes soakd's own series of a run: *metrics.Metrics on the
 // target's registry, or the same calls sent to the target's process.
@@ -152,7 +164,7 @@ func (t *Target) Info() report.TargetInfo {
 	u := t.URL()
 	ws := "ws" + u[len("http"):] + "/graphql"
 	return report.TargetInfo{
-		Kind: report.TargetBuiltin, PID: os.Getpid(),
+		Kind: report.TargetBuiltin, PID: os.Getpid(), Scenario: t.scenario,
 		GraphQLURL: u + "/graphql", GraphQLWSURL: ws, RESTURL: u,
 		Runtime: "go", RuntimeBasis: "the built-in target, in soakd's own process (target.in_process)",
 		Figures: builtinFigures(os.Getpid()),

@@ -44,7 +44,9 @@ type Target struct {
 	Metrics *metrics.Metrics
 
 	log      *zap.Logger
-	relStore *relational.Store // target.scenario relational; nil otherwise
+	relStore *relational.Store   // target.scenario relational; nil otherwise
+	relM     *relational.Metrics // its per-endpoint tally; nil otherwise
+	scenario string              // target.scenario
 	server   *http.Server
 	listener net.Listener
 	grace    time.Duration
@@ -125,7 +127,7 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	// the route template ("GET /api/donuts/{id}") it matched.
 	mux.Handle("/api/donuts/", profiles.Labeled("rest", m.Middleware("rest", metrics.RouteOperation(),
 		control.NewHandler(svc, control.Options{MaxBodyBytes: cfg.Server.MaxBodyBytes, Logger: log.Named("rest")}))))
-	relStore, err := serveRelational(ctx, cfg, reg, mux, log)
+	relStore, relM, err := serveRelational(ctx, cfg, reg, mux, log)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +174,7 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	}
 	t := &Target{
 		Service: svc, Sampler: sampler, Registry: reg, Metrics: m,
-		log: log, relStore: relStore, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
+		log: log, relStore: relStore, relM: relM, scenario: cfg.Target.Scenario, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
 		stop: stop, failed: newFailSignal(), pyroscope: stopPush,
 	}
 	t.wg.Go(func() {

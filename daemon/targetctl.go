@@ -204,6 +204,7 @@ func (c *targetControl) handler() http.Handler {
 	mux.HandleFunc("POST /soakd/metrics", c.metrics)
 	mux.HandleFunc("POST /soakd/pin", c.pin)
 	mux.HandleFunc("GET /soakd/affinity", c.affinity)
+	mux.HandleFunc("GET /soakd/relational", c.relational)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil || !api.IsLoopback(host) {
@@ -396,6 +397,17 @@ func (c *targetControl) pin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(w, nil)
+}
+
+// relational answers the relational scenario's tally by endpoint (409
+// when the target does not serve the scenario).
+func (c *targetControl) relational(w http.ResponseWriter, r *http.Request) {
+	tot, err := c.t.relationalTotals(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	reply(w, tot)
 }
 
 func (c *targetControl) affinity(w http.ResponseWriter, _ *http.Request) {

@@ -1,6 +1,10 @@
 package relational
 
 import (
+	"maps"
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -16,6 +20,32 @@ type Metrics struct {
 	seconds    *prometheus.CounterVec
 	errors     *prometheus.CounterVec
 	perRequest *prometheus.HistogramVec
+
+	// mu guards totals, the same sums as the counters, read back by
+	// Totals without a scrape.
+	mu     sync.Mutex
+	totals map[string]Totals
+}
+
+// Totals are one endpoint's cumulative figures since the target started:
+// requests served and their tallies summed. Two readings' difference is
+// the work of the requests in between.
+type Totals struct {
+	Requests int64         `json:"requests"`
+	Queries  int64         `json:"queries"`
+	Rows     int64         `json:"rows"`
+	Time     time.Duration `json:"time_ns"`
+}
+
+// Totals returns every endpoint's cumulative figures (a copy), by
+// endpoint label; an endpoint that served nothing yet is absent.
+func (m *Metrics) Totals() map[string]Totals {
+	if m == nil {
+		return map[string]Totals{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.totals)
 }
 
 // NewMetrics registers the relational series on reg (never the global
@@ -38,6 +68,7 @@ func NewMetrics(reg prometheus.Registerer, s *Store) *Metrics {
 			Help:    "SQL queries per request, by endpoint.",
 			Buckets: []float64{0, 1, 2, 3, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000},
 		}, []string{"endpoint"}),
+		totals: map[string]Totals{},
 	}
 	reg.MustRegister(m.requests, m.queries, m.rows, m.seconds, m.errors, m.perRequest,
 		collectors.NewDBStatsCollector(s.DB(), "relational"))
@@ -55,6 +86,10 @@ func (m *Metrics) Observe(endpoint string, t *Tally) {
 	m.rows.WithLabelValues(endpoint).Add(float64(s.Rows))
 	m.seconds.WithLabelValues(endpoint).Add(s.Time.Seconds())
 	m.perRequest.WithLabelValues(endpoint).Observe(float64(s.Queries))
+	m.mu.Lock()
+	t0 := m.totals[endpoint]
+	m.totals[endpoint] = Totals{Requests: t0.Requests + 1, Queries: t0.Queries + s.Queries, Rows: t0.Rows + s.Rows, Time: t0.Time + s.Time}
+	m.mu.Unlock()
 	if e := t.Err(); e != nil {
 		m.errors.WithLabelValues(endpoint, e.Cause).Inc()
 	}

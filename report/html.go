@@ -76,6 +76,7 @@ type htmlPage struct {
 	AfterIntro                  string
 	Afters                      []htmlRow
 	RoundVerdictNote            string
+	Seed000                     []seed000Table
 	HarnessIntro                string
 	HarnessHead                 []string
 	HarnessRows                 [][]string
@@ -241,6 +242,7 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 	if len(r.Overhead) > 0 {
 		p.OverheadBasis, p.OverheadRule = r.overheadBasis(), overheadNoiseRule
 	}
+	p.Seed000 = r.seed000Tables()
 	if intro, head, rows, ok := r.harnessCostTable(); ok {
 		p.HarnessIntro, p.HarnessHead, p.HarnessRows = intro, head, rows
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/soakd/soakd/kpi"
 	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/relational"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -121,6 +122,14 @@ func allSectionsFixture() (*Report, *Samples) {
 	r.Phases[0].After = &After{BaselineGoroutines: 10, Goroutines: 11, Returned: true}
 	r.Phases[1].After = &After{BaselineGoroutines: 10, Goroutines: 40, Subscribers: 2, Returned: false}
 	r.Phases = append(r.Phases, maxLoad, open)
+	r.Phases[1].Database = &Database{Endpoints: []string{"graphql_batched"}, HTTPRequests: 100, Queries: 250, Rows: 9000, Seconds: 0.5,
+		CallsPerRequest: 1, QueriesPerRequest: 2.5, RowsPerRequest: 90, MsPerRequest: 5}
+	r.Seed000 = &Seed000{
+		Rows: []Seed000Row{{Operation: "users-tasks-250", Shape: "Single has many", X: 250, Strategy: "batched", Phase: r.Phases[1].Name,
+			ConfigOperation: "rel-users-tasks-250-batched", Users: 20, Requests: 500, RPS: 41.5, LatencyMs: workloads.Latency{Mean: 480, P50: 470, P90: 530, P99: 610, Max: 650}}},
+		Phases:    []Seed000Phase{{Phase: r.Phases[1].Name, Strategy: "batched", Operations: []string{"users-tasks-250"}}},
+		Published: relational.PublishedResults()[2:4],
+	}
 	r.Target = &TargetInfo{Kind: TargetAttach, PID: 4242, GraphQLURL: "http://127.0.0.1:1/graphql", Figures: []FigureSource{
 		{Name: "cpu_seconds", Source: "os: gopsutil, pid 4242", Definition: "user + system CPU", Measured: true},
 		{Name: "gc_percent", Source: "series go_gc_cpu", Definition: "GC share", Reason: "no such series"},
@@ -296,7 +305,8 @@ func TestHTMLHasEverySection(t *testing.T) {
 	md, page := all.Markdown(), render(t, all, s)
 	for _, want := range []string{"Max load: max-load-rest", "Open model: open-graphql", "Subscriptions during graphql-load",
 		"Back to rest after each phase", "Where the resource figures come from", "Memory profile verdict", "Subscription delivery",
-		"Compared phases", "Return to rest", "Where the overhead goes", "Notes", trickyPhase + ": problems"} {
+		"Compared phases", "Return to rest", "Where the overhead goes", "Notes", trickyPhase + ": problems",
+		"Seed 000", "Seed 000: soakd's measurement", "Seed 000: cost per request", "Seed 000: the seed's published figures (theirs, not this run's)"} {
 		if !strings.Contains(md, "# "+want+"\n") {
 			t.Errorf("the fixture's report.md lacks the section %q: the test no longer covers it", want)
 		}
@@ -966,4 +976,33 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSeed000Section: report.md prints the seed's table as measured, the
+// cost per request with the database's figures, and the seed's published
+// figures labelled as theirs; a report without it has no such section.
+func TestSeed000Section(t *testing.T) {
+	r, _ := allSectionsFixture()
+	md := r.Markdown()
+	for _, want := range []string{
+		"| users-tasks-250 | 250 | batched | " + r.Phases[1].Name + " | 20 | 500 | 0 | 41.50 | 480.0 | 470.0 | 530.0 | 610.0 | 650.0 |",
+		"| 1.00 | 2.50 | 90 | 5.00 ms |",
+		"| users-tasks-250 | includes | 8.02 | 2458 | 2429 | 2685 | 2757 | 2933 |",
+		"theirs, not this run's",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	r.Phases[1].Database = &Database{NotMeasured: "cannot read the target's relational tally: gone"}
+	if md := r.Markdown(); !strings.Contains(md, "| not measured: cannot read the target's relational tally: gone | — | — | — |") {
+		t.Errorf("a tally not read is not said so")
+	}
+	r.Phases[1].Resources, r.Phases[1].ResourcesError = nil, "only 0 samples in the 0.4s steady window"
+	if md := r.Markdown(); !strings.Contains(md, "| not measured: only 0 samples in the 0.4s steady window | — | — | — |") {
+		t.Errorf("resources not measured are not said so")
+	}
+	if md := fixture().Markdown(); strings.Contains(md, "Seed 000") {
+		t.Errorf("a report without seed 000's queries has the section")
+	}
 }

@@ -243,6 +243,7 @@ func (r *Report) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	r.seed000Section(&b)
 	r.checkSections(&b)
 	r.workloadSections(&b)
 	r.harnessCost(&b)

@@ -97,6 +97,9 @@ type Report struct {
 	Profiles []string `json:"profiles,omitempty"`
 	// Phases in the order they ran.
 	Phases []Phase `json:"phases"`
+	// Seed000 is seed 000's table as this run measured it, beside the
+	// seed's published figures; nil when no phase ran seed 000's queries.
+	Seed000 *Seed000 `json:"seed_000,omitempty"`
 	// NoiseFloor names the self-check whose recorded round-to-round spread
 	// gave the KPI rows their noise_sd and noise_min_detectable; nil when
 	// none was applied (a self-check, no record for the profile, or an
@@ -283,6 +286,10 @@ const (
 type TargetInfo struct {
 	// Kind is builtin, attach or command.
 	Kind string `json:"kind"`
+	// Scenario is what the built-in target serves besides the Donut arms:
+	// donut (nothing more) or relational (seed 000's endpoints); "" for a
+	// target soakd does not host.
+	Scenario string `json:"scenario,omitempty"`
 	// PID is the measured process (soakd's own for builtin).
 	PID int `json:"pid"`
 	// GraphQLURL is the GraphQL endpoint, GraphQLWSURL its websocket URL,
@@ -477,6 +484,9 @@ type Phase struct {
 	// second) for report.html's charts; nil when the driver sent no
 	// progress report (or in older reports).
 	DriverSeries *DriverSeries `json:"driver_series,omitempty"`
+	// Database is the phase's database work on the relational scenario
+	// (target.scenario relational); nil on any other target.
+	Database *Database `json:"database,omitempty"`
 	// After is the target once the phase has settled; nil for an
 	// interrupted phase.
 	After   *After `json:"after"`
@@ -765,4 +775,34 @@ func Read(path string) (*Report, error) {
 		return nil, fmt.Errorf("cannot decode %s: %w", path, err)
 	}
 	return &r, nil
+}
+
+// Database is a phase's database work on the relational scenario, from the
+// built-in target's own tally (relational.Tally: every query timed from the
+// driver call that sends it until its result is closed, pool waits
+// included), read before and after the phase's driver ran: every request
+// of the phase, not only the steady window's. Per request is per request
+// the driver completed, failed ones included; a chatty operation's calls
+// are one request (CallsPerRequest says how many HTTP requests each was).
+type Database struct {
+	// Endpoints are the scenario's endpoints that served the phase
+	// (graphql_naive, graphql_batched, graphql_joined, rest).
+	Endpoints []string `json:"endpoints"`
+	// HTTPRequests, Queries, Rows and Seconds are the phase's totals:
+	// requests those endpoints served, SQL queries they ran, rows the
+	// queries returned, seconds spent in them (queries at once each count
+	// their own time).
+	HTTPRequests int64   `json:"http_requests"`
+	Queries      int64   `json:"queries"`
+	Rows         int64   `json:"rows"`
+	Seconds      float64 `json:"seconds"`
+	// Per request of the driver: HTTP calls, queries, rows and database
+	// time in milliseconds.
+	CallsPerRequest   float64 `json:"calls_per_request"`
+	QueriesPerRequest float64 `json:"queries_per_request"`
+	RowsPerRequest    float64 `json:"rows_per_request"`
+	MsPerRequest      float64 `json:"db_ms_per_request"`
+	// NotMeasured says why the per-request figures were not measured
+	// (their values are then 0 and mean nothing); "" when they were.
+	NotMeasured string `json:"not_measured,omitempty"`
 }

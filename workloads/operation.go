@@ -86,6 +86,27 @@ type RESTDef struct {
 	// a header says otherwise), or as JSON when a mapping or list (values
 	// JSON-escaped, Content-Type application/json).
 	Body any `yaml:"body,omitempty" json:"body,omitempty"`
+	// Follow makes the operation a chatty client's view: after the call
+	// to Path, one GET per item an earlier call returned, all within one
+	// request of the operation (timed from the first send to the last
+	// body, failed by the first call that fails). Only a GET may follow.
+	Follow []FollowDef `yaml:"follow,omitempty" json:"follow,omitempty"`
+}
+
+// FollowDef is one round of a chatty operation's calls (RESTDef.Follow):
+// Path, with {id} replaced by each item's IDField, is called once per item
+// of the JSON answers of call From, one after the other. The answers are
+// {"data": [items]} or {"data": {item}}; an item without a numeric IDField
+// fails the request as payload_mismatch.
+type FollowDef struct {
+	// Path starts with "/", is appended to the REST base URL and holds
+	// {id} once; it takes no {{placeholders}}.
+	Path string `yaml:"path,omitempty" json:"path"`
+	// From is the call whose items are followed: 0 the operation's own
+	// (rest.path), k the k-th follow (1-based), which must come before.
+	From int `yaml:"from,omitempty" json:"from"`
+	// IDField is the item's numeric field put in place of {id}.
+	IDField string `yaml:"id_field,omitempty" json:"id_field"`
 }
 
 // GraphQLDef is a GraphQL query or mutation.
@@ -100,6 +121,11 @@ type GraphQLDef struct {
 	Variables map[string]any `yaml:"variables,omitempty" json:"variables,omitempty"`
 	// Transport is post (""), get, graphql or persisted.
 	Transport string `yaml:"transport,omitempty" json:"transport,omitempty"`
+	// Path, when set, replaces the path of the GraphQL endpoint's URL (same
+	// scheme and host): a server serving several GraphQL endpoints, like
+	// the built-in target's /graphql/naive, /graphql/batched and
+	// /graphql/joined. It starts with "/" and takes no query.
+	Path string `yaml:"path,omitempty" json:"path,omitempty"`
 }
 
 // SubscriptionDef is a GraphQL subscription whose events a writer raises.
@@ -189,11 +215,19 @@ type compiledOp struct {
 	eventVar  int
 	rangeVars int // variables written into the value buffer
 	url       template
-	getVars   template // TransportGet: the variables JSON, query-escaped
+	follow    []followStep // RESTDef.Follow: the chatty calls after the first
+	getVars   template     // TransportGet: the variables JSON, query-escaped
 	headers   []headerTemplate
 	body      template
 	retryBody template // TransportPersisted: the body with the document
 	expect    compiledExpect
+}
+
+// followStep is one compiled FollowDef: the URL around {id}.
+type followStep struct {
+	prefix, suffix []byte // the absolute URL before and after {id}
+	from           int
+	idField        string
 }
 
 // varSource is how one data variable gets its value from the pickers.
@@ -310,6 +344,10 @@ func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(
 		if op.body != nil && (op.method == http.MethodGet || op.method == http.MethodHead) {
 			bad("rest.body: a %s request carries no body", op.method)
 		}
+		if len(r.Follow) > 0 && op.method != http.MethodGet {
+			bad("rest.follow: only a GET is followed by chatty calls, not %s", op.method)
+		}
+		op.follow = compileFollow(r.Follow, ep.rest, bad)
 	case d.GraphQL != nil:
 		contentType = op.compileGraphQL(d.GraphQL, ep, names, compile, bad)
 	case d.Subscription != nil:
@@ -380,6 +418,18 @@ func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(
 func (op *compiledOp) compileGraphQL(g *GraphQLDef, ep endpoints, names map[string]int,
 	compile func(key, text string, esc escaping) template, bad func(string, ...any)) string {
 	op.method = http.MethodPost
+	if g.Path != "" {
+		u, err := url.Parse(ep.graphql)
+		switch {
+		case !strings.HasPrefix(g.Path, "/") || strings.ContainsAny(g.Path, "?#") || strings.Contains(g.Path, "{{"):
+			bad("graphql.path: must start with / and hold no query, fragment or {{placeholder}} (it replaces the GraphQL URL's path), got %q", g.Path)
+		case err != nil:
+			bad("graphql.path: cannot apply it to the GraphQL URL %q: %v", ep.graphql, err)
+		default:
+			u.Path, u.RawPath = g.Path, ""
+			ep.graphql = u.String()
+		}
+	}
 	op.url = template{{lit: []byte(ep.graphql), v: -1}}
 	if strings.TrimSpace(g.Document) == "" {
 		bad("graphql.document: must not be empty")
@@ -458,6 +508,32 @@ func (op *compiledOp) compileGraphQL(g *GraphQLDef, ep endpoints, names map[stri
 		bad("graphql.transport: must be post, get, graphql or persisted, got %q", g.Transport)
 	}
 	return ""
+}
+
+// compileFollow checks and compiles a chatty operation's follow calls
+// against the REST base URL rest.
+func compileFollow(fs []FollowDef, rest string, bad func(string, ...any)) []followStep {
+	var out []followStep
+	for i, f := range fs {
+		key := fmt.Sprintf("rest.follow[%d]", i)
+		before, after, ok := strings.Cut(f.Path, "{id}")
+		switch {
+		case !strings.HasPrefix(f.Path, "/"):
+			bad("%s.path: must start with / (it is appended to the REST base URL), got %q", key, f.Path)
+		case !ok || strings.Contains(after, "{id}"):
+			bad("%s.path: must hold {id} once, where each followed item's id goes, got %q", key, f.Path)
+		case strings.Contains(f.Path, "{{") || strings.ContainsAny(f.Path, " #"):
+			bad("%s.path: takes no {{placeholders}}, spaces or fragment, got %q", key, f.Path)
+		}
+		if f.From < 0 || f.From > i {
+			bad("%s.from: must name an earlier call, 0 (rest.path) to %d, got %d", key, i, f.From)
+		}
+		if !isIdentifier(f.IDField) {
+			bad("%s.id_field: name the followed items' numeric field (letters, digits and _), got %q", key, f.IDField)
+		}
+		out = append(out, followStep{prefix: []byte(rest + before), suffix: []byte(after), from: f.From, idField: f.IDField})
+	}
+	return out
 }
 
 // compileSources numbers the pickers: one per range or list variable, one
@@ -620,16 +696,40 @@ func (s *compiledSubscription) variablesFor(id string) (map[string]any, error) {
 	return vars, nil
 }
 
-// operationList lists the operation names, sorted, for messages.
+// operationList lists the operation names, sorted, for messages. A family
+// of more than listedFamily names sharing their first word (the 75 rel-…
+// operations of seed 000) is counted rather than listed, so the message
+// stays readable; soakd config lists them all.
 func operationList(ops map[Operation]OperationDef) string {
 	if len(ops) == 0 {
 		return "none"
 	}
-	names := make([]string, 0, len(ops))
+	const listedFamily = 5
+	family := func(n string) string {
+		if i := strings.IndexByte(n, '-'); i > 0 {
+			return n[:i+1]
+		}
+		return n
+	}
+	count := map[string]int{}
 	for n := range ops {
+		count[family(string(n))]++
+	}
+	var names, families []string
+	for n := range ops {
+		if f := family(string(n)); count[f] > listedFamily {
+			if !slices.Contains(families, f) {
+				families = append(families, f)
+			}
+			continue
+		}
 		names = append(names, string(n))
 	}
 	slices.Sort(names)
+	slices.Sort(families)
+	for _, f := range families {
+		names = append(names, fmt.Sprintf("%d named %s… (soakd config lists them)", count[f], f))
+	}
 	return strings.Join(names, ", ")
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -396,5 +397,112 @@ func TestSubscriptionHeaders(t *testing.T) {
 	def.Headers = map[string]string{"X-Id": "{{writer_id}}"}
 	if _, err := compileSubscription(def, ops, env); err == nil || !strings.Contains(err.Error(), "headers.X-Id") {
 		t.Errorf("a templated header: got %v", err)
+	}
+}
+
+// TestGraphQLPath: graphql.path sends the operation to another path of the
+// GraphQL endpoint's server, every transport alike.
+func TestGraphQLPath(t *testing.T) {
+	ok := func(recorded) (int, string) { return 200, `{"data":{"x":1}}` }
+	for _, tr := range []string{TransportPost, TransportGet, TransportGraphQL} {
+		w := newWire(t, ok)
+		r := runOp(t, w, OperationDef{GraphQL: &GraphQLDef{Document: "{ x }", Path: "/graphql/batched", Transport: tr},
+			Expect: Expect{NoGraphQLErrors: true, JSON: map[string]string{"data.x": "1"}}}, 1)
+		if g := w.requests(); r.Errors != 0 || len(g) != 1 || g[0].path != "/graphql/batched" {
+			t.Errorf("%s: got %+v, errors %v; want one request to /graphql/batched", tr, g, r.ErrorExamples)
+		}
+	}
+}
+
+// TestChattyFollow: a chatty operation is one request of several calls:
+// the first, then one per item each step follows, in order; a follow call
+// that fails fails the request with its class, naming its URL.
+func TestChattyFollow(t *testing.T) {
+	def := OperationDef{
+		REST: &RESTDef{Path: "/users?limit=2", Follow: []FollowDef{
+			{Path: "/users/{id}/tasks", From: 0, IDField: "id"},
+			{Path: "/tasks/{id}/subtasks?x=1", From: 1, IDField: "id"},
+		}},
+		Expect: Expect{Present: []string{"data.1.id"}},
+	}
+	answers := map[string]string{
+		"/users":             `{"data":[{"id":1,"name":"a"},{"id":2,"name":"b"}]}`,
+		"/users/1/tasks":     `{"data":[{"id":10},{"id":11}]}`,
+		"/users/2/tasks":     `{"data":[]}`,
+		"/tasks/10/subtasks": `{"data":[{"id":100}]}`,
+		"/tasks/11/subtasks": `{"data":{"id":101}}`,
+	}
+	var mu sync.Mutex // the handler reads answers, the test changes them
+	set := func(path, body string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if body == "" {
+			delete(answers, path)
+		} else {
+			answers[path] = body
+		}
+	}
+	w := newWire(t, func(r recorded) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if b, ok := answers[r.path]; ok {
+			return 200, b
+		}
+		return 404, `{"error":"no"}`
+	})
+	r := runOp(t, w, def, 2)
+	if r.Requests != 2 || r.Errors != 0 {
+		t.Fatalf("got %d requests, %d errors %v; want 2 and 0", r.Requests, r.Errors, r.ErrorExamples)
+	}
+	var paths []string
+	for _, g := range w.requests()[:5] {
+		paths = append(paths, g.path+"?"+g.query)
+	}
+	want := []string{"/users?limit=2", "/users/1/tasks?", "/users/2/tasks?", "/tasks/10/subtasks?x=1", "/tasks/11/subtasks?x=1"}
+	if !slices.Equal(paths, want) || len(w.requests()) != 10 {
+		t.Errorf("calls %v (of %d), want %v twice", paths, len(w.requests()), want)
+	}
+
+	set("/tasks/11/subtasks", "")
+	r = runOp(t, w, def, 1)
+	if r.Errors != 1 || r.ErrorsByClass["http_404"] != 1 || !strings.Contains(fmt.Sprint(r.ErrorExamples), "/tasks/11/subtasks") {
+		t.Errorf("a failing follow call: got %v %v, want one http_404 naming /tasks/11/subtasks", r.ErrorsByClass, r.ErrorExamples)
+	}
+	set("/users/2/tasks", `{"data":[{"name":"no id"}]}`)
+	r = runOp(t, w, def, 1)
+	if r.ErrorsByClass[ClassPayloadMismatch] != 1 || !strings.Contains(fmt.Sprint(r.ErrorExamples), "no integer id") {
+		t.Errorf("an item without its id: got %v %v, want payload_mismatch", r.ErrorsByClass, r.ErrorExamples)
+	}
+}
+
+func TestFollowAndPathProblems(t *testing.T) {
+	f := func(d OperationDef, want ...string) {
+		t.Helper()
+		err := d.Validate(nil)
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("got %v, want %q", err, w)
+			}
+		}
+	}
+	f(OperationDef{GraphQL: &GraphQLDef{Document: "{ x }", Path: "graphql?x=1"}}, "graphql.path: must start with /")
+	f(OperationDef{REST: &RESTDef{Method: "PUT", Path: "/a", Follow: []FollowDef{{Path: "/b/{id}", IDField: "id"}}}},
+		"rest.follow: only a GET is followed")
+	f(OperationDef{REST: &RESTDef{Path: "/a", Follow: []FollowDef{
+		{Path: "/b", IDField: "id"},
+		{Path: "/c/{id}/{{x}}", From: 2, IDField: ""},
+	}}}, "rest.follow[0].path: must hold {id} once", "rest.follow[1].path: takes no {{placeholders}}",
+		"rest.follow[1].from: must name an earlier call, 0 (rest.path) to 1, got 2", "rest.follow[1].id_field:")
+}
+
+// TestOperationListCountsFamilies: a large family of operations sharing a
+// first word is counted, the rest listed.
+func TestOperationListCountsFamilies(t *testing.T) {
+	ops := map[Operation]OperationDef{"add": {}, "rest-get": {}, "rest-put": {}}
+	for i := range 6 {
+		ops[Operation(fmt.Sprintf("rel-q%d", i))] = OperationDef{}
+	}
+	if got, want := operationList(ops), "add, rest-get, rest-put, 6 named rel-… (soakd config lists them)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

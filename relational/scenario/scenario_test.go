@@ -35,6 +35,7 @@ type server struct {
 	*httptest.Server
 	store *relational.Store
 	reg   *prometheus.Registry
+	m     *relational.Metrics
 }
 
 func start(t testing.TB, o relational.Options, so Options) *server {
@@ -56,27 +57,32 @@ func start(t testing.TB, o relational.Options, so Options) *server {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &server{Server: srv, store: store, reg: reg}
+	return &server{Server: srv, store: store, reg: reg, m: so.Metrics}
 }
 
-// queries returns soakd_relational_db_queries_total for endpoint.
+// queries returns soakd_relational_db_queries_total for endpoint, after
+// checking that Metrics.Totals, read without a scrape, says the same.
 func (s *server) queries(t testing.TB, endpoint string) float64 {
 	t.Helper()
 	mfs, err := s.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := 0.0
 	for _, mf := range mfs {
 		if mf.GetName() != "soakd_relational_db_queries_total" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			if m.GetLabel()[0].GetValue() == endpoint {
-				return m.GetCounter().GetValue()
+				got = m.GetCounter().GetValue()
 			}
 		}
 	}
-	return 0
+	if tot := s.m.Totals()[endpoint]; float64(tot.Queries) != got {
+		t.Errorf("Totals()[%s].Queries = %d, the counter says %v", endpoint, tot.Queries, got)
+	}
+	return got
 }
 
 // post sends a GraphQL document and returns the status and body.

@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/soakd/soakd/relational"
+	"github.com/soakd/soakd/relational/relgraph"
+	"github.com/soakd/soakd/relational/scenario"
+	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/workloads"
+)
+
+// seed000Query tells which of seed 000's queries an operation sends, and
+// by which strategy: a GraphQL operation posting an Operations document to
+// /graphql/<strategy> (graphql.path), a REST one getting its embedded path,
+// or one following its chatty steps. It is read from what the operation
+// sends, not from its name, so an operation a config file defines counts
+// as soon as it sends the same request.
+func seed000Query(d workloads.OperationDef, ops []relational.Operation) (relational.Operation, string, bool) {
+	for _, op := range ops {
+		switch {
+		case d.GraphQL != nil && d.GraphQL.Document == op.GraphQL && (d.GraphQL.Transport == "" || d.GraphQL.Transport == workloads.TransportPost):
+			for _, s := range relgraph.Strategies() {
+				if d.GraphQL.Path == scenario.GraphQLPath(s) {
+					return op, string(s), true
+				}
+			}
+		case d.REST != nil && (d.REST.Method == "" || d.REST.Method == "GET") && len(d.REST.Follow) == 0 && d.REST.Path == op.Embedded:
+			return op, report.StrategyRESTEmbedded, true
+		case d.REST != nil && (d.REST.Method == "" || d.REST.Method == "GET") && len(d.REST.Follow) > 0 && chattyMatches(d.REST, op.Chatty):
+			return op, report.StrategyRESTChatty, true
+		}
+	}
+	return relational.Operation{}, "", false
+}
+
+// chattyMatches reports whether r calls what steps do: the first step's
+// path, then each later one from the same call with the same id field.
+func chattyMatches(r *workloads.RESTDef, steps []relational.ChattyStep) bool {
+	if len(steps) != len(r.Follow)+1 || r.Path != steps[0].Path {
+		return false
+	}
+	for i, f := range r.Follow {
+		s := steps[i+1]
+		if f.Path != s.Path || f.From != s.From || f.IDField != s.IDField {
+			return false
+		}
+	}
+	return true
+}
+
+// seed000Section gathers the report's Seed 000 section from the phases
+// that ran seed 000's queries (seed000Query over the configured
+// operations); nil when none did.
+func seed000Section(defs map[workloads.Operation]workloads.OperationDef, phases []report.Phase) *report.Seed000 {
+	ops := relational.Operations()
+	s := &report.Seed000{Rows: []report.Seed000Row{}, Phases: []report.Seed000Phase{}, Published: relational.PublishedResults()}
+	for _, p := range phases {
+		sp := report.Seed000Phase{Phase: p.Name, Operations: []string{}}
+		var strategies []string
+		for _, g := range p.Operations {
+			op, strategy, ok := seed000Query(defs[workloads.Operation(g.Operation)], ops)
+			if !ok {
+				continue
+			}
+			row := report.Seed000Row{Operation: op.Name, Shape: op.Shape, X: op.X, Strategy: strategy, Phase: p.Name, ConfigOperation: g.Operation,
+				Users: g.Users, Requests: g.Requests, Errors: g.Errors, LatencyMs: g.LatencyMs}
+			if p.DurationSeconds > 0 {
+				row.RPS = float64(g.Requests) / p.DurationSeconds
+			}
+			s.Rows = append(s.Rows, row)
+			sp.Operations = append(sp.Operations, op.Name)
+			if !slices.Contains(strategies, strategy) {
+				strategies = append(strategies, strategy)
+			}
+		}
+		if len(sp.Operations) > 0 {
+			sp.Strategy = strings.Join(strategies, "+")
+			s.Phases = append(s.Phases, sp)
+		}
+	}
+	if len(s.Rows) == 0 {
+		return nil
+	}
+	return s
+}
