@@ -188,7 +188,7 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 		hp := htmlPhase{Name: ph.Name, Arm: ph.Arm, Model: ph.Model, DriverPID: fmt.Sprint(ph.DriverPID),
 			Requests: fmt.Sprint(ph.Requests), Errors: fmt.Sprint(ph.Errors), Throughput: fmt.Sprintf("%.0f req/s", ph.ThroughputRPS),
 			P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), P999: ms(l.P999), Max: ms(l.Max),
-			Resources: resourceCells(ph.Resources), PerRequest: perRequestCells(ph.PerRequest)}
+			Resources: resourceCells(ph.Resources), PerRequest: perRequestCells(ph)}
 		if ph.Errors > 0 {
 			hp.ErrorClass = "fail"
 		}

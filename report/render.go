@@ -226,7 +226,7 @@ func (r *Report) Markdown() string {
 	b.WriteString("\nPer request (steady window; target rate ÷ throughput):\n\n")
 	b.WriteString("| Phase | CPU | Heap allocated | Objects allocated | GC cycles per 10k requests |\n|---|---:|---:|---:|---:|\n")
 	for _, p := range r.Phases {
-		fmt.Fprintf(&b, "| %s | %s |\n", p.Name, strings.Join(perRequestCells(p.PerRequest), " | "))
+		fmt.Fprintf(&b, "| %s | %s |\n", p.Name, strings.Join(perRequestCells(p), " | "))
 	}
 	b.WriteString("\n")
 	if r.hasNotMeasured() {
@@ -691,8 +691,13 @@ func resourceCells(s *profiles.Summary) []string {
 }
 
 // perRequestCells formats a phase's per-request costs: CPU, heap bytes and
-// objects allocated, GC cycles per 10k requests ("n/m" when not measured).
-func perRequestCells(pr PerRequest) []string {
+// objects allocated, GC cycles per 10k requests ("n/m" when not measured,
+// "—" for all when the phase has no resource summary: never 0).
+func perRequestCells(p Phase) []string {
+	if p.Resources == nil {
+		return []string{"—", "—", "—", "—"}
+	}
+	pr := p.PerRequest
 	nm := func(key, v string) string {
 		if _, ok := pr.NotMeasured[key]; ok {
 			return "n/m"

@@ -280,3 +280,15 @@ func TestMaxLoadWithoutAWindowHasNoPeak(t *testing.T) {
 		t.Errorf("peakText = %q, want not measured", got)
 	}
 }
+
+// TestPerRequestWithoutResources: a phase whose resources could not be
+// summarised prints its per-request costs as absent, never 0.0 µs or 0 B.
+func TestPerRequestWithoutResources(t *testing.T) {
+	got := perRequestCells(Phase{Name: "p", ResourcesError: "too short a steady window"})
+	for _, c := range got {
+		if c != "—" {
+			t.Errorf("per-request cells without resources: %v, want — for each", got)
+			break
+		}
+	}
+}

@@ -120,7 +120,7 @@ func (r *Report) seed000Tables() []seed000Table {
 		}
 		row := []string{p.Name, sp.Strategy, queries}
 		if p.Resources != nil {
-			pr := perRequestCells(p.PerRequest)
+			pr := perRequestCells(p)
 			row = append(row, pr[0], pr[1], pr[3], resourceCells(p.Resources)[1])
 		} else {
 			// Too short a steady window for the sampler: say so, never 0.
