@@ -45,9 +45,11 @@ type CompareRow struct {
 	// suffix, each round one sample.
 	Phase string `json:"phase"`
 	// Metric is throughput_rps, cpu_us_per_request, alloc_bytes_per_request,
-	// gc_percent, latency_p99_ms or heap_live_bytes_max.
+	// gc_percent, latency_p99_ms, heap_live_bytes_max, or
+	// cpu_per_request_vs_control (the GraphQL phase's CPU per request ÷ its
+	// round's REST phase's, unit ×).
 	Metric string `json:"metric"`
-	// Unit of Old and New: req/s, µs, B, % or ms.
+	// Unit of Old and New: req/s, µs, B, %, ms or × (a ratio).
 	Unit string `json:"unit"`
 	// Old and New are the metric's mean over the phase's rounds in the old
 	// and the new run that measured it (rounds lacking it are named in
@@ -129,6 +131,9 @@ const (
 	metricGC         = "gc_percent"
 	metricP99        = "latency_p99_ms"
 	metricHeapLive   = "heap_live_bytes_max"
+	// metricCPUVsControl is the GraphQL arm's CPU per request divided by
+	// its REST control's in the same round (controlRatioPhases).
+	metricCPUVsControl = "cpu_per_request_vs_control"
 )
 
 // cmpFigure is one metric of one phase, or why it is missing.
@@ -212,8 +217,13 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 		c.Rows = append(c.Rows, comparePhase(n, ops, nps, l, &c.Notes)...)
 		arms[n] = nps[0].Arm
 	}
-	if note := controlledLatency(c.Rows, arms); note != "" {
-		c.Notes = append(c.Notes, note)
+	if row, ok := compareVsControl(old, new, l, &c.Notes); ok {
+		c.Rows = append(c.Rows, row)
+	}
+	for _, metric := range []string{metricP99, metricCPU} {
+		if note := controlled(c.Rows, arms, metric); note != "" {
+			c.Notes = append(c.Notes, note)
+		}
 	}
 	var gated []kpi.Outcome
 	for _, r := range c.Rows {
@@ -239,30 +249,37 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 	return c
 }
 
-// controlledLatency reads the p99 latency rows against the run's control
-// group. Tail latency is what a busier machine changes first, and two runs
-// are made at different times: when the p99 rose significantly (the whole
-// interval of its change above 0) in a phase of each arm, REST and
-// GraphQL, the machine changed between the runs as much as the build did,
-// so no p99 fail can be laid at the build's door. Each such fail becomes
+// controlled reads one metric's rows (p99 latency, CPU per request)
+// against the run's control group. Two runs are made at different times,
+// and a busier or slower machine moves tail latency and CPU per request in
+// both arms: when the metric rose significantly (the whole interval of its
+// change above 0) in a phase of each arm, REST and GraphQL, the machine
+// may have changed between the runs as much as the build, so no fail of
+// that metric can be laid at the build's door. Each such fail becomes
 // inconclusive, saying why, and the returned note tells the user; "" when
 // the control did not move. A build that slows only the GraphQL arm still
-// fails; one that slows both arms alike reads inconclusive (never pass).
-// arms maps a row's phase to its arm.
-func controlledLatency(rows []CompareRow, arms map[string]string) string {
-	rose := map[string]string{} // arm → the first phase whose p99 rose significantly
+// fails (and cpu_per_request_vs_control, which divides by the control in
+// each round, judges GraphQL's own cost whatever the machine did); one that
+// slows both arms alike reads inconclusive, never pass. arms maps a row's
+// phase to its arm.
+func controlled(rows []CompareRow, arms map[string]string, metric string) string {
+	rose := map[string]string{} // arm → the first phase whose figure rose significantly
 	for _, r := range rows {
-		if r.Metric == metricP99 && r.Interval != nil && r.Interval.Finite() && r.Interval.Lo > 0 && rose[arms[r.Phase]] == "" {
+		if r.Metric == metric && r.Interval != nil && r.Interval.Finite() && r.Interval.Lo > 0 && rose[arms[r.Phase]] == "" {
 			rose[arms[r.Phase]] = r.Phase
 		}
 	}
 	if rose["rest"] == "" || rose["graphql"] == "" {
 		return ""
 	}
-	why := fmt.Sprintf("the p99 latency rose significantly in both arms (%s and %s): the machine's load changed between the runs, not only the build, so a p99 fail cannot be attributed to the build (compare runs made under the same load)", rose["rest"], rose["graphql"])
+	why := fmt.Sprintf("%s rose significantly in both arms (%s and %s): the machine changed between the runs, not only the build, so a %s fail cannot be attributed to the build (compare runs made under the same load", metric, rose["rest"], rose["graphql"], metric)
+	if metric == metricCPU {
+		why += "; " + metricCPUVsControl + " judges GraphQL's cost relative to its control"
+	}
+	why += ")"
 	downgraded := 0
 	for i := range rows {
-		if r := &rows[i]; r.Metric == metricP99 && r.Outcome == kpi.OutcomeFail {
+		if r := &rows[i]; r.Metric == metric && r.Outcome == kpi.OutcomeFail {
 			r.Outcome, r.Pass, r.Reason = kpi.OutcomeInconclusive, false, why
 			downgraded++
 		}
@@ -271,6 +288,54 @@ func controlledLatency(rows []CompareRow, arms map[string]string) string {
 		return ""
 	}
 	return "CONTROL GROUP MOVED: " + why + "."
+}
+
+// controlRatioPhases returns, for each round of r, a copy of the round's
+// GraphQL-arm phase whose PerRequest.CPUMicros is its CPU per request
+// divided by the same round's REST-arm phase's: GraphQL's cost relative to
+// its control group measured minutes apart, which a slower or faster
+// machine moves much less than either figure. Rounds missing either figure
+// are left out; nil for a run without both arms (a self-check, no control
+// group).
+func controlRatioPhases(r *Report) []Phase {
+	if r.Arms != "" && r.Arms != "rest,graphql" {
+		return nil
+	}
+	byName := map[string]Phase{}
+	for _, p := range r.Phases {
+		byName[p.Name] = p
+	}
+	var out []Phase
+	for _, rd := range r.Rounds {
+		rp, okR := byName[rd.REST]
+		gp, okG := byName[rd.GraphQL]
+		if !okR || !okG || rp.Arm != "rest" || gp.Arm != "graphql" || resourcesMissing(rp) != "" || resourcesMissing(gp) != "" ||
+			!rp.Resources.CPUKnown || !gp.Resources.CPUKnown || rp.PerRequest.CPUMicros <= 0 || gp.PerRequest.CPUMicros <= 0 {
+			continue
+		}
+		q := gp
+		q.PerRequest.CPUMicros = gp.PerRequest.CPUMicros / rp.PerRequest.CPUMicros
+		out = append(out, q)
+	}
+	return out
+}
+
+// compareVsControl compares GraphQL's CPU per request relative to its REST
+// control (controlRatioPhases) between the runs, gated by the CPU limit;
+// ok is false when either run has no round with both figures.
+func compareVsControl(old, new *Report, l CompareLimits, notes *[]string) (CompareRow, bool) {
+	ops, nps := controlRatioPhases(old), controlRatioPhases(new)
+	if len(ops) == 0 || len(nps) == 0 {
+		return CompareRow{}, false
+	}
+	notGateable := ""
+	if len(ops) < 2 || len(nps) < 2 {
+		notGateable = fmt.Sprintf("one round per run (%d old, %d new): run the compared phases in rounds to gate it", len(ops), len(nps))
+	}
+	spec := compareSpec{metricCPUVsControl, "×", false, false, l.CPUPerRequestPercent, 0, func(p Phase) cmpFigure {
+		return cmpFigure{v: p.PerRequest.CPUMicros}
+	}}
+	return compareMetric(baseName(nps[0].Name), spec, ops, nps, notGateable, l.Confidence, notes), true
 }
 
 // runStatus is r's status, aborted when its verdict says so.

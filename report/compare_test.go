@@ -349,3 +349,46 @@ func TestCompareLatencyAgainstTheControl(t *testing.T) {
 		t.Errorf("verdict %s, notes %v: want inconclusive and the note", c.Verdict, c.Notes)
 	}
 }
+
+// TestCompareCPUAgainstTheControl: a machine that got slower between two
+// runs raises CPU per request in both arms; GraphQL's cost relative to its
+// REST control in each round (cpu_per_request_vs_control) holds, so the
+// comparison does not fail the unchanged build; a GraphQL-only regression
+// fails that row whatever the machine did.
+func TestCompareCPUAgainstTheControl(t *testing.T) {
+	run := func(name string, restCPU, gqlCPU float64) *Report {
+		rf, gf := baseFigures, baseFigures
+		rf.cpuUs, gf.cpuUs = restCPU, gqlCPU
+		rest, gql := roundsOf("rest-control", rf, 0.02), roundsOf("graphql-load", gf, 0.02)
+		r := cmpReport(name)
+		r.Arms = "rest,graphql"
+		for i := range rest {
+			rest[i].Arm = "rest"
+			r.Phases = append(r.Phases, rest[i], gql[i])
+			r.Rounds = append(r.Rounds, Round{Round: i + 1, REST: rest[i].Name, GraphQL: gql[i].Name})
+		}
+		return r
+	}
+	// The machine 30 % slower, the build unchanged.
+	c := CompareRuns(run("old", 50, 110), run("new", 65, 143), allLimits)
+	if r := rowOf(t, c, "graphql-load", metricCPU); r.Outcome != kpi.OutcomeInconclusive || !strings.Contains(r.Reason, "both arms") {
+		t.Errorf("raw GraphQL CPU with the control moved: %q (%s), want inconclusive", r.Outcome, r.Reason)
+	}
+	if r := rowOf(t, c, "graphql-load", metricCPUVsControl); r.Outcome != kpi.OutcomePass || r.OldRounds != 4 {
+		t.Errorf("GraphQL CPU relative to its control: %q over %d rounds (%+v), want pass over 4", r.Outcome, r.OldRounds, r.Interval)
+	}
+	if c.Verdict == kpi.Fail {
+		t.Errorf("an unchanged build on a slower machine failed: %v", c.Reasons())
+	}
+	// GraphQL +30 %, REST unchanged: the build did it.
+	c = CompareRuns(run("old", 50, 110), run("new", 50, 143), allLimits)
+	for _, m := range []string{metricCPU, metricCPUVsControl} {
+		if r := rowOf(t, c, "graphql-load", m); r.Outcome != kpi.OutcomeFail {
+			t.Errorf("GraphQL-only CPU regression, %s: %q, want fail", m, r.Outcome)
+		}
+	}
+	// A self-check has no control ratio.
+	if ps := controlRatioPhases(&Report{Arms: "rest,rest"}); ps != nil {
+		t.Errorf("a rest,rest run gave control ratios %v", ps)
+	}
+}

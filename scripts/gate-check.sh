@@ -68,6 +68,6 @@ done
   echo "Summary:"
   echo "- same build, compare: $(grep -c '| same build, compare | .* | FAIL |' "$table") fail of $((N * (N - 1) / 2)) (want 0)"
   echo "- rest,rest self-check: $(grep -c '| rest,rest self-check | .* | fail |' "$table") fail of $N (want 0)"
-  echo "- CPU injected, compare: $(grep -c '| CPU injected, compare | .* | FAIL | .*cpu_us_per_request' "$table") fail naming cpu_us_per_request of $N (want $N)"
+  echo "- CPU injected, compare: $(grep -cE '\| CPU injected, compare \| .* \| FAIL \| .*FAIL:graphql-load/(cpu_us_per_request|cpu_per_request_vs_control)' "$table") fail naming graphql-load's cpu_us_per_request or cpu_per_request_vs_control of $N (want $N)"
   echo "- alloc injected, compare: $(grep -c '| alloc injected, compare | .* | FAIL | .*alloc_bytes_per_request' "$table") fail naming alloc_bytes_per_request of $N (want $N)"
 } | tee -a "$table"
