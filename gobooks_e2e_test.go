@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,11 +227,7 @@ func TestGoBooksAttachTarget(t *testing.T) {
 	}
 	_, out, code := runConfig(t, bin, exampleConfig(t, "gobooks-attach.yaml", port, "/tmp/gobooks.pid", pidFile))
 	checkGoBooksRun(t, out, code, "attach", cmd.Process.Pid)
-	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port)); err != nil {
-		t.Errorf("the attached gobooks server stopped serving: %v", err)
-	} else {
-		resp.Body.Close()
-	}
+	stillServing(t, port, "the attached gobooks server")
 }
 
 // TestGoBooksExpectationsChecked runs the command example, shortened to one

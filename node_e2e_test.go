@@ -343,11 +343,7 @@ func TestNodeAttachTarget(t *testing.T) {
 	}
 	_, out, code := runConfig(t, bin, exampleConfig(t, "node-attach.yaml", port, "/tmp/node-donut.pid", pidFile))
 	checkNodeRun(t, out, code, "attach", node.Process.Pid)
-	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port)); err != nil {
-		t.Errorf("the attached Node server stopped serving: %v", err)
-	} else {
-		resp.Body.Close()
-	}
+	stillServing(t, port, "the attached Node server")
 }
 
 // TestNodeWithoutControlGroup runs examples/node-graphql-only.yaml: no REST
@@ -431,4 +427,16 @@ func TestExamplesLoad(t *testing.T) {
 	if len(kinds) != 3 {
 		t.Errorf("target kinds in the examples: %v, want builtin, attach and command", kinds)
 	}
+}
+
+// stillServing fails t unless the server on loopback port answers
+// /healthz: an attached target outlives the run.
+func stillServing(t *testing.T, port int, what string) {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+	if err != nil {
+		t.Errorf("%s stopped serving: %v", what, err)
+		return
+	}
+	resp.Body.Close()
 }

@@ -160,18 +160,8 @@ func (s *jsonScanner) object(depth int, mask uint64) error {
 		if err := s.value(depth+1, sub); err != nil {
 			return err
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return fmt.Errorf("%w: unexpected end", errJSON)
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return fmt.Errorf("%w: want ',' or '}' at byte %d", errJSON, s.i)
+		if done, err := s.next('}'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -195,20 +185,28 @@ func (s *jsonScanner) array(depth int, mask uint64) error {
 		if err := s.value(depth+1, sub); err != nil {
 			return err
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return fmt.Errorf("%w: unexpected end", errJSON)
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return nil
-		default:
-			return fmt.Errorf("%w: want ',' or ']' at byte %d", errJSON, s.i)
+		if done, err := s.next(']'); done || err != nil {
+			return err
 		}
 	}
+}
+
+// next scans what follows a member or element: a ',' (more to come) or
+// closing, the container's end (done).
+func (s *jsonScanner) next(closing byte) (done bool, err error) {
+	s.space()
+	if s.i >= len(s.b) {
+		return false, fmt.Errorf("%w: unexpected end", errJSON)
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return false, nil
+	case closing:
+		s.i++
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: want ',' or '%c' at byte %d", errJSON, closing, s.i)
 }
 
 // str scans a string and returns its raw inside (escapes not undone).
