@@ -65,9 +65,13 @@ type CompareRow struct {
 	Change     *float64 `json:"change"`
 	ChangeUnit string   `json:"change_unit"`
 	// Interval is the confidence interval of Change (Welch's, on the
-	// logarithms for percent changes); nil when the row was not judged
-	// (not gated, or a value missing).
+	// logarithms for percent changes; with Paired, Student's t on the
+	// per-pair changes); nil when the row was not judged (not gated, or a
+	// value missing).
 	Interval *kpi.Interval `json:"interval"`
+	// Paired is true when Interval comes from pairs of rounds of one A/B
+	// session (Comparison.Paired, every round present on both sides).
+	Paired bool `json:"paired,omitempty"`
 	// Limit is the bound on Change: an upper bound for costs, and for
 	// throughput a lower bound (the negative of the allowed decrease); nil
 	// when the metric has no limit.
@@ -121,6 +125,12 @@ type Comparison struct {
 	// Notes list phases found in only one run, missing data and anything
 	// else that limits the comparison.
 	Notes []string `json:"notes"`
+	// Paired is true when the runs are the two sides of one A/B session
+	// (soakd ab: their rounds interleaved in one session): each gated
+	// figure is then judged round by round, from the change within each
+	// pair of rounds, so a machine that drifted during the session moves
+	// both sides of a pair and not the verdict.
+	Paired bool `json:"paired"`
 }
 
 // Comparison metric names.
@@ -196,6 +206,11 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 			old.Profile, old.Arms, new.Profile, new.Arms))
 		forced = append(forced, kpi.OutcomeInconclusive)
 	}
+	c.Paired = PairedRuns(old, new)
+	if c.Paired {
+		c.Notes = append(c.Notes, fmt.Sprintf("Paired: %s and %s are the old and new sides of A/B session %s, their phases interleaved in one session; each gated figure is judged from the change within each pair of rounds (round k of the old build against round k of the new), so drift of the machine during the session lands on both sides of a pair.",
+			old.Run, new.Run, new.AB.Session))
+	}
 	arms := map[string]string{} // compared phase → its arm in the new run
 	oldNames, oldGroups := phaseGroups(old)
 	newNames, newGroups := phaseGroups(new)
@@ -214,13 +229,19 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 		if ops[0].Arm != nps[0].Arm {
 			c.Notes = append(c.Notes, fmt.Sprintf("phase %s is arm %s in the old run and arm %s in the new one.", n, ops[0].Arm, nps[0].Arm))
 		}
-		c.Rows = append(c.Rows, comparePhase(n, ops, nps, l, &c.Notes)...)
+		c.Rows = append(c.Rows, comparePhase(n, ops, nps, l, c.Paired, &c.Notes)...)
 		arms[n] = nps[0].Arm
 	}
-	if row, ok := compareVsControl(old, new, l, &c.Notes); ok {
+	if row, ok := compareVsControl(old, new, l, c.Paired, &c.Notes); ok {
 		c.Rows = append(c.Rows, row)
 	}
+	// Runs made at different times are read against their control group;
+	// the sides of one session shared the machine pair by pair, so a
+	// figure that rose in both arms rose with the build.
 	for _, metric := range []string{metricP99, metricCPU} {
+		if c.Paired {
+			break
+		}
 		if note := controlled(c.Rows, arms, metric); note != "" {
 			c.Notes = append(c.Notes, note)
 		}
@@ -323,7 +344,7 @@ func controlRatioPhases(r *Report) []Phase {
 // compareVsControl compares GraphQL's CPU per request relative to its REST
 // control (controlRatioPhases) between the runs, gated by the CPU limit;
 // ok is false when either run has no round with both figures.
-func compareVsControl(old, new *Report, l CompareLimits, notes *[]string) (CompareRow, bool) {
+func compareVsControl(old, new *Report, l CompareLimits, paired bool, notes *[]string) (CompareRow, bool) {
 	ops, nps := controlRatioPhases(old), controlRatioPhases(new)
 	if len(ops) == 0 || len(nps) == 0 {
 		return CompareRow{}, false
@@ -335,7 +356,7 @@ func compareVsControl(old, new *Report, l CompareLimits, notes *[]string) (Compa
 	spec := compareSpec{metricCPUVsControl, "×", false, false, l.CPUPerRequestPercent, 0, func(p Phase) cmpFigure {
 		return cmpFigure{v: p.PerRequest.CPUMicros}
 	}}
-	return compareMetric(baseName(nps[0].Name), spec, ops, nps, notGateable, l.Confidence, notes), true
+	return compareMetric(baseName(nps[0].Name), spec, ops, nps, notGateable, l.Confidence, paired, notes), true
 }
 
 // runStatus is r's status, aborted when its verdict says so.
@@ -358,7 +379,7 @@ type compareSpec struct {
 
 // comparePhase builds the rows of one phase (all its rounds) present in
 // both runs.
-func comparePhase(name string, ops, nps []Phase, l CompareLimits, notes *[]string) []CompareRow {
+func comparePhase(name string, ops, nps []Phase, l CompareLimits, paired bool, notes *[]string) []CompareRow {
 	specs := []compareSpec{
 		{metricThroughput, "req/s", false, true, l.ThroughputDecreasePercent, 0, func(p Phase) cmpFigure {
 			if p.ThroughputRPS <= 0 {
@@ -421,7 +442,7 @@ func comparePhase(name string, ops, nps []Phase, l CompareLimits, notes *[]strin
 	}
 	rows := make([]CompareRow, 0, len(specs))
 	for _, s := range specs {
-		rows = append(rows, compareMetric(name, s, ops, nps, notGateable, l.Confidence, notes))
+		rows = append(rows, compareMetric(name, s, ops, nps, notGateable, l.Confidence, paired, notes))
 	}
 	return rows
 }
@@ -446,8 +467,10 @@ func maxLoadReason(ops, nps []Phase) string {
 	return "max load runs once per build: one sample cannot be gated (compare the knees by eye)"
 }
 
-// compareMetric builds one row.
-func compareMetric(name string, s compareSpec, ops, nps []Phase, notGateable string, confidence float64, notes *[]string) CompareRow {
+// compareMetric builds one row. With paired (the sides of one A/B
+// session) and every round present on both sides, the interval is that of
+// the change within each pair of same-named rounds.
+func compareMetric(name string, s compareSpec, ops, nps []Phase, notGateable string, confidence float64, paired bool, notes *[]string) CompareRow {
 	row := CompareRow{Phase: name, Metric: s.metric, Unit: s.unit, ChangeUnit: "percent", Gated: s.limit != 0 && notGateable == "", Pass: true,
 		OldRounds: len(ops), NewRounds: len(nps)}
 	if s.points {
@@ -512,11 +535,22 @@ func compareMetric(name string, s compareSpec, ops, nps []Phase, notGateable str
 		return row
 	}
 	var iv kpi.Interval
-	if s.points {
+	pa, pb, pairs := pairRounds(ops, nps, s.get)
+	paired = paired && pairs
+	row.Paired = paired
+	switch {
+	case s.points && paired:
+		iv = kpi.PairedDiffInterval(pa, pb, confidence)
+	case s.points:
 		iv = kpi.DiffInterval(ov, nv, confidence)
-	} else {
+	default:
 		var ok bool
-		if iv, ok = kpi.ChangeInterval(ov, nv, confidence); !ok {
+		if paired {
+			iv, ok = kpi.PairedChangeInterval(pa, pb, confidence)
+		} else {
+			iv, ok = kpi.ChangeInterval(ov, nv, confidence)
+		}
+		if !ok {
 			row.Pass, row.Outcome, row.Reason = false, kpi.OutcomeNotMeasured, "a value of 0: no finite percent change"
 			return row
 		}
@@ -539,6 +573,39 @@ func compareMetric(name string, s compareSpec, ops, nps []Phase, notGateable str
 		row.Reason = kpi.SettleAdvice(iv, lim)
 	}
 	return row
+}
+
+// pairRounds matches each old round with the new round of the same name
+// ("graphql-load#3" with "graphql-load#3") and returns their figures in
+// round order; ok is false unless every round of both sides has its
+// partner and its figure.
+func pairRounds(ops, nps []Phase, get func(Phase) cmpFigure) (a, b []float64, ok bool) {
+	if len(ops) != len(nps) {
+		return nil, nil, false
+	}
+	byName := make(map[string]Phase, len(nps))
+	for _, p := range nps {
+		byName[p.Name] = p
+	}
+	for _, op := range ops {
+		np, found := byName[op.Name]
+		if !found {
+			return nil, nil, false
+		}
+		fo, fn := get(op), get(np)
+		if fo.missing != "" || fn.missing != "" {
+			return nil, nil, false
+		}
+		a, b = append(a, fo.v), append(b, fn.v)
+	}
+	return a, b, true
+}
+
+// PairedRuns reports whether old and new are the old and new sides of one
+// A/B session (Report.AB), whose rounds CompareRuns pairs.
+func PairedRuns(old, new *Report) bool {
+	return old.AB != nil && new.AB != nil && old.AB.Session != "" && old.AB.Session == new.AB.Session &&
+		old.AB.Side == ABOld && new.AB.Side == ABNew
 }
 
 func meanOf(vs []float64) float64 {

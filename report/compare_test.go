@@ -392,3 +392,54 @@ func TestCompareCPUAgainstTheControl(t *testing.T) {
 		t.Errorf("a rest,rest run gave control ratios %v", ps)
 	}
 }
+
+// TestComparePairedSession: the two sides of one A/B session are judged
+// pair by pair. The machine slowed by 30 % halfway through the session, so
+// each side's rounds spread widely, yet every pair moved together: the
+// build's +20 % CPU fails paired, where the same figures from two separate
+// runs only read inconclusive.
+func TestComparePairedSession(t *testing.T) {
+	machine := []float64{1, 1.02, 1.3, 1.33}
+	side := func(run string, cpu float64, ab *ABSide) *Report {
+		var ps []Phase
+		for i, m := range machine {
+			f := baseFigures
+			f.cpuUs, f.rps = cpu*m, f.rps/m
+			ps = append(ps, cmpPhase(fmt.Sprintf("graphql-load#%d", i+1), f))
+		}
+		r := cmpReport(run, ps...)
+		r.AB = ab
+		return r
+	}
+	oldAB := &ABSide{Session: "s1", Side: ABOld, Other: "s1-new"}
+	newAB := &ABSide{Session: "s1", Side: ABNew, Other: "s1-old"}
+	c := CompareRuns(side("s1-old", 100, oldAB), side("s1-new", 120, newAB), allLimits)
+	r := rowOf(t, c, "graphql-load", metricCPU)
+	if !c.Paired || !r.Paired || r.Outcome != kpi.OutcomeFail || r.Interval.N != 4 {
+		t.Errorf("paired session, CPU +20 %%: paired %v/%v, %q over %d pairs (%+v), want a paired fail over 4", c.Paired, r.Paired, r.Outcome, r.Interval.N, r.Interval)
+	}
+	if tp := rowOf(t, c, "graphql-load", metricThroughput); tp.Outcome != kpi.OutcomePass {
+		t.Errorf("paired session, throughput unchanged by the build: %q (%+v), want pass", tp.Outcome, tp.Interval)
+	}
+	if !strings.Contains(strings.Join(c.Notes, " "), "A/B session s1") {
+		t.Errorf("the notes do not say the rounds were paired: %v", c.Notes)
+	}
+	// The same figures from two runs of their own: no pairing.
+	c = CompareRuns(side("a", 100, nil), side("b", 120, nil), allLimits)
+	if r := rowOf(t, c, "graphql-load", metricCPU); c.Paired || r.Paired || r.Outcome == kpi.OutcomeFail {
+		t.Errorf("separate runs: paired %v, %q, want unpaired and not a fail (the drift hides the change)", c.Paired, r.Outcome)
+	}
+	// Sides of different sessions, or swapped, are not paired.
+	other := &ABSide{Session: "s2", Side: ABNew}
+	for _, pair := range [][2]*ABSide{{oldAB, other}, {newAB, oldAB}} {
+		if PairedRuns(side("x", 100, pair[0]), side("y", 100, pair[1])) {
+			t.Errorf("%+v and %+v must not pair", pair[0], pair[1])
+		}
+	}
+	// A round missing on one side: that row falls back to the unpaired interval.
+	o, n := side("s1-old", 100, oldAB), side("s1-new", 120, newAB)
+	n.Phases = n.Phases[:3]
+	if r := rowOf(t, CompareRuns(o, n, allLimits), "graphql-load", metricCPU); r.Paired {
+		t.Errorf("a round without its partner was paired: %+v", r)
+	}
+}

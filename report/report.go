@@ -105,9 +105,32 @@ type Report struct {
 	// none was applied (a self-check, no record for the profile, or an
 	// unreadable noise-floor.json: the notes say which).
 	NoiseFloor *NoiseSource `json:"noise_floor,omitempty"`
+	// AB marks the report as one side of an A/B session (soakd ab); nil
+	// for a run of its own.
+	AB *ABSide `json:"ab,omitempty"`
 	// Notes are statements a reader needs to interpret the numbers.
 	Notes []string `json:"notes"`
 }
+
+// ABSide places a report in an A/B session (soakd ab): two builds of the
+// target measured in one session, each phase run on one build and at once
+// on the other, alternating which goes first, so a machine that drifts
+// during the session drifts under both. soakd compare pairs the two sides'
+// rounds (Comparison.Paired).
+type ABSide struct {
+	// Session is the session's id, the same in both sides' reports.
+	Session string `json:"session"`
+	// Side is ABOld (the build compared against) or ABNew.
+	Side string `json:"side"`
+	// Other is the run id of the other side.
+	Other string `json:"other"`
+}
+
+// Sides of an A/B session.
+const (
+	ABOld = "old"
+	ABNew = "new"
+)
 
 // NoiseSource identifies the self-check a run's recorded noise floor came
 // from (an entry of data_dir/noise-floor.json).
