@@ -153,7 +153,7 @@ func (c *cli) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&c.logFormat, "log-format", "console", "log format on standard error: console (for humans) or json (every line one JSON object)")
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddGroup(&cobra.Group{ID: "run", Title: "Running suites:"}, &cobra.Group{ID: "client", Title: "Talking to a running soakd serve:"}, &cobra.Group{ID: "tools", Title: "Reports and tools:"})
-	for _, cmd := range []*cobra.Command{c.runCmd(), c.serveCmd(), c.soakCmd()} {
+	for _, cmd := range []*cobra.Command{c.runCmd(), c.abCmd(), c.serveCmd(), c.soakCmd()} {
 		cmd.GroupID = "run"
 		root.AddCommand(cmd)
 	}
@@ -314,6 +314,90 @@ func (c *cli) runCmd() *cobra.Command {
 	cmd.Flags().StringVar(&arms, "arms", "rest,graphql", "compared arms: rest,graphql; or rest,rest / graphql,graphql to measure the machine's noise floor")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to run (default: the config's default_profile)")
 	cmd.Flags().StringVar(&out, "out", "", "run directory for the reports (default: runs/<UTC timestamp>)")
+	return cmd
+}
+
+func (c *cli) abCmd() *cobra.Command {
+	var config, profile, out, oldFile, newFile, format string
+	cmd := &cobra.Command{
+		Use:                   "ab [--config FILE] [--old FILE] [--new FILE] [--profile NAME] [--out DIR] [--format text|json|junit|markdown]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Compare two builds in one session, their phases interleaved; exit 0, 1 or 4",
+		Long: `Measure two builds of the target in one session and compare them: exit 0
+(pass), 1 (fail) or 4 (inconclusive), as soakd compare does.
+
+Both targets are started: the old side from --config with --old decoded on
+top, the new side from --config with --new on top (each a YAML file of the
+keys that differ: target.argv and its URLs for two builds of your server,
+inject: for a planted regression). Every phase of the profile then runs on
+one build and at once on the other, alternating which goes first, so a
+machine that drifts during the session drifts under both; the comparison
+pairs the rounds (round k of old against round k of new). The session
+directory holds old/ and new/ (complete run directories) and compare.json
+and compare.md; --format sets what is printed (text, the default, json,
+junit or markdown). With neither --old nor --new both sides are the same
+build: an A/A session, whose verdict should pass.`,
+		Args: exactArgs(0, "no arguments (the sides are --old and --new files)"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch format {
+			case formatText, formatJSON, formatJUnit, formatMarkdown:
+			default:
+				return daemon.Usagef("--format must be text, json, junit or markdown (got %q)", format)
+			}
+			env, err := c.prepare(config)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			side := func(flag, path string) (*daemon.Config, error) {
+				if path == "" {
+					return env.cfg, nil
+				}
+				doc, err := os.ReadFile(path)
+				if err != nil {
+					return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read %s: %w", flag, err))
+				}
+				cfg, err := env.cfg.Overlay(doc, path)
+				if err != nil {
+					return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("%s: %w", flag, err))
+				}
+				return cfg, nil
+			}
+			oldCfg, err := side("--old", oldFile)
+			if err != nil {
+				return err
+			}
+			newCfg, err := side("--new", newFile)
+			if err != nil {
+				return err
+			}
+			res, err := daemon.RunAB(cmd.Context(), daemon.ABOptions{
+				RunOptions: daemon.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
+				Old:        oldCfg, New: newCfg,
+			})
+			if res == nil || res.Old == nil || res.New == nil || res.Comparison.Verdict == "" {
+				return err
+			}
+			if format == formatText {
+				for _, rep := range []*report.Report{res.Old, res.New} {
+					fmt.Fprintf(c.stdout, "%s side: %s, its own KPI verdict %s (%s)\n", rep.AB.Side, rep.Run, rep.Verdict, filepath.Join(res.Dir, rep.AB.Side))
+				}
+			}
+			if werr := writeComparison(c.stdout, res.Comparison, format); werr != nil {
+				return werr
+			}
+			if format == formatText {
+				fmt.Fprintf(c.stdout, "session: %s (compare.json, compare.md, old/, new/)\n", res.Dir)
+			}
+			return err
+		},
+	}
+	configFlag(cmd, &config)
+	cmd.Flags().StringVar(&oldFile, "old", "", "YAML decoded on top of the config for the old side (the build compared against)")
+	cmd.Flags().StringVar(&newFile, "new", "", "YAML decoded on top of the config for the new side (the candidate)")
+	cmd.Flags().StringVar(&profile, "profile", "", "profile both sides run (default: the config's default_profile)")
+	cmd.Flags().StringVar(&out, "out", "", "session directory (default: runs/<UTC timestamp>)")
+	cmd.Flags().StringVar(&format, "format", formatText, "printed comparison: text (a table), json, junit (junit.xml) or markdown")
 	return cmd
 }
 

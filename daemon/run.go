@@ -75,6 +75,8 @@ type run struct {
 	start  time.Time
 	// noiseRecorded is true once a self-check stored its noise floor.
 	noiseRecorded bool
+	// ownsTarget is true when the run opened its target (and close stops it).
+	ownsTarget bool
 }
 
 // RunSuite starts the target, runs the profile's phases one after the other
@@ -86,130 +88,16 @@ type run struct {
 // keeps what it measured. The error carries the exit code: nil (pass),
 // ExitFail, ExitUsage or ExitAborted.
 func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report, error) {
-	// The run may adjust its copy (e.g. profiling), never the caller's.
-	r := &run{cfg: cfg.Clone(), opts: opts, log: opts.Log}
-	if r.log == nil {
-		r.log = zap.NewNop()
+	r, plans, err := startRun(ctx, cfg, opts)
+	if r != nil {
+		defer r.close(ctx)
 	}
-	if opts.Arms == (Arms{}) {
-		r.opts.Arms = DefaultArms()
-	}
-	name := opts.Profile
-	if name == "" {
-		name = cfg.DefaultProfile
-	}
-	prof, ok := cfg.Profiles[name]
-	if !ok {
-		return nil, Usagef("--profile %q does not exist; profiles: %v", name, cfg.ProfileNames())
-	}
-	r.prof = prof
-	if err := r.needScenario(name); err != nil {
-		return nil, err
-	}
-	r.start = time.Now().UTC()
-	runID := opts.RunID
-	if runID == "" {
-		runID = r.start.Format("20060102T150405Z")
-	}
-	plans, err := plan(cfg.Phases(prof, runID), prof.Compare, prof.Rounds, r.opts.Arms)
 	if err != nil {
-		return nil, WithCode(ExitUsage, err)
-	}
-	if err := needsRESTTwin(cfg.Target, name, plans); err != nil {
-		return nil, err
-	}
-	r.dir = opts.OutDir
-	if r.dir == "" {
-		r.dir = filepath.Join("runs", runID)
-	}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return nil, WithCode(ExitUsage, fmt.Errorf("cannot create the run directory: %w", err))
-	}
-	r.rep = &report.Report{
-		SchemaVersion: report.SchemaVersion, Run: runID, Profile: name, Description: prof.Description,
-		Status: report.StatusRunning, Verdict: report.VerdictRunning, StartedAt: r.start,
-		TargetPID: os.Getpid(), Host: host(), SamplerIntervalSeconds: cfg.Sampler.Interval.Seconds(),
-		Compare: comparedPhases(plans),
-		Arms:    r.opts.Arms.String(),
-		KPIs:    []kpi.Result{}, Checks: []report.Check{}, Phases: []report.Phase{}, Notes: standingNotes(),
-	}
-	if r.noControl() {
-		r.rep.Arms = "graphql"
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("No control group: the profile compares no REST phase, so %s runs its %d round(s) alone and the KPI rows, each GraphQL's cost over REST's, are not measured (no_control_group). "+
-			"The verdict rests on what was measured: failed requests, subscription delivery, the return to rest and the memory verdict.", prof.Compare.GraphQL, prof.Rounds))
-	}
-	if r.opts.Arms.SelfCheck() {
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("Self-check (--arms %s): the same API runs in both arms, so every delta is the noise floor of this machine and the verdict should pass.", r.opts.Arms))
-	}
-	// A report exists from the start, so a daemon that dies before the
-	// first phase ends still leaves a run that reads as interrupted.
-	if err := r.write(); err != nil {
-		return nil, fmt.Errorf("cannot write the run directory: %w", err)
-	}
-	if in := cfg.Inject; in != (InjectConfig{}) {
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted (inject: GraphQL requests allocate %d bytes, leak %d bytes and burn %d µs of CPU each; the driver burns %d µs of its own CPU per max-load request); these numbers are not the server's own.",
-			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest, in.DriverCPUMicrosPerRequest))
-	}
-	if r.target = opts.Target; r.target == nil {
-		r.target, err = OpenTarget(ctx, r.cfg, opts.Executable, r.dir, r.log)
-		if err != nil {
-			rep, aerr := r.abort(err)
-			if CodeOf(err) == ExitUsage {
-				// A target that cannot be opened as configured (a PID
-				// that does not run): nothing ran.
-				aerr = WithCode(ExitUsage, aerr)
-			}
-			return rep, aerr
+		if r == nil {
+			return nil, err
 		}
-		defer func() {
-			if err := r.target.Shutdown(context.WithoutCancel(ctx)); err != nil {
-				r.log.Warn("target shutdown", zap.Error(err))
-			}
-			// The report says how a command target ended.
-			if info := r.target.Info(); info.Exit != "" && r.rep.Target != nil && r.rep.Target.Exit == "" {
-				r.rep.Target.Exit = info.Exit
-				if err := r.rep.Write(r.dir, nil); err != nil {
-					r.log.Warn("cannot write the report", zap.Error(err))
-				}
-			}
-		}()
+		return r.rep, err
 	}
-	switch t := r.target.(type) {
-	case *processTarget:
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The built-in target runs as a process of its own (soakd target, pid %d), the child of the orchestrating soakd (pid %d): "+
-			"soakd's reports, logs, history and decoding of the drivers' results are not in the measured heap, GC or CPU.", t.ready.PID, os.Getpid()))
-	case *Target:
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The built-in target runs inside the orchestrating soakd process (pid %d, target.in_process): "+
-			"its heap, GC and CPU also carry soakd's reports, logs and decoding of the drivers' results.", os.Getpid()))
-	}
-	if r.target.hosted() {
-		if err := r.pin(); err != nil {
-			return r.abort(err)
-		}
-	} else {
-		r.rep.Notes = append(r.rep.Notes, "Not pinned by soakd: the target is a process soakd does not host (pin it yourself, with taskset or a cgroup cpuset, if the machine has cores to spare).")
-	}
-	info := r.target.Info()
-	r.rep.Target, r.rep.TargetPID = &info, info.PID
-	if info.External() {
-		r.rep.Notes = externalNotes(info, r.rep.Notes)
-	}
-	if pc := r.cfg.Profiling; pc.CPU || pc.Heap || pc.Goroutines {
-		if m := r.target.captureTools().missing; m != "" {
-			r.rep.Notes = append(r.rep.Notes, "Profiles: "+m+".")
-		}
-	}
-	if err := r.write(); err != nil {
-		return r.abort(err)
-	}
-	if !r.target.hosted() && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
-		// Pyroscope profiles this process, which is not the target.
-		r.cfg.Profiling.Pyroscope.ServerAddress = ""
-		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles the built-in target's process, which is not the target.")
-	}
-	r.target.runMetrics().RunVerdict(string(kpi.OutcomeRunning))
-	r.log.Info("run started", zap.String("run", runID), zap.String("profile", name), zap.String("dir", r.dir), zap.String("arms", r.opts.Arms.String()))
-
 	captures := map[string]*capture{}
 	stopAfter := 0 // adaptive rounds: the last round to run, once settled
 	var ran []planned
@@ -231,6 +119,151 @@ func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report
 		}
 	}
 	return r.finish(ctx, ran, captures)
+}
+
+// startRun prepares a run of cfg's profile: plans its phases (the
+// compared pair in rounds up to max_rounds), creates the run directory and
+// its first report, opens the target (unless opts.Target is one already
+// running) and pins it. It returns nil and the error when nothing was
+// written; otherwise the run, whose report an error has marked aborted, and
+// which the caller must close.
+func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planned, error) {
+	// The run may adjust its copy (e.g. profiling), never the caller's.
+	r := &run{cfg: cfg.Clone(), opts: opts, log: opts.Log}
+	if r.log == nil {
+		r.log = zap.NewNop()
+	}
+	if opts.Arms == (Arms{}) {
+		r.opts.Arms = DefaultArms()
+	}
+	name := opts.Profile
+	if name == "" {
+		name = cfg.DefaultProfile
+	}
+	prof, ok := cfg.Profiles[name]
+	if !ok {
+		return nil, nil, Usagef("--profile %q does not exist; profiles: %v", name, cfg.ProfileNames())
+	}
+	r.prof = prof
+	if err := r.needScenario(name); err != nil {
+		return nil, nil, err
+	}
+	r.start = time.Now().UTC()
+	runID := opts.RunID
+	if runID == "" {
+		runID = r.start.Format("20060102T150405Z")
+	}
+	// Adaptive rounds plan up to max_rounds; the run stops adding rounds
+	// once every gated KPI is conclusive (settled).
+	plans, err := plan(cfg.Phases(prof, runID), prof.Compare, r.sequential().MaxRounds, r.opts.Arms)
+	if err != nil {
+		return nil, nil, WithCode(ExitUsage, err)
+	}
+	if err := needsRESTTwin(cfg.Target, name, plans); err != nil {
+		return nil, nil, err
+	}
+	r.dir = opts.OutDir
+	if r.dir == "" {
+		r.dir = filepath.Join("runs", runID)
+	}
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, nil, WithCode(ExitUsage, fmt.Errorf("cannot create the run directory: %w", err))
+	}
+	r.rep = &report.Report{
+		SchemaVersion: report.SchemaVersion, Run: runID, Profile: name, Description: prof.Description,
+		Status: report.StatusRunning, Verdict: report.VerdictRunning, StartedAt: r.start,
+		TargetPID: os.Getpid(), Host: host(), SamplerIntervalSeconds: cfg.Sampler.Interval.Seconds(),
+		Compare: comparedPhases(plans),
+		Arms:    r.opts.Arms.String(),
+		KPIs:    []kpi.Result{}, Checks: []report.Check{}, Phases: []report.Phase{}, Notes: standingNotes(),
+	}
+	if r.noControl() {
+		r.rep.Arms = "graphql"
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("No control group: the profile compares no REST phase, so %s runs its %d round(s) alone and the KPI rows, each GraphQL's cost over REST's, are not measured (no_control_group). "+
+			"The verdict rests on what was measured: failed requests, subscription delivery, the return to rest and the memory verdict.", prof.Compare.GraphQL, prof.Rounds))
+	}
+	if r.opts.Arms.SelfCheck() {
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("Self-check (--arms %s): the same API runs in both arms, so every delta is the noise floor of this machine and the verdict should pass.", r.opts.Arms))
+	}
+	// A report exists from the start, so a daemon that dies before the
+	// first phase ends still leaves a run that reads as interrupted.
+	if err := r.write(); err != nil {
+		return nil, nil, fmt.Errorf("cannot write the run directory: %w", err)
+	}
+	if in := cfg.Inject; in != (InjectConfig{}) {
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("TEST RUN: a regression was planted (inject: GraphQL requests allocate %d bytes, leak %d bytes and burn %d µs of CPU each; the driver burns %d µs of its own CPU per max-load request); these numbers are not the server's own.",
+			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest, in.DriverCPUMicrosPerRequest))
+	}
+	if r.target = opts.Target; r.target == nil {
+		r.target, err = OpenTarget(ctx, r.cfg, opts.Executable, r.dir, r.log)
+		if err != nil {
+			r.target = nil
+			_, aerr := r.abort(err)
+			if CodeOf(err) == ExitUsage {
+				// A target that cannot be opened as configured (a PID
+				// that does not run): nothing ran.
+				aerr = WithCode(ExitUsage, aerr)
+			}
+			return r, nil, aerr
+		}
+		r.ownsTarget = true
+	}
+	switch t := r.target.(type) {
+	case *processTarget:
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The built-in target runs as a process of its own (soakd target, pid %d), the child of the orchestrating soakd (pid %d): "+
+			"soakd's reports, logs, history and decoding of the drivers' results are not in the measured heap, GC or CPU.", t.ready.PID, os.Getpid()))
+	case *Target:
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The built-in target runs inside the orchestrating soakd process (pid %d, target.in_process): "+
+			"its heap, GC and CPU also carry soakd's reports, logs and decoding of the drivers' results.", os.Getpid()))
+	}
+	if r.target.hosted() {
+		if err := r.pin(); err != nil {
+			_, err = r.abort(err)
+			return r, nil, err
+		}
+	} else {
+		r.rep.Notes = append(r.rep.Notes, "Not pinned by soakd: the target is a process soakd does not host (pin it yourself, with taskset or a cgroup cpuset, if the machine has cores to spare).")
+	}
+	info := r.target.Info()
+	r.rep.Target, r.rep.TargetPID = &info, info.PID
+	if info.External() {
+		r.rep.Notes = externalNotes(info, r.rep.Notes)
+	}
+	if pc := r.cfg.Profiling; pc.CPU || pc.Heap || pc.Goroutines {
+		if m := r.target.captureTools().missing; m != "" {
+			r.rep.Notes = append(r.rep.Notes, "Profiles: "+m+".")
+		}
+	}
+	if err := r.write(); err != nil {
+		_, err = r.abort(err)
+		return r, nil, err
+	}
+	if !r.target.hosted() && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
+		// Pyroscope profiles this process, which is not the target.
+		r.cfg.Profiling.Pyroscope.ServerAddress = ""
+		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles the built-in target's process, which is not the target.")
+	}
+	r.target.runMetrics().RunVerdict(string(kpi.OutcomeRunning))
+	r.log.Info("run started", zap.String("run", runID), zap.String("profile", name), zap.String("dir", r.dir), zap.String("arms", r.opts.Arms.String()))
+
+	return r, plans, nil
+}
+
+// close stops the target the run opened (none when it was given one),
+// and records in the report how a command target ended.
+func (r *run) close(ctx context.Context) {
+	if !r.ownsTarget {
+		return
+	}
+	if err := r.target.Shutdown(context.WithoutCancel(ctx)); err != nil {
+		r.log.Warn("target shutdown", zap.Error(err))
+	}
+	if info := r.target.Info(); info.Exit != "" && r.rep.Target != nil && r.rep.Target.Exit == "" {
+		r.rep.Target.Exit = info.Exit
+		if err := r.rep.Write(r.dir, nil); err != nil {
+			r.log.Warn("cannot write the report", zap.Error(err))
+		}
+	}
 }
 
 // needScenario makes the run's target serve the scenario its profile

@@ -1,0 +1,268 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/report"
+)
+
+// ABOptions configure an A/B session (RunAB): one profile run on two
+// builds of the target in one session.
+type ABOptions struct {
+	// Profile, Executable (the soakd binary started as the driver, the same
+	// for both sides), Log, Stderr and Terminal as for a run; OutDir is the
+	// session's directory (default runs/<session>), RunID the session's id
+	// (default the UTC start time). Stdout receives the comparison.
+	RunOptions
+	// Old and New configure the two sides: the build compared against and
+	// the candidate (the same file with different target or inject keys).
+	Old, New *Config
+}
+
+// ABResult is what an A/B session produced: each side's report (nil when
+// that side never started) and the comparison of new against old.
+type ABResult struct {
+	Old, New   *report.Report
+	Comparison report.Comparison
+	// Dir is the session's directory: old/, new/, compare.json, compare.md.
+	Dir string
+}
+
+// Files of an A/B session's directory, beside old/ and new/.
+const (
+	ABCompareJSON     = "compare.json"
+	ABCompareMarkdown = "compare.md"
+)
+
+// abSide is one side of a session as it runs.
+type abSide struct {
+	name     string // report.ABOld or report.ABNew
+	r        *run
+	captures map[string]*capture
+	ran      []planned
+}
+
+// RunAB measures two builds of the target in one session: both targets
+// are started (each side's config opens its own: two command lines, two
+// ports), then every phase of the profile runs on one build and at once on
+// the other, which goes first alternating phase by phase (A B B A …, the
+// first drawn at random), so a machine that drifts during the session, as
+// a shared VM does by tens of percent within an hour, drifts under both
+// builds alike. Each side writes a complete run directory (old/, new/,
+// report.json's ab saying which side it is); soakd compare then pairs their
+// rounds (report.CompareRuns with Paired), and the session writes that
+// comparison as compare.json and compare.md and prints it. Adaptive rounds
+// do not apply: each side runs the profile's rounds. The error carries the
+// comparison's exit code: nil (pass), ExitFail, ExitInconclusive; ExitUsage
+// or ExitAborted when the session could not be compared.
+func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
+	if opts.Target != nil {
+		return nil, Usagef("an A/B session starts its own two targets: it cannot run on a daemon's target")
+	}
+	if opts.Old == nil || opts.New == nil {
+		return nil, errors.New("an A/B session needs both sides' configs")
+	}
+	if err := abConflicts(opts.Old, opts.New); err != nil {
+		return nil, err
+	}
+	start := time.Now().UTC()
+	session := cmp.Or(opts.RunID, start.Format("20060102T150405Z"))
+	res := &ABResult{Dir: cmp.Or(opts.OutDir, filepath.Join("runs", session))}
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	sides := []*abSide{{name: report.ABOld}, {name: report.ABNew}}
+	for _, s := range sides {
+		cfg := opts.Old.Clone()
+		if s.name == report.ABNew {
+			cfg = opts.New.Clone()
+		}
+		// One look at the profile's rounds on each side; the comparison,
+		// not either side's KPIs, is the session's verdict.
+		name := cmp.Or(opts.Profile, cfg.DefaultProfile)
+		if p, ok := cfg.Profiles[name]; ok && p.MaxRounds != 0 {
+			p.MaxRounds = 0
+			cfg.Profiles[name] = p
+		}
+		cfg.Metrics.Linger = 0
+		ro := opts.RunOptions
+		ro.RunID = session + "-" + s.name
+		ro.OutDir = filepath.Join(res.Dir, s.name)
+		ro.Stdout = nil
+		ro.Log = log.With(zap.String("side", s.name))
+		r, plans, err := startRun(ctx, cfg, ro)
+		if r != nil {
+			defer r.close(ctx)
+		}
+		if err != nil {
+			if r != nil {
+				res.Old, res.New = sideReports(sides)
+				return res, abAbort(sides, s, err)
+			}
+			return res, err
+		}
+		s.r = r
+		s.captures = map[string]*capture{}
+		r.rep.AB = &report.ABSide{Session: session, Side: s.name, Other: session + "-" + other(s.name)}
+		if s.name == report.ABOld {
+			s.ran = plans // the old side's plan is the session's
+		} else if err := samePlans(sides[0].ran, plans); err != nil {
+			res.Old, res.New = sideReports(sides)
+			return res, abAbort(sides, s, WithCode(ExitUsage, err))
+		}
+	}
+	plans := sides[0].ran
+	sides[0].ran = nil
+	oldFirst := rand.IntN(2) == 0
+	var order strings.Builder
+	for i, pl := range plans {
+		// A B, B A, A B, …: over two phases each build goes first once.
+		pair := []*abSide{sides[0], sides[1]}
+		if (i%2 == 1) == oldFirst {
+			pair[0], pair[1] = pair[1], pair[0]
+		}
+		for _, s := range pair {
+			order.WriteString(strings.ToUpper(s.name[:1]))
+			c, err := s.r.runPhase(ctx, pl.spec, pl.role)
+			if c != nil {
+				s.captures[pl.spec.Name] = c
+			}
+			if err != nil {
+				res.Old, res.New = sideReports(sides)
+				return res, abAbort(sides, s, err)
+			}
+			s.ran = append(s.ran, pl)
+		}
+		order.WriteString(" ")
+	}
+	note := fmt.Sprintf("A/B session %s: this is its %%s side; the %%s side is %%s. Each phase ran on both builds back to back, in this order (O old, N new, phase by phase): %s. Both sides were driven by the same soakd binary.",
+		session, strings.TrimSpace(order.String()))
+	for _, s := range sides {
+		o := other(s.name)
+		s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf(note, s.name, o, s.r.rep.AB.Other))
+		if _, err := s.r.finish(ctx, s.ran, s.captures); err != nil && CodeOf(err) != ExitFail && CodeOf(err) != ExitInconclusive {
+			res.Old, res.New = sideReports(sides)
+			return res, abAbort(sides, s, err)
+		}
+	}
+	res.Old, res.New = sideReports(sides)
+	lim := opts.New.Compare.Limits()
+	lim.Confidence = opts.New.KPIs.Confidence
+	res.Comparison = report.CompareRuns(res.Old, res.New, lim)
+	if err := writeComparisonFiles(res.Dir, res.Comparison); err != nil {
+		return res, WithCode(ExitAborted, err)
+	}
+	log.Info("A/B session done", zap.String("session", session), zap.String("dir", res.Dir), zap.String("verdict", res.Comparison.Verdict))
+	switch res.Comparison.Verdict {
+	case kpi.Pass:
+		return res, nil
+	case kpi.Fail:
+		return res, WithCode(ExitFail, errors.New("the comparison is fail: "+strings.Join(res.Comparison.Reasons(), "; ")))
+	}
+	return res, WithCode(ExitInconclusive, errors.New("the comparison is inconclusive: "+strings.Join(res.Comparison.Reasons(), "; ")))
+}
+
+// other is the other side's name.
+func other(side string) string {
+	if side == report.ABOld {
+		return report.ABNew
+	}
+	return report.ABOld
+}
+
+// sideReports returns the sides' reports, nil for a side not started.
+func sideReports(sides []*abSide) (old, new *report.Report) {
+	for _, s := range sides {
+		if s.r == nil {
+			continue
+		}
+		if s.name == report.ABOld {
+			old = s.r.rep
+		} else {
+			new = s.r.rep
+		}
+	}
+	return old, new
+}
+
+// abAbort marks every started side aborted, naming the side that failed,
+// and returns the failing side's error (code ExitAborted unless err
+// carries its own).
+func abAbort(sides []*abSide, failed *abSide, err error) error {
+	var out error
+	for _, s := range sides {
+		switch {
+		case s.r == nil:
+		case s == failed:
+			_, out = s.r.abort(err)
+		case s.r.rep.Status == report.StatusRunning:
+			_, _ = s.r.abort(fmt.Errorf("the A/B session stopped: its %s side failed: %w", failed.name, err))
+		}
+	}
+	if out == nil {
+		out = WithCode(ExitAborted, fmt.Errorf("%s side: %w", failed.name, err))
+	}
+	if c := CodeOf(err); c == ExitUsage {
+		out = WithCode(ExitUsage, out)
+	}
+	return fmt.Errorf("A/B session, %s side: %w", failed.name, out)
+}
+
+// samePlans refuses sides whose profiles would run different phases: the
+// session compares each phase with its namesake.
+func samePlans(old, new []planned) error {
+	names := func(ps []planned) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.spec.Name
+		}
+		return out
+	}
+	if o, n := names(old), names(new); !slices.Equal(o, n) {
+		return fmt.Errorf("the two sides run different phases (old: %s; new: %s): give both sides the same profile, rounds and phases, and put what differs between the builds under target: or inject:",
+			strings.Join(o, ", "), strings.Join(n, ", "))
+	}
+	return nil
+}
+
+// abConflicts refuses two sides that would start the same built-in target
+// on one fixed address (the second could not listen).
+func abConflicts(old, new *Config) error {
+	builtin := func(c *Config) bool { return c.Target.Kind == "" || c.Target.Kind == report.TargetBuiltin }
+	if builtin(old) && builtin(new) && old.Server.Listen == new.Server.Listen && !strings.HasSuffix(old.Server.Listen, ":0") {
+		return Usagef("both sides of the A/B session would serve the built-in target on server.listen %s: give one side another address (or port 0, a free port each)", old.Server.Listen)
+	}
+	return nil
+}
+
+// writeComparisonFiles writes the session's comparison as compare.json
+// and compare.md in dir, each atomically.
+func writeComparisonFiles(dir string, c report.Comparison) error {
+	js, err := c.JSON()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create the session directory: %w", err)
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, ABCompareJSON), js, 0o644); err != nil {
+		return fmt.Errorf("cannot write %s: %w", ABCompareJSON, err)
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, ABCompareMarkdown), []byte(c.Markdown()), 0o644); err != nil {
+		return fmt.Errorf("cannot write %s: %w", ABCompareMarkdown, err)
+	}
+	return nil
+}
