@@ -169,3 +169,26 @@ func TestNeedsRESTTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanAdaptiveRounds: a profile with max_rounds above rounds plans its
+// compared pair up to max_rounds, so adaptive rounds can add rounds (they
+// were planned only to rounds, and max_rounds added none).
+func TestPlanAdaptiveRounds(t *testing.T) {
+	cfg, err := LoadConfig(defaults(t), nil, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := cfg.Profiles["quick"]
+	prof.Rounds, prof.MaxRounds = 2, 5
+	ps, err := planRun(cfg, prof, "r", DefaultArms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := 0
+	for _, p := range ps {
+		last = max(last, p.round)
+	}
+	if last != 5 {
+		t.Errorf("rounds 2, max_rounds 5: planned up to round %d, want 5 (%s)", last, names(ps))
+	}
+}

@@ -153,9 +153,7 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 	if runID == "" {
 		runID = r.start.Format("20060102T150405Z")
 	}
-	// Adaptive rounds plan up to max_rounds; the run stops adding rounds
-	// once every gated KPI is conclusive (settled).
-	plans, err := plan(cfg.Phases(prof, runID), prof.Compare, r.sequential().MaxRounds, r.opts.Arms)
+	plans, err := planRun(cfg, prof, runID, r.opts.Arms)
 	if err != nil {
 		return nil, nil, WithCode(ExitUsage, err)
 	}
@@ -264,6 +262,13 @@ func (r *run) close(ctx context.Context) {
 			r.log.Warn("cannot write the report", zap.Error(err))
 		}
 	}
+}
+
+// planRun lays out a run of prof: its phases, the compared pair in rounds
+// up to max_rounds when rounds are adaptive (the run stops adding rounds
+// once every gated KPI is conclusive: settled).
+func planRun(cfg *Config, prof Profile, runID string, arms Arms) ([]planned, error) {
+	return plan(cfg.Phases(prof, runID), prof.Compare, max(prof.Rounds, prof.MaxRounds), arms)
 }
 
 // needScenario makes the run's target serve the scenario its profile
