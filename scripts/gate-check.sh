@@ -5,14 +5,20 @@
 #   3. N runs with an injected CPU regression, each compared with a clean run: fail expected every time,
 #      naming cpu_us_per_request.
 #   4. The same with an injected allocation regression: fail expected, naming alloc_bytes_per_request.
-# All traffic stays on loopback. Takes about 4 × N × 2.5 minutes on 2 cores (N=5: ~50 min).
-# Usage: scripts/gate-check.sh [OUTDIR]   (env: N=5, CPU_US=25, ALLOC_BYTES=4096, PROFILE=quick)
+#   5. `soakd ab` sessions (two builds in one session, rounds paired): N A/A sessions (one build on both
+#      sides: no fail expected), N with the CPU regression on the new side and N with the allocation
+#      regression (fail expected every time).
+# All traffic stays on loopback. Parts 1-4 take about 4 × N × 2.5 minutes on 2 cores (N=5: ~50 min), part 5
+# about 3 × N × 5 minutes (N=5: ~75 min); PARTS selects them.
+# Usage: scripts/gate-check.sh [OUTDIR]   (env: N=5, CPU_US=25, ALLOC_BYTES=4096, PROFILE=quick, PARTS="runs ab")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-5}
 CPU_US=${CPU_US:-25}
 ALLOC_BYTES=${ALLOC_BYTES:-4096}
 PROFILE=${PROFILE:-quick}
+PARTS=${PARTS:-runs ab}
+case " $PARTS " in *" runs "*|*" ab "*) ;; *) echo "PARTS must name runs, ab or both (got '$PARTS')" >&2; exit 2 ;; esac
 out=${1:-gate-check/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
 go build -o bin/soakd .
@@ -35,6 +41,17 @@ compare() { # compare OLD NEW → verdict and the failing metrics
   echo "$v ${why}"
 }
 
+ab() { # ab NAME [soakd ab args...] → the paired comparison's verdict and its failing or open rows
+  local name=$1; shift
+  local code=0
+  "$bin" ab --profile "$PROFILE" --out "$out/$name" --log-format json "$@" >"$out/$name.out" 2>"$out/$name.log" || code=$?
+  case $code in 0|1|4) ;; *) echo "ab $name exited $code; see $out/$name.log" >&2; exit 1 ;; esac
+  local v why
+  v=$(grep -E '^comparison ' "$out/$name.out" | tail -1 | awk '{print $NF}')
+  why=$(grep -E '^  - (FAIL|INCONCLUSIVE|NOT_MEASURED)' "$out/$name.out" | awk '{print $2 $3"/"$4}' | tr '\n' ' ')
+  echo "$v ${why}"
+}
+
 printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU_US" >"$out/inject-cpu.yaml"
 printf 'inject:\n  graphql_alloc_bytes_per_request: %d\n' "$ALLOC_BYTES" >"$out/inject-alloc.yaml"
 
@@ -47,6 +64,7 @@ table="$out/table.md"
 } >"$table"
 row() { echo "| $1 | $2 | $3 | $4 |" | tee -a "$table"; }
 
+if [[ " $PARTS " == *" runs "* ]]; then
 # Interleave the kinds of run so a drift of the machine lands on all of them.
 for i in $(seq 1 "$N"); do
   v=$(run "same-$i"); row "same build, run" "same-$i" "$v" "(own KPI verdict)"
@@ -63,6 +81,14 @@ for i in $(seq 1 "$N"); do
   set -- $(compare "same-$i" "cpu-$i"); row "CPU injected, compare" "same-$i → cpu-$i" "$1" "${*:2}"
   set -- $(compare "same-$i" "alloc-$i"); row "alloc injected, compare" "same-$i → alloc-$i" "$1" "${*:2}"
 done
+fi
+if [[ " $PARTS " == *" ab "* ]]; then
+for i in $(seq 1 "$N"); do
+  set -- $(ab "aa-$i"); row "A/A session (soakd ab)" "aa-$i" "$1" "${*:2}"
+  set -- $(ab "abcpu-$i" --new "$out/inject-cpu.yaml"); row "CPU injected, A/B session" "abcpu-$i" "$1" "${*:2}"
+  set -- $(ab "aballoc-$i" --new "$out/inject-alloc.yaml"); row "alloc injected, A/B session" "aballoc-$i" "$1" "${*:2}"
+done
+fi
 {
   echo
   echo "Summary:"
@@ -70,4 +96,7 @@ done
   echo "- rest,rest self-check: $(grep -c '| rest,rest self-check | .* | fail |' "$table") fail of $N (want 0)"
   echo "- CPU injected, compare: $(grep -cE '\| CPU injected, compare \| .* \| FAIL \| .*FAIL:graphql-load/(cpu_us_per_request|cpu_per_request_vs_control)' "$table") fail naming graphql-load's cpu_us_per_request or cpu_per_request_vs_control of $N (want $N)"
   echo "- alloc injected, compare: $(grep -c '| alloc injected, compare | .* | FAIL | .*alloc_bytes_per_request' "$table") fail naming alloc_bytes_per_request of $N (want $N)"
+  echo "- A/A sessions: $(grep -c '| A/A session (soakd ab) | .* | FAIL |' "$table") fail of $N (want 0)"
+  echo "- CPU injected, A/B sessions: $(grep -cE '\| CPU injected, A/B session \| .* \| FAIL \| .*FAIL:graphql-load/(cpu_us_per_request|cpu_per_request_vs_control)' "$table") fail naming graphql-load's CPU of $N (want $N)"
+  echo "- alloc injected, A/B sessions: $(grep -c '| alloc injected, A/B session | .* | FAIL | .*alloc_bytes_per_request' "$table") fail naming alloc_bytes_per_request of $N (want $N)"
 } | tee -a "$table"
