@@ -116,7 +116,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		}
 		s.r = r
 		s.captures = map[string]*capture{}
-		r.rep.AB = &report.ABSide{Session: session, Side: s.name, Other: session + "-" + other(s.name)}
+		r.rep.AB = &report.ABSide{Session: session, Side: s.name, Other: session + "-" + report.OtherSide(s.name)}
 		if s.name == report.ABOld {
 			s.ran = plans // the old side's plan is the session's
 		} else if err := samePlans(sides[0].ran, plans); err != nil {
@@ -151,7 +151,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	note := fmt.Sprintf("A/B session %s: this is its %%s side; the %%s side is %%s. Each phase ran on both builds back to back, in this order (O old, N new, phase by phase): %s. Both sides were driven by the same soakd binary.",
 		session, strings.TrimSpace(order.String()))
 	for _, s := range sides {
-		o := other(s.name)
+		o := report.OtherSide(s.name)
 		s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf(note, s.name, o, s.r.rep.AB.Other))
 		if _, err := s.r.finish(ctx, s.ran, s.captures); err != nil && CodeOf(err) != ExitFail && CodeOf(err) != ExitInconclusive {
 			res.Old, res.New = sideReports(sides)
@@ -173,14 +173,6 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		return res, WithCode(ExitFail, errors.New("the comparison is fail: "+strings.Join(res.Comparison.Reasons(), "; ")))
 	}
 	return res, WithCode(ExitInconclusive, errors.New("the comparison is inconclusive: "+strings.Join(res.Comparison.Reasons(), "; ")))
-}
-
-// other is the other side's name.
-func other(side string) string {
-	if side == report.ABOld {
-		return report.ABNew
-	}
-	return report.ABOld
 }
 
 // sideReports returns the sides' reports, nil for a side not started.

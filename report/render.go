@@ -269,6 +269,9 @@ func (r *Report) footerLines() []string {
 	if r.Arms != "" && r.Arms != "rest,graphql" {
 		out = append(out, fmt.Sprintf("Arms: %s (self-check).", r.Arms))
 	}
+	if ab := r.AB; ab != nil {
+		out = append(out, fmt.Sprintf("A/B session %s: the %s side; the other side is run %s (its directory ../%s); the session's verdict is the paired comparison in ../compare.md.", ab.Session, ab.Side, ab.Other, OtherSide(ab.Side)))
+	}
 	if t := r.Target; t != nil {
 		out = append(out, t.Describe())
 	}

@@ -132,6 +132,14 @@ const (
 	ABNew = "new"
 )
 
+// OtherSide names the other side of an A/B session.
+func OtherSide(side string) string {
+	if side == ABOld {
+		return ABNew
+	}
+	return ABOld
+}
+
 // NoiseSource identifies the self-check a run's recorded noise floor came
 // from (an entry of data_dir/noise-floor.json).
 type NoiseSource struct {
