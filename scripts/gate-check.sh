@@ -10,7 +10,8 @@
 #      regression (fail expected every time).
 # All traffic stays on loopback. Parts 1-4 take about 4 × N × 2.5 minutes on 2 cores (N=5: ~50 min), part 5
 # about 3 × N × 5 minutes (N=5: ~75 min); PARTS selects them.
-# Usage: scripts/gate-check.sh [OUTDIR]   (env: N=5, CPU_US=25, ALLOC_BYTES=4096, PROFILE=quick, PARTS="runs ab")
+# Usage: scripts/gate-check.sh [OUTDIR]   (env: N=5, CPU_US=25, ALLOC_BYTES=4096, PROFILE=quick, PARTS="runs ab",
+#        AB_PROFILE=gate: the profile of the sessions; AB_CONFIG=FILE: the sessions' --config, e.g. a finer sampler.interval)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-5}
@@ -18,6 +19,7 @@ CPU_US=${CPU_US:-25}
 ALLOC_BYTES=${ALLOC_BYTES:-4096}
 PROFILE=${PROFILE:-quick}
 PARTS=${PARTS:-runs ab}
+AB_PROFILE=${AB_PROFILE:-gate}
 case " $PARTS " in *" runs "*|*" ab "*) ;; *) echo "PARTS must name runs, ab or both (got '$PARTS')" >&2; exit 2 ;; esac
 out=${1:-gate-check/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
@@ -44,7 +46,7 @@ compare() { # compare OLD NEW → verdict and the failing metrics
 ab() { # ab NAME [soakd ab args...] → the paired comparison's verdict and its failing or open rows
   local name=$1; shift
   local code=0
-  "$bin" ab --profile "$PROFILE" --out "$out/$name" --log-format json "$@" >"$out/$name.out" 2>"$out/$name.log" || code=$?
+  "$bin" ab --profile "$AB_PROFILE" ${AB_CONFIG:+--config "$AB_CONFIG"} --out "$out/$name" --log-format json "$@" >"$out/$name.out" 2>"$out/$name.log" || code=$?
   case $code in 0|1|4) ;; *) echo "ab $name exited $code; see $out/$name.log" >&2; exit 1 ;; esac
   local v why
   v=$(grep -E '^comparison ' "$out/$name.out" | tail -1 | awk '{print $NF}')
