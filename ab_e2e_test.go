@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -161,5 +162,45 @@ func TestABRefusals(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s: exit %d, want 2 with %q\nstdout:\n%s\nstderr:\n%s", tc.name, code, tc.want, stdout, stderr)
 		}
+	}
+}
+
+// TestABSideCannotStart: the new side's server exits at once (a command
+// target that never gets ready), after the old side's target started: the
+// session exits 3 naming the new side, and the old side's report reads
+// aborted, never running.
+func TestABSideCannotStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ab.yaml")
+	dead := filepath.Join(dir, "dead.yaml")
+	port := freePort(t)
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	for path, body := range map[string]string{
+		cfg: abConfig,
+		dead: "target:\n  kind: command\n  argv: [/bin/false]\n  ready_timeout: 5s\n" +
+			"  ready_url: " + url + "/healthz\n  graphql_url: " + url + "/graphql\n  rest_url: " + url + "\n",
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "session")
+	stdout, stderr, code := runSoakd(t, bin, "ab", "--config", cfg, "--new", dead, "--out", out)
+	if code != 3 || !strings.Contains(stderr, "A/B session, new side") {
+		t.Fatalf("exit %d, want 3 naming the new side\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	rep, err := report.Read(filepath.Join(out, "old", report.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != report.StatusAborted || !strings.Contains(rep.Error, "its new side failed") {
+		t.Errorf("old side: status %s, error %q; want aborted because the new side failed", rep.Status, rep.Error)
+	}
+	if _, err := os.Stat(filepath.Join(out, "compare.json")); err == nil {
+		t.Error("a session that could not run wrote a comparison")
 	}
 }

@@ -107,14 +107,13 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		if r != nil {
 			defer r.close(ctx)
 		}
-		if err != nil {
-			if r != nil {
-				res.Old, res.New = sideReports(sides)
-				return res, abAbort(sides, s, err)
-			}
-			return res, err
-		}
 		s.r = r
+		if err != nil {
+			// The side that did start (the old one, when the new one
+			// cannot) is marked aborted too, never left running.
+			res.Old, res.New = sideReports(sides)
+			return res, abAbort(sides, s, err)
+		}
 		s.captures = map[string]*capture{}
 		r.rep.AB = &report.ABSide{Session: session, Side: s.name, Other: session + "-" + report.OtherSide(s.name)}
 		if s.name == report.ABOld {
@@ -190,27 +189,22 @@ func sideReports(sides []*abSide) (old, new *report.Report) {
 	return old, new
 }
 
-// abAbort marks every started side aborted, naming the side that failed,
-// and returns the failing side's error (code ExitAborted unless err
-// carries its own).
+// abAbort marks every side still running aborted, naming the side that
+// failed, and returns the failing side's error with its exit code
+// (ExitAborted unless err carries another, ExitUsage for a side that could
+// not start as configured).
 func abAbort(sides []*abSide, failed *abSide, err error) error {
-	var out error
 	for _, s := range sides {
-		switch {
-		case s.r == nil:
-		case s == failed:
-			_, out = s.r.abort(err)
-		case s.r.rep.Status == report.StatusRunning:
-			_, _ = s.r.abort(fmt.Errorf("the A/B session stopped: its %s side failed: %w", failed.name, err))
+		if s.r == nil || s.r.rep.Status != report.StatusRunning {
+			continue // not started, or aborted already by startRun
 		}
+		if s == failed {
+			_, err = s.r.abort(err)
+			continue
+		}
+		_, _ = s.r.abort(fmt.Errorf("the A/B session stopped: its %s side failed: %w", failed.name, err))
 	}
-	if out == nil {
-		out = WithCode(ExitAborted, fmt.Errorf("%s side: %w", failed.name, err))
-	}
-	if c := CodeOf(err); c == ExitUsage {
-		out = WithCode(ExitUsage, out)
-	}
-	return fmt.Errorf("A/B session, %s side: %w", failed.name, out)
+	return WithCode(CodeOf(err), fmt.Errorf("A/B session, %s side: %w", failed.name, err))
 }
 
 // samePlans refuses sides whose profiles would run different phases: the
