@@ -106,9 +106,18 @@ profiles:
           - {operation: graphql-query, users: 1, iterations: 0}
 `
 
+// runSoakd runs the soakd binary bin with args, killed after 2 minutes,
+// and returns its output and exit code.
 func runSoakd(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	return runSoakdWithin(t, 2*time.Minute, bin, args...)
+}
+
+// runSoakdWithin is runSoakd killed after limit instead: for a session
+// longer than one run, such as soakd ab's two.
+func runSoakdWithin(t *testing.T, limit time.Duration, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var o, e bytes.Buffer

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/soakd/soakd/report"
 )
 
 // nodeExampleDir is the Node Donut server the examples run (npm ci there).
@@ -398,7 +401,16 @@ func checkNoControlGroup(t *testing.T, rep nodeReport) {
 	}
 }
 
-// TestExamplesLoad: every examples/*.yaml is a valid configuration.
+// abSideBase names, for each `soakd ab` side file in examples/ (an overlay
+// of the keys one side changes, not a whole config), the config it is
+// decoded on top of as --config.
+var abSideBase = map[string]string{
+	"gobooks-ab-old.yaml": "gobooks-command.yaml",
+	"gobooks-ab-new.yaml": "gobooks-command.yaml",
+}
+
+// TestExamplesLoad: every examples/*.yaml is a valid configuration, each
+// A/B side file once decoded on top of its --config as soakd ab does.
 func TestExamplesLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -412,7 +424,16 @@ func TestExamplesLoad(t *testing.T) {
 		t.Fatalf("examples: %v, want one per target kind", files)
 	}
 	kinds := map[string]bool{}
+	sides := map[string][]string{} // a base config's sides' servers (host:port)
 	for _, f := range files {
+		if base, ok := abSideBase[filepath.Base(f)]; ok {
+			sides[base] = append(sides[base], checkABSide(t, f, base))
+			continue
+		}
+		if strings.Contains(filepath.Base(f), "-ab-") {
+			t.Errorf("%s looks like a soakd ab side file: name its --config in abSideBase", f)
+			continue
+		}
 		stdout, stderr, code := runSoakd(t, bin, "config", "--config", f)
 		if code != 0 {
 			t.Errorf("soakd config --config %s: exit %d\n%s", f, code, stderr)
@@ -427,6 +448,56 @@ func TestExamplesLoad(t *testing.T) {
 	if len(kinds) != 3 {
 		t.Errorf("target kinds in the examples: %v, want builtin, attach and command", kinds)
 	}
+	for base, servers := range sides {
+		if slices.Sort(servers); len(servers) != 2 || servers[0] == servers[1] {
+			t.Errorf("A/B sides of %s serve on %v; want two sides, each on a server of its own", base, servers)
+		}
+	}
+}
+
+// checkABSide loads the side file side on top of examples/base, as soakd ab
+// --config base --old/--new side does, and checks the side names a server
+// of its own: its command line and every URL give one host:port, not
+// base's (a URL a side file leaves out keeps base's). It returns that
+// host:port ("" when the file does not load).
+func checkABSide(t *testing.T, side, base string) string {
+	t.Helper()
+	cfg, err := loadConfig(filepath.Join("examples", base))
+	if err != nil {
+		t.Errorf("examples/%s, the --config of %s: %v", base, side, err)
+		return ""
+	}
+	doc, err := os.ReadFile(side)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := cfg.Overlay(doc, side)
+	if err != nil {
+		t.Errorf("%s on top of examples/%s: %v", side, base, err)
+		return ""
+	}
+	host := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return raw
+		}
+		return u.Host
+	}
+	tc := sc.Target
+	server := host(tc.GraphQLURL)
+	for key, u := range map[string]string{"ready_url": tc.ReadyURL, "rest_url": tc.RESTURL, "metrics_url": tc.MetricsURL, "pprof_url": tc.PprofURL} {
+		if host(u) != server {
+			t.Errorf("%s: target.%s %q is not on the side's graphql_url server %s", side, key, u, server)
+		}
+	}
+	if server == host(cfg.Target.GraphQLURL) {
+		t.Errorf("%s: the side serves on %s, as examples/%s does; give it a port of its own", side, server, base)
+	}
+	_, port, _ := strings.Cut(server, ":")
+	if tc.Kind != report.TargetCommand || !slices.Contains(tc.Argv, port) {
+		t.Errorf("%s: target kind %s, argv %q; want a command started on port %s", side, tc.Kind, tc.Argv, port)
+	}
+	return server
 }
 
 // stillServing fails t unless the server on loopback port answers

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -224,12 +226,49 @@ func samePlans(old, new []planned) error {
 	return nil
 }
 
-// abConflicts refuses two sides that would start the same built-in target
-// on one fixed address (the second could not listen).
+// abConflicts refuses two sides that would meet on one server: the same
+// built-in target on one fixed address (the second could not listen), or
+// two servers soakd does not host that share a host:port it loads, waits
+// on or scrapes, or one attached process. A side file is decoded key by key on
+// top of --config, so a URL it leaves out keeps --config's: both sides
+// would then send that load to, or read those figures from, one server,
+// and a second command's ready_url could answer for the first.
 func abConflicts(old, new *Config) error {
 	builtin := func(c *Config) bool { return c.Target.Kind == "" || c.Target.Kind == report.TargetBuiltin }
 	if builtin(old) && builtin(new) && old.Server.Listen == new.Server.Listen && !strings.HasSuffix(old.Server.Listen, ":0") {
 		return Usagef("both sides of the A/B session would serve the built-in target on server.listen %s: give one side another address (or port 0, a free port each)", old.Server.Listen)
+	}
+	if !old.Target.external() || !new.Target.external() {
+		return nil
+	}
+	o, n := old.Target, new.Target
+	// host is a URL's host:port, "" when unset or unparsable (Validate
+	// names a bad URL): two servers cannot share one, whatever the paths.
+	host := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return ""
+		}
+		return u.Host
+	}
+	var shared []string
+	for _, k := range []struct{ key, old, new string }{
+		{"graphql_url", host(o.GraphQLURL), host(n.GraphQLURL)},
+		{"graphql_ws_url", host(o.GraphQLWSURL), host(n.GraphQLWSURL)}, // unset: graphql_url's
+		{"rest_url", host(o.RESTURL), host(n.RESTURL)},
+		{"metrics_url", host(o.MetricsURL), host(n.MetricsURL)},
+		{"pprof_url", host(o.PprofURL), host(n.PprofURL)},
+		{"ready_url", host(o.ReadyURL), host(n.ReadyURL)},
+		{"pid_file", o.PIDFile, n.PIDFile},
+		{"pid", strconv.Itoa(o.PID), strconv.Itoa(n.PID)},
+	} {
+		if k.old != "" && k.old != "0" && k.old == k.new {
+			shared = append(shared, "target."+k.key+" ("+k.old+")")
+		}
+	}
+	if len(shared) > 0 {
+		return Usagef("both sides of the A/B session name one server in %s: give each side its own (a target: key a side file leaves out keeps --config's value, so a side file repeats every URL with its own port)",
+			strings.Join(shared, ", "))
 	}
 	return nil
 }

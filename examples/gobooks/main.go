@@ -11,9 +11,17 @@
 //	GET /debug/pprof/             net/http/pprof's profiles (heap, goroutine, …)
 //	GET /healthz                  200 once serving
 //
-// Usage: gobooks [-port 4000] [-books 1000] [-pid-file FILE]. It listens on
-// 127.0.0.1 only, prints one JSON line with its address and PID on standard
-// output when ready, and exits 0 after a graceful stop on SIGTERM or SIGINT.
+// Usage: gobooks [-port 4000] [-books 1000] [-pid-file FILE]
+// [-alloc-per-request BYTES]. It listens on 127.0.0.1 only, prints one JSON
+// line with its address and PID on standard output when ready, and exits 0
+// after a graceful stop on SIGTERM or SIGINT.
+//
+// -alloc-per-request plays a regressed build, for `soakd ab` sessions that
+// compare two builds (examples/gobooks-ab-old.yaml, -ab-new.yaml): every
+// GraphQL query or mutation served over HTTP allocates that many more heap
+// bytes, writes one byte in each 4 KiB page of them, and keeps them alive
+// until its answer is written, as a handler holding a needless buffer would.
+// The default, 0, allocates nothing extra.
 package main
 
 import (
@@ -57,23 +65,41 @@ const (
 // stopGrace bounds the graceful stop of HTTP requests in flight.
 const stopGrace = 5 * time.Second
 
+// maxAllocPerRequest caps -alloc-per-request, in bytes: 16 MiB, as soakd
+// caps its own inject.graphql_alloc_bytes_per_request; a regression that
+// size is already hundreds of times what a request needs.
+const maxAllocPerRequest = 16 << 20
+
+// options are the command's flags.
+type options struct {
+	port, books int
+	pidFile     string
+	// allocPerRequest is the extra heap, in bytes, every GraphQL query or
+	// mutation allocates and holds until its answer is written: a
+	// regressed build's cost, 0 for none.
+	allocPerRequest int
+}
+
 // run is the command: it returns the exit status (0 after a graceful stop,
 // 2 for bad flags, 1 when it cannot serve).
 func run(args []string, stdout, stderr io.Writer) int {
+	var o options
 	fs := flag.NewFlagSet("gobooks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	port := fs.Int("port", 4000, "TCP `port` to listen on, on 127.0.0.1")
-	books := fs.Int("books", 1000, "seeded books, ids \"1\" to this `number`")
-	pidFile := fs.String("pid-file", "", "write the process ID to this `file` once listening (removed at exit)")
+	fs.IntVar(&o.port, "port", 4000, "TCP `port` to listen on, on 127.0.0.1")
+	fs.IntVar(&o.books, "books", 1000, "seeded books, ids \"1\" to this `number`")
+	fs.StringVar(&o.pidFile, "pid-file", "", "write the process ID to this `file` once listening (removed at exit)")
+	fs.IntVar(&o.allocPerRequest, "alloc-per-request", 0,
+		"play a regressed build: every GraphQL query or mutation allocates this many extra heap `bytes`, touched and held until its answer is written (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *port < 0 || *port > 65535 || *books < 0 || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "gobooks: -port must be 0 … 65535, -books not negative, and no arguments follow the flags")
+	if o.port < 0 || o.port > 65535 || o.books < 0 || o.allocPerRequest < 0 || o.allocPerRequest > maxAllocPerRequest || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gobooks: -port must be 0 … 65535, -books not negative, -alloc-per-request 0 … %d bytes, and no arguments follow the flags\n", maxAllocPerRequest)
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, nil))
-	if err := serve(*port, *books, *pidFile, log); err != nil {
+	if err := serve(o, log); err != nil {
 		fmt.Fprintln(stderr, "gobooks:", err)
 		return 1
 	}
@@ -81,29 +107,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // serve listens, serves until SIGTERM or SIGINT, then stops gracefully.
-func serve(port, books int, pidFile string, log *slog.Logger) error {
+func serve(o options, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	s, err := newServer(books)
+	s, err := newServer(o.books, o.allocPerRequest)
 	if err != nil {
 		return err
 	}
 	defer s.cancelWS()
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.port)))
 	if err != nil {
 		return fmt.Errorf("cannot listen: %w", err)
 	}
 	hs := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second}
-	if pidFile != "" {
-		if err := writeFileAtomic(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
+	if o.pidFile != "" {
+		if err := writeFileAtomic(o.pidFile, []byte(strconv.Itoa(os.Getpid())+"\n")); err != nil {
 			ln.Close()
 			return fmt.Errorf("cannot write the PID file: %w", err)
 		}
-		defer os.Remove(pidFile)
+		defer os.Remove(o.pidFile)
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "pid", os.Getpid(), "books", books)
+	log.Info("listening", "addr", ln.Addr().String(), "pid", os.Getpid(), "books", o.books, "alloc_per_request", o.allocPerRequest)
 
 	select {
 	case err := <-served:
@@ -140,12 +166,17 @@ type server struct {
 	wsCtx    context.Context // ends at shutdown: every websocket closes
 	cancelWS context.CancelFunc
 	conns    tracker
+
+	// allocPerRequest is -alloc-per-request: extra bytes per GraphQL query
+	// or mutation (graphQL), 0 for none.
+	allocPerRequest int
 }
 
-func newServer(books int) (*server, error) {
+func newServer(books, allocPerRequest int) (*server, error) {
 	reg := prometheus.NewRegistry()
 	s := &server{
-		registry: reg,
+		registry:        reg,
+		allocPerRequest: allocPerRequest,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gobooks_requests_total", Help: "Requests served, by API (graphql, rest).",
 		}, []string{"api"}),
@@ -229,6 +260,8 @@ func (s *server) getGraphQL(w http.ResponseWriter, r *http.Request) {
 
 // graphQL prepares and executes req; mutations only when sent by POST.
 func (s *server) graphQL(w http.ResponseWriter, req request, post bool) {
+	ballast := s.regression()
+	defer runtime.KeepAlive(ballast) // held until the answer is written
 	p, errs := s.exec.prepare(req)
 	if len(errs) > 0 {
 		writeGraphQLErrors(w, http.StatusBadRequest, errs...)
@@ -244,6 +277,26 @@ func (s *server) graphQL(w http.ResponseWriter, req request, post bool) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(s.exec.execute(p))
+}
+
+// pageSize is the stride at which regression touches its bytes: one write
+// per 4 KiB page makes every page of the allocation resident.
+const pageSize = 4 << 10
+
+// regression is -alloc-per-request's cost: a fresh heap allocation of that
+// many bytes with one byte written in each page, or nil when it is 0. The
+// caller keeps it alive until its answer is written, so the bytes are live
+// for the request's duration and count in the heap the GC works on, not
+// only in the allocation counter.
+func (s *server) regression() []byte {
+	if s.allocPerRequest <= 0 {
+		return nil
+	}
+	b := make([]byte, s.allocPerRequest)
+	for i := 0; i < len(b); i += pageSize {
+		b[i] = 1
+	}
+	return b
 }
 
 func writeGraphQLErrors(w http.ResponseWriter, status int, errs ...*gqlerror.Error) {
