@@ -196,6 +196,7 @@ func sideReports(sides []*abSide) (old, new *report.Report) {
 // (ExitAborted unless err carries another, ExitUsage for a side that could
 // not start as configured).
 func abAbort(sides []*abSide, failed *abSide, err error) error {
+	code := CodeOf(err) // abort wraps err as aborted; a usage error stays one
 	for _, s := range sides {
 		if s.r == nil || s.r.rep.Status != report.StatusRunning {
 			continue // not started, or aborted already by startRun
@@ -206,7 +207,7 @@ func abAbort(sides []*abSide, failed *abSide, err error) error {
 		}
 		_, _ = s.r.abort(fmt.Errorf("the A/B session stopped: its %s side failed: %w", failed.name, err))
 	}
-	return WithCode(CodeOf(err), fmt.Errorf("A/B session, %s side: %w", failed.name, err))
+	return WithCode(code, fmt.Errorf("A/B session, %s side: %w", failed.name, err))
 }
 
 // samePlans refuses sides whose profiles would run different phases: the
