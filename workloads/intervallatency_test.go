@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // shiftingTarget is an in-memory target for synctest bubbles whose
@@ -159,5 +163,68 @@ func TestProgressIntervalLatency(t *testing.T) {
 		if r.Requests-r.Errors < sum {
 			t.Errorf("interval counts add up to %d, more than the phase's %d successes", sum, r.Requests-r.Errors)
 		}
+		// The phase histograms are built from the intervals the reporter
+		// took and the rest result took: each success is in them once.
+		for _, op := range r.Operations {
+			if got, want := hdrhistogram.Import(op.Histogram).TotalCount(), op.Requests-op.Errors; got != want {
+				t.Errorf("%s: phase histogram holds %d latencies, want its %d successes", op.Operation, got, want)
+			}
+		}
 	})
+}
+
+// TestPhaseHistogramFromIntervals: a group's phase histogram, folded from
+// its interval histograms as the reporter reads them, is the histogram of
+// every successful request's latency recorded directly, whether intervals
+// were read many times, once or never (no progress reported); failures are
+// counted, not recorded.
+func TestPhaseHistogramFromIntervals(t *testing.T) {
+	f := func(readEvery int) {
+		t.Helper()
+		base, err := url.Parse("http://127.0.0.1:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := newEngine(testPhase(UserGroup{Operation: RESTGet, Users: 1, Iterations: 1}), HTTPClient(http.DefaultClient), base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.start = time.Now()
+		want := hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs)
+		il := newIntervalReader(len(e.ops))
+		var intervals int64
+		const n = 5000
+		for i := range n {
+			latency := time.Duration(50+i*i%90_000) * time.Microsecond
+			o := outcome{}
+			if i%7 == 0 {
+				o.class = ClassTimeout
+			} else if err := want.RecordValue(clampMicros(latency)); err != nil {
+				t.Fatal(err)
+			}
+			e.record(0, o, latency)
+			if readEvery > 0 && (i+1)%readEvery == 0 {
+				if l := il.read(e.ops); l != nil {
+					intervals += l.Count
+				}
+			}
+		}
+		r := e.result(time.Now())
+		got := hdrhistogram.Import(r.Operations[0].Histogram)
+		if r.Requests != n || r.Errors != (n+6)/7 {
+			t.Errorf("read every %d: got %d requests %d errors, want %d and %d", readEvery, r.Requests, r.Errors, n, (n+6)/7)
+		}
+		if !got.Equals(want) || !slices.Equal(got.Export().Counts, want.Export().Counts) {
+			t.Errorf("read every %d: phase histogram of %d latencies differs from the %d recorded directly", readEvery, got.TotalCount(), want.TotalCount())
+		}
+		if r.LatencyMs != Summarize(want) {
+			t.Errorf("read every %d: got latency %+v, want %+v", readEvery, r.LatencyMs, Summarize(want))
+		}
+		if readEvery > 0 && (intervals == 0 || intervals > want.TotalCount()) {
+			t.Errorf("read every %d: intervals hold %d latencies, want some and at most %d", readEvery, intervals, want.TotalCount())
+		}
+	}
+	f(0)    // never read: result settles every latency
+	f(2500) // read once, half-way: result settles the rest
+	f(100)  // read often
 }

@@ -47,3 +47,34 @@ func BenchmarkRecord(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkDo measures the driver's own work per request apart from the
+// network and the runtime's scheduling: building the request (user.next),
+// handing it to a sender that answers from memory as the built-in target
+// does (memTarget), checking the answer (user.do) and recording it
+// (engine.record). BenchmarkRequest's driver-cpu-ns/req is this plus the
+// HTTP client, the system calls and the Go scheduler.
+func BenchmarkDo(b *testing.B) {
+	for _, name := range []Operation{RESTGet, GraphQLQuery} {
+		b.Run(string(name), func(b *testing.B) {
+			e, err := newEngineAt(testPhase(UserGroup{Operation: name, Users: 1, Iterations: 1}), HTTPClient(http.DefaultClient),
+				endpoints{rest: "http://h", graphql: "http://h/graphql"}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.steady = newSteadyCounter(1, 0, 0)
+			e.start = time.Now()
+			u := e.newUser(0, userSlot{})
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				o := u.do(memTarget{}, time.Second, u.next(i))
+				if o.class != "" {
+					b.Fatalf("request %d failed: %s: %s", i, o.class, o.message)
+				}
+				e.record(0, o, o.latency)
+			}
+		})
+	}
+}
