@@ -54,9 +54,12 @@ fuzz:
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME)
 
-## gate-check: prove the gate's false-alarm and detection rates on this machine (N=5: ~50 min; not in CI)
+## gate-check: prove the gate's false-alarm and detection rates on this machine: runs compared across
+## time, then soakd ab sessions (N=5: ~50 + ~55 min; PARTS=runs or PARTS=ab for one half; not in CI)
+N ?= 5
+PARTS ?= runs ab
 gate-check:
-	N=$(N) scripts/gate-check.sh
+	N=$(N) PARTS="$(PARTS)" scripts/gate-check.sh
 
 N ?= 5
 
