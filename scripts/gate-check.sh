@@ -94,11 +94,15 @@ fi
 {
   echo
   echo "Summary:"
-  echo "- same build, compare: $(grep -c '| same build, compare | .* | FAIL |' "$table") fail of $((N * (N - 1) / 2)) (want 0)"
-  echo "- rest,rest self-check: $(grep -c '| rest,rest self-check | .* | fail |' "$table") fail of $N (want 0)"
-  echo "- CPU injected, compare: $(grep -cE '\| CPU injected, compare \| .* \| FAIL \| .*FAIL:graphql-load/(cpu_us_per_request|cpu_per_request_vs_control)' "$table") fail naming graphql-load's cpu_us_per_request or cpu_per_request_vs_control of $N (want $N)"
-  echo "- alloc injected, compare: $(grep -c '| alloc injected, compare | .* | FAIL | .*alloc_bytes_per_request' "$table") fail naming alloc_bytes_per_request of $N (want $N)"
-  echo "- A/A sessions: $(grep -c '| A/A session (soakd ab) | .* | FAIL |' "$table") fail of $N (want 0)"
-  echo "- CPU injected, A/B sessions: $(grep -cE '\| CPU injected, A/B session \| .* \| FAIL \| .*FAIL:graphql-load/(cpu_us_per_request|cpu_per_request_vs_control)' "$table") fail naming graphql-load's CPU of $N (want $N)"
-  echo "- alloc injected, A/B sessions: $(grep -c '| alloc injected, A/B session | .* | FAIL | .*alloc_bytes_per_request' "$table") fail naming alloc_bytes_per_request of $N (want $N)"
+  if [[ " $PARTS " == *" runs "* ]]; then
+    echo "- same build, compare: $(grep -c '| same build, compare | .* | FAIL |' "$table") fail of $((N * (N - 1) / 2)) (want 0)"
+    echo "- rest,rest self-check: $(grep -c '| rest,rest self-check | .* | fail |' "$table") fail of $N (want 0)"
+    echo "- CPU injected, compare: $(grep -cE '\| CPU injected, compare \| .* \| FAIL \| .*FAIL:graphql-load/(cpu_us_per_request|cpu_per_request_vs_control)' "$table") fail naming graphql-load's cpu_us_per_request or cpu_per_request_vs_control of $N (want $N)"
+    echo "- alloc injected, compare: $(grep -c '| alloc injected, compare | .* | FAIL | .*alloc_bytes_per_request' "$table") fail naming alloc_bytes_per_request of $N (want $N)"
+  fi
+  if [[ " $PARTS " == *" ab "* ]]; then
+    echo "- A/A sessions: $(grep -c '| A/A session (soakd ab) | .* | FAIL |' "$table") fail of $N (want 0)"
+    echo "- CPU injected, A/B sessions: $(grep -cE '\| CPU injected, A/B session \| .* \| FAIL \| .*FAIL:graphql-load/(cpu_us_per_request|cpu_per_request_vs_control)' "$table") fail naming graphql-load's CPU of $N (want $N)"
+    echo "- alloc injected, A/B sessions: $(grep -c '| alloc injected, A/B session | .* | FAIL | .*alloc_bytes_per_request' "$table") fail naming alloc_bytes_per_request of $N (want $N)"
+  fi
 } | tee -a "$table"
