@@ -157,6 +157,7 @@ func TestABRefusals(t *testing.T) {
 		{"one fixed address", []string{"--config", fixed}, "server.listen 127.0.0.1:18765"},
 		{"different phases", []string{"--config", cfg, "--old", rounds}, "the two sides run different phases"},
 		{"bad format", []string{"--config", cfg, "--format", "yaml"}, "--format must be"},
+		{"endless file", []string{"--config", cfg, "--new", "/dev/zero"}, "--new /dev/zero is larger than 16 MiB"},
 	} {
 		stdout, stderr, code := runSoakd(t, bin, append([]string{"ab", "--out", filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))}, tc.args...)...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/soakd/soakd/daemon"
 )
 
 func TestBuildOverrides(t *testing.T) {
@@ -38,5 +40,15 @@ func TestBuildOverrides(t *testing.T) {
 	}
 	if _, err := buildOverrides([]byte("- a\n- b\n"), nil); err == nil {
 		t.Error("a list as the overrides file was accepted")
+	}
+}
+
+// TestConfigFileBounded: a --config that never ends (/dev/zero) is refused
+// with exit 2 after 16 MiB, instead of being read whole until memory runs
+// out.
+func TestConfigFileBounded(t *testing.T) {
+	_, err := loadConfig("/dev/zero")
+	if daemon.CodeOf(err) != daemon.ExitUsage || err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
+		t.Fatalf("loadConfig(/dev/zero) = %v (code %d), want exit 2 saying it is too large", err, daemon.CodeOf(err))
 	}
 }

@@ -194,11 +194,35 @@ func loadConfig(path string) (*daemon.Config, error) {
 	if path == "" {
 		return daemon.LoadConfig(defaultConfig, nil, "config.yaml (embedded)")
 	}
-	user, err := os.ReadFile(path)
+	user, err := readYAMLFile("--config", path)
 	if err != nil {
-		return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read --config: %w", err))
+		return nil, err
 	}
 	return daemon.LoadConfig(defaultConfig, user, path)
+}
+
+// maxYAMLFileBytes bounds a YAML file soakd reads (--config, --old, --new,
+// --overrides): a configuration is kilobytes, and reading /dev/zero or a
+// wrong multi-gigabyte file whole would exhaust memory before the decoder
+// could say what is wrong. CSV data is read from its own files.
+const maxYAMLFileBytes = 16 << 20
+
+// readYAMLFile reads the file flag names, refusing (exit 2) one larger than
+// maxYAMLFileBytes.
+func readYAMLFile(flag, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read %s: %w", flag, err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxYAMLFileBytes+1))
+	if err != nil {
+		return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read %s: %w", flag, err))
+	}
+	if len(b) > maxYAMLFileBytes {
+		return nil, daemon.Usagef("%s %s is larger than %d MiB: a configuration is a few kilobytes; is it the right file?", flag, path, maxYAMLFileBytes>>20)
+	}
+	return b, nil
 }
 
 // configFlag adds --config to cmd.
@@ -353,9 +377,9 @@ build: an A/A session, whose verdict should pass.`,
 				if path == "" {
 					return env.cfg, nil
 				}
-				doc, err := os.ReadFile(path)
+				doc, err := readYAMLFile(flag, path)
 				if err != nil {
-					return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read %s: %w", flag, err))
+					return nil, err
 				}
 				cfg, err := env.cfg.Overlay(doc, path)
 				if err != nil {
@@ -701,9 +725,9 @@ verdict's code, as soakd run does: a CI job can gate on a daemon.`,
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var doc []byte
 		if overridesFile != "" {
-			b, err := os.ReadFile(overridesFile)
+			b, err := readYAMLFile("--overrides", overridesFile)
 			if err != nil {
-				return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read --overrides: %w", err))
+				return err
 			}
 			doc = b
 		}
