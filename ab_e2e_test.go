@@ -71,17 +71,7 @@ func TestABSession(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	var cmp report.Comparison
-	raw, err := os.ReadFile(filepath.Join(out, "compare.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &cmp); err != nil {
-		t.Fatal(err)
-	}
-	if !cmp.Paired || cmp.Verdict != "fail" {
-		t.Errorf("compare.json: paired %v, verdict %s; want a paired fail", cmp.Paired, cmp.Verdict)
-	}
+	cmp, raw := pairedFail(t, out)
 	found := false
 	for _, r := range cmp.Rows {
 		if r.Phase == "graphql-load" && r.Metric == "alloc_bytes_per_request" {
@@ -204,4 +194,22 @@ func TestABSideCannotStart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "compare.json")); err == nil {
 		t.Error("a session that could not run wrote a comparison")
 	}
+}
+
+// pairedFail reads a session's compare.json and checks it is a paired
+// fail; it returns the comparison and the file's bytes.
+func pairedFail(t *testing.T, session string) (report.Comparison, []byte) {
+	t.Helper()
+	var cmp report.Comparison
+	raw, err := os.ReadFile(filepath.Join(session, "compare.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &cmp); err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Paired || cmp.Verdict != "fail" {
+		t.Errorf("compare.json: paired %v, verdict %s; want a paired fail", cmp.Paired, cmp.Verdict)
+	}
+	return cmp, raw
 }

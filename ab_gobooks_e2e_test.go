@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,17 +68,7 @@ func TestGoBooksAB(t *testing.T) {
 		t.Errorf("stdout does not name the failed row:\n%s", stdout)
 	}
 
-	var cmp report.Comparison
-	raw, err := os.ReadFile(filepath.Join(out, "compare.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &cmp); err != nil {
-		t.Fatal(err)
-	}
-	if !cmp.Paired || cmp.Verdict != "fail" {
-		t.Errorf("compare.json: paired %v, verdict %s; want a paired fail", cmp.Paired, cmp.Verdict)
-	}
+	cmp, raw := pairedFail(t, out)
 	var alloc *report.CompareRow
 	for i, r := range cmp.Rows {
 		if r.Phase == "graphql-load" && r.Metric == "alloc_bytes_per_request" {
