@@ -59,7 +59,7 @@ printf 'inject:\n  graphql_alloc_bytes_per_request: %d\n' "$ALLOC_BYTES" >"$out/
 
 table="$out/table.md"
 {
-  echo "# gate-check $(date -u +%FT%TZ) on $(nproc) cores, profile $PROFILE, N=$N"
+  echo "# gate-check $(date -u +%FT%TZ) on $(nproc) cores, N=$N, parts: $PARTS (runs: profile $PROFILE; ab sessions: profile $AB_PROFILE)"
   echo
   echo "| experiment | item | verdict | failing or open rows |"
   echo "|---|---|---|---|"
