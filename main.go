@@ -363,10 +363,8 @@ junit or markdown). With neither --old nor --new both sides are the same
 build: an A/A session, whose verdict should pass.`,
 		Args: exactArgs(0, "no arguments (the sides are --old and --new files)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch format {
-			case formatText, formatJSON, formatJUnit, formatMarkdown:
-			default:
-				return daemon.Usagef("--format must be text, json, junit or markdown (got %q)", format)
+			if err := checkFormat(format); err != nil {
+				return err
 			}
 			env, err := c.prepare(config)
 			if err != nil {
@@ -1074,10 +1072,8 @@ document (schemas/compare.schema.json); junit a junit.xml for CI servers;
 markdown a section for a pull request.`,
 		Args: exactArgs(2, "two runs: OLD NEW (run directories, report.json files, run ids of a soakd serve, or baseline)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch format {
-			case formatText, formatJSON, formatJUnit, formatMarkdown:
-			default:
-				return daemon.Usagef("--format must be text, json, junit or markdown (got %q)", format)
+			if err := checkFormat(format); err != nil {
+				return err
 			}
 			cfg, err := loadConfig(config)
 			if err != nil {
@@ -1161,6 +1157,16 @@ func (c *cli) compareInput(ctx context.Context, cfg *daemon.Config, base, arg st
 		return nil, fmt.Errorf("cannot decode the report of run %s from %s: %w", id, cl.BaseURL, err)
 	}
 	return &rep, nil
+}
+
+// checkFormat refuses a --format of soakd compare and soakd ab other than
+// the four they print.
+func checkFormat(format string) error {
+	switch format {
+	case formatText, formatJSON, formatJUnit, formatMarkdown:
+		return nil
+	}
+	return daemon.Usagef("--format must be text, json, junit or markdown (got %q)", format)
 }
 
 // writeComparison writes cmp to w in format.

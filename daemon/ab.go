@@ -87,6 +87,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		log = zap.NewNop()
 	}
 	sides := []*abSide{{name: report.ABOld}, {name: report.ABNew}}
+	var sessionPlans []planned
 	for _, s := range sides {
 		cfg := opts.Old.Clone()
 		if s.name == report.ABNew {
@@ -119,17 +120,15 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		s.captures = map[string]*capture{}
 		r.rep.AB = &report.ABSide{Session: session, Side: s.name, Other: session + "-" + report.OtherSide(s.name)}
 		if s.name == report.ABOld {
-			s.ran = plans // the old side's plan is the session's
-		} else if err := samePlans(sides[0].ran, plans); err != nil {
+			sessionPlans = plans // the old side's plan is the session's
+		} else if err := samePlans(sessionPlans, plans); err != nil {
 			res.Old, res.New = sideReports(sides)
 			return res, abAbort(sides, s, WithCode(ExitUsage, err))
 		}
 	}
-	plans := sides[0].ran
-	sides[0].ran = nil
 	oldFirst := rand.IntN(2) == 0
 	var order strings.Builder
-	for i, pl := range plans {
+	for i, pl := range sessionPlans {
 		// A B, B A, A B, …: over two phases each build goes first once.
 		pair := []*abSide{sides[0], sides[1]}
 		if (i%2 == 1) == oldFirst {
@@ -149,11 +148,9 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		}
 		order.WriteString(" ")
 	}
-	note := fmt.Sprintf("A/B session %s: this is its %%s side; the %%s side is %%s. Each phase ran on both builds back to back, in this order (O old, N new, phase by phase): %s. Both sides were driven by the same soakd binary.",
-		session, strings.TrimSpace(order.String()))
 	for _, s := range sides {
-		o := report.OtherSide(s.name)
-		s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf(note, s.name, o, s.r.rep.AB.Other))
+		s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf("A/B session %s: this is its %s side; the %s side is %s. Each phase ran on both builds back to back, in this order (O old, N new, phase by phase): %s. Both sides were driven by the same soakd binary.",
+			session, s.name, report.OtherSide(s.name), s.r.rep.AB.Other, strings.TrimSpace(order.String())))
 		if _, err := s.r.finish(ctx, s.ran, s.captures); err != nil && CodeOf(err) != ExitFail && CodeOf(err) != ExitInconclusive {
 			res.Old, res.New = sideReports(sides)
 			return res, abAbort(sides, s, err)

@@ -34,10 +34,5 @@ func PairedChangeInterval(a, b []float64, confidence float64) (iv Interval, ok b
 		}
 		l[i] = math.Log(b[i] / a[i])
 	}
-	d := MeanInterval(l, confidence)
-	pct := func(x float64) float64 { return math.Expm1(x) * 100 }
-	iv = d
-	iv.Center, iv.Lo, iv.Hi = pct(d.Center), pct(d.Lo), pct(d.Hi)
-	iv.SE = d.SE * 100 * math.Exp(d.Center)
-	return iv, true
+	return percentOfLog(MeanInterval(l, confidence)), true
 }

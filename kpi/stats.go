@@ -117,13 +117,18 @@ func ChangeInterval(a, b []float64, confidence float64) (iv Interval, ok bool) {
 		}
 		lb[i] = math.Log(v)
 	}
-	d := DiffInterval(la, lb, confidence)
+	return percentOfLog(DiffInterval(la, lb, confidence)), true
+}
+
+// percentOfLog turns an interval of a difference of logarithms into the
+// interval of the percent change it stands for, (e^x − 1) × 100; its SE is
+// the percent SE near the centre, for the detectable-effect estimate.
+func percentOfLog(d Interval) Interval {
 	pct := func(x float64) float64 { return math.Expm1(x) * 100 }
-	iv = d
+	iv := d
 	iv.Center, iv.Lo, iv.Hi = pct(d.Center), pct(d.Lo), pct(d.Hi)
-	// SE in percent near the centre, for the detectable-effect estimate.
 	iv.SE = d.SE * 100 * math.Exp(d.Center)
-	return iv, true
+	return iv
 }
 
 // Bound is the kind of limit a figure is judged against.
