@@ -32,24 +32,24 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-## generate: regenerate gqlgen code from graph/schema.graphqls and relational/relgraph/schema.graphqls
+## generate: regenerate gqlgen code from internal/graph/schema.graphqls and internal/relational/relgraph/schema.graphqls
 generate:
 	$(GO) generate ./...
 
 ## check-generate: fail when generated code is stale
 check-generate:
 	$(GO) generate ./...
-	@git diff --exit-code -- graph/generated.go relational/relgraph/generated.go || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code -- internal/graph/generated.go internal/relational/relgraph/generated.go || { echo "generated code is stale: run make generate and commit"; exit 1; }
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./daemon -run '^$$' -fuzz FuzzLoadConfig -fuzztime $(FUZZTIME)
 	$(GO) test ./control -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
-	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLRequest -fuzztime $(FUZZTIME)
-	$(GO) test ./graph -run '^$$' -fuzz FuzzGraphQLLimits -fuzztime $(FUZZTIME)
-	$(GO) test ./graph -run '^$$' -fuzz FuzzWebsocketGuard -fuzztime $(FUZZTIME)
-	$(GO) test ./api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/graph -run '^$$' -fuzz FuzzGraphQLRequest -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/graph -run '^$$' -fuzz FuzzGraphQLLimits -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/graph -run '^$$' -fuzz FuzzWebsocketGuard -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseBaggage -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // abConfig is a profile of the compared phases only, in 3 rounds, small

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // goBooksPlantedAlloc is the extra allocation per GraphQL request, in

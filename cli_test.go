@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/api"
+	"github.com/soakd/soakd/internal/api"
 )
 
 // TestCLIHelpVersionAndFlags runs the real binary as a new user would:

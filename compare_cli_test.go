@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/api"
-	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/schemas"
 	"github.com/soakd/soakd/workloads"
 )

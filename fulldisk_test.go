@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/api"
+	"github.com/soakd/soakd/internal/api"
 )
 
 // smallDisk mounts a tmpfs of size bytes on a new directory and returns it,

@@ -19,7 +19,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/soakd/soakd/api"
+	"github.com/soakd/soakd/internal/api"
 )
 
 // hostileEnv is a real `soakd serve` under attack: its target's base URL,

@@ -35,10 +35,10 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/soakd/soakd/api"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/pin"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/pin"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // nodeExampleDir is the Node Donut server the examples run (npm ci there).

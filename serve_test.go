@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/api"
+	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/schemas"
 )
 

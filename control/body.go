@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/soakd/soakd/donut"
+	"github.com/soakd/soakd/internal/donut"
 )
 
 // donutBody is the PUT body; the id comes from the path, never the body.

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/donut"
+	"github.com/soakd/soakd/internal/donut"
 )
 
 // DefaultMaxBodyBytes is the request body limit, in bytes, used when

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/donut"
-	"github.com/soakd/soakd/graph"
+	"github.com/soakd/soakd/internal/donut"
+	"github.com/soakd/soakd/internal/graph"
 )
 
 const limit = 128

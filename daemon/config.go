@@ -19,12 +19,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/soakd/soakd/api"
-	"github.com/soakd/soakd/extsample"
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/pin"
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/extsample"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/pin"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 

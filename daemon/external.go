@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/extsample"
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/metrics"
+	"github.com/soakd/soakd/internal/extsample"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/metrics"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 

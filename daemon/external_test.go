@@ -13,9 +13,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/extsample"
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/extsample"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
 

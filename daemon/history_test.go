@@ -20,9 +20,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/soakd/soakd/api"
-	"github.com/soakd/soakd/history"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // apiGet sends GET path to h and decodes the JSON answer into out; it

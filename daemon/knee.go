@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
 

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // NoiseFloorFile is the machine's recorded noise floor in the data

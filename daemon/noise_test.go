@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 )
 
 var noiseLimits = kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}

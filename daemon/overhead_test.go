@@ -8,7 +8,7 @@ import (
 	"github.com/google/pprof/profile"
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // writeCPUProfile writes a CPU profile with the given samples (10 ms

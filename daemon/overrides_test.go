@@ -11,9 +11,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/api"
-	"github.com/soakd/soakd/history"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // overrideDaemon returns a daemon whose runs are recorded by a stand-in

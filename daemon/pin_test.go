@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/pin"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/pin"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // allowedCPUs is the kernel's own account of this process's CPUs: the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
 

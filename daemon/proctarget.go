@@ -18,10 +18,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/metrics"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/metrics"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 

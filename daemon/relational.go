@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/relational"
+	"github.com/soakd/soakd/internal/relational/scenario"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/relational"
-	"github.com/soakd/soakd/relational/scenario"
-	"github.com/soakd/soakd/report"
 )
 
 // relationalDSNEnv names the variable holding the relational scenario's

@@ -16,12 +16,12 @@ import (
 	"github.com/google/pprof/profile"
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/metrics"
-	"github.com/soakd/soakd/pin"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/metrics"
+	"github.com/soakd/soakd/internal/pin"
+	"github.com/soakd/soakd/internal/relational"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/relational"
-	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 

@@ -4,10 +4,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/soakd/soakd/relational"
-	"github.com/soakd/soakd/relational/relgraph"
-	"github.com/soakd/soakd/relational/scenario"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/relational"
+	"github.com/soakd/soakd/internal/relational/relgraph"
+	"github.com/soakd/soakd/internal/relational/scenario"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
 

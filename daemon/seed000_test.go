@@ -14,8 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/relational"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/relational"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
 

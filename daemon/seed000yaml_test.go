@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/relational"
-	"github.com/soakd/soakd/relational/relgraph"
+	"github.com/soakd/soakd/internal/relational"
+	"github.com/soakd/soakd/internal/relational/relgraph"
 )
 
 var updateSeed000 = flag.Bool("update", false, "rewrite seed000.yaml from relational.Operations")

@@ -13,9 +13,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/api"
-	"github.com/soakd/soakd/history"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // TestStartReplyNamesProfileAndRunning checks the control API's start

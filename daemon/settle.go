@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // goroutineSlack is how many goroutines above the pre-phase baseline still

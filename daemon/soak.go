@@ -13,9 +13,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/history"
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // SoakFile is the soak's own record in the data directory: every cycle's

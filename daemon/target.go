@@ -22,13 +22,13 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/soakd/soakd/api"
 	"github.com/soakd/soakd/control"
-	"github.com/soakd/soakd/donut"
-	"github.com/soakd/soakd/graph"
-	"github.com/soakd/soakd/metrics"
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/donut"
+	"github.com/soakd/soakd/internal/graph"
+	"github.com/soakd/soakd/internal/metrics"
+	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/relational"
 )
 
 // Target is the system under test: the GraphQL endpoint and the REST control

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/soakd/soakd/gqlws"
+	"github.com/soakd/soakd/internal/gqlws"
 )
 
 func testConfig(t *testing.T, user string) *Config {

@@ -17,7 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // childEnv makes this test binary act as `soakd target` (testTargetChild)

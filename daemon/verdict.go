@@ -3,9 +3,9 @@ package daemon
 import (
 	"fmt"
 
-	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/report"
 )
 
 // roundPhases pairs each round's REST-arm and GraphQL-arm phase results.

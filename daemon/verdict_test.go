@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/workloads"
 )
 

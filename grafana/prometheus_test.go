@@ -27,10 +27,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/soakd/soakd/control"
-	"github.com/soakd/soakd/donut"
-	"github.com/soakd/soakd/graph"
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/metrics"
+	"github.com/soakd/soakd/internal/donut"
+	"github.com/soakd/soakd/internal/graph"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/workloads"
 )
 

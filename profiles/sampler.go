@@ -1,7 +1,7 @@
 package profiles
 
 import (
-	"github.com/soakd/soakd/procstat"
+	"github.com/soakd/soakd/internal/procstat"
 
 	"context"
 	"errors"

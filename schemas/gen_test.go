@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/kpi"
-	"github.com/soakd/soakd/report"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/schemas"
 	"github.com/soakd/soakd/workloads"
 )

@@ -14,11 +14,11 @@ import (
 
 	"github.com/soakd/soakd/control"
 	"github.com/soakd/soakd/daemon"
-	"github.com/soakd/soakd/donut"
-	"github.com/soakd/soakd/graph"
-	"github.com/soakd/soakd/kpi"
+	"github.com/soakd/soakd/internal/donut"
+	"github.com/soakd/soakd/internal/graph"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
-	"github.com/soakd/soakd/report"
 	"github.com/soakd/soakd/schemas"
 	"github.com/soakd/soakd/workloads"
 )

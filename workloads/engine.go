@@ -18,8 +18,8 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/soakd/soakd/pin"
-	"github.com/soakd/soakd/procstat"
+	"github.com/soakd/soakd/internal/pin"
+	"github.com/soakd/soakd/internal/procstat"
 )
 
 // Latency histograms record microseconds from 1 µs to 60 s with 3 significant

@@ -14,7 +14,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/soakd/soakd/gqlws"
+	"github.com/soakd/soakd/internal/gqlws"
 )
 
 // ProtocolMixed is the Subscriptions.Protocol value that alternates the two

@@ -18,9 +18,9 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"go.uber.org/goleak"
 
-	"github.com/soakd/soakd/donut"
-	"github.com/soakd/soakd/gqlws"
-	"github.com/soakd/soakd/graph"
+	"github.com/soakd/soakd/internal/donut"
+	"github.com/soakd/soakd/internal/gqlws"
+	"github.com/soakd/soakd/internal/graph"
 )
 
 func TestSubscriptionsValidate(t *testing.T) {

@@ -5,7 +5,7 @@
 //   node server.js [port]          PORT=4000 DONUTS=1000 node server.js
 //
 // It serves, on 127.0.0.1 only:
-//   /graphql           graphql-yoga over soakd's schema (graph/schema.graphqls):
+//   /graphql           graphql-yoga over soakd's schema (internal/graph/schema.graphqls):
 //                      POST, GET; websocket subscriptions over
 //                      graphql-transport-ws (graphql-ws) and the legacy
 //                      graphql-ws protocol (subscriptions-transport-ws's)
@@ -75,7 +75,7 @@ function update(d) {
 }
 
 const typeDefs = fs.readFileSync(
-  process.env.SCHEMA ?? path.join(__dirname, '..', '..', 'graph', 'schema.graphqls'), 'utf8');
+  process.env.SCHEMA ?? path.join(__dirname, '..', '..', 'internal', 'graph', 'schema.graphqls'), 'utf8');
 
 const schema = createSchema({
   typeDefs,

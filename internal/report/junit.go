@@ -1,0 +1,429 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/soakd/soakd/internal/kpi"
+)
+
+// The junit.xml elements follow the JUnit XML that CI servers read (the
+// Ant/Jenkins junit-10.xsd; GitLab reads the same): a testcase is passed
+// unless it holds a failure (a judged rule that failed), an error (the run
+// could not judge it: aborted or still running) or a skipped element (not
+// judged: informational, inconclusive or not measured), so that nothing
+// unjudged is counted as a passing test. Every count on testsuite and
+// testsuites is the number of cases holding that child.
+
+// junitSuites is the root element of junit.xml.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr,omitempty"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Time       string          `xml:"time,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	ClassName string `xml:"classname,attr"`
+	Name      string `xml:"name,attr"`
+	// Time is the seconds of measurement the case judges (see JUnit);
+	// omitted when no phase of the case is known.
+	Time string `xml:"time,attr,omitempty"`
+	// Skipped marks a rule that was neither passed nor failed:
+	// informational, inconclusive or not measured. CI shows it, and it is
+	// not a pass.
+	Skipped *junitSkipped `xml:"skipped"`
+	// Error marks a case the run could not judge: it was aborted, or is
+	// still running.
+	Error     *junitFailure `xml:"error"`
+	Failure   *junitFailure `xml:"failure"`
+	SystemOut *junitText    `xml:"system-out"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+// junitText is element text written as CDATA, so that line breaks stay
+// readable (encoding/xml writes them as &#xA; in ordinary character data).
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+// xmlText replaces the characters XML 1.0 cannot carry (control characters
+// such as an ANSI escape in an error message) with U+FFFD: encoding/xml
+// does so for attributes but writes CDATA as given.
+func xmlText(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r',
+			r >= 0x20 && r <= 0xD7FF,
+			r >= 0xE000 && r <= 0xFFFD,
+			r >= 0x10000 && r <= 0x10FFFF:
+			return r
+		}
+		return '\uFFFD'
+	}, s)
+}
+
+// junitFailure is a failure or an error element: message, type and the
+// details as CDATA.
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",cdata"`
+}
+
+// seconds formats a duration in seconds as JUnit's time attribute
+// (xs:decimal, three decimals).
+func seconds(v float64) string {
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// encodeJUnit counts s's cases into its attributes and the root's, and
+// renders the document.
+func encodeJUnit(s junitSuite) ([]byte, error) {
+	s.Tests, s.Failures, s.Errors, s.Skipped = len(s.Cases), 0, 0, 0
+	for _, c := range s.Cases {
+		switch {
+		case c.Failure != nil:
+			s.Failures++
+		case c.Error != nil:
+			s.Errors++
+		case c.Skipped != nil:
+			s.Skipped++
+		}
+	}
+	doc := junitSuites{Name: "soakd", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Time: s.Time, Suites: []junitSuite{s}}
+	out, err := xml.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode junit xml: %w", err)
+	}
+	return append(append([]byte(xml.Header), out...), '\n'), nil
+}
+
+// JUnit renders junit.xml: one testsuite named "soakd <profile>" whose
+// testcases are the verdict's rules, so that a CI server shows a failed gate
+// as a failed test. Gated KPI rows are testcases of class "kpi" that fail
+// when the row fails; informational rows are skipped, with the reason in
+// the message and their values in system-out, so that they never count as
+// passing tests. Each Check is a testcase of class "check.<group>" named
+// "<phase>/<name>" when it belongs to a phase. With interleaved rounds, each
+// round's KPI rows are skipped testcases of class "round<N>.kpi": one
+// round's point values, informational, since the verdict judges the interval
+// across rounds (the aggregated "kpi" row). A gated row or check that is
+// inconclusive or not measured is a skipped testcase whose message gives the
+// reason. A run that did not finish adds a testcase "run" holding an error
+// (not a failure: nothing was judged): of type "aborted" with the run's
+// error, or of type "running" for a partial report of a run still in
+// progress, so that it never reads as a pass.
+//
+// Each testcase's time is the seconds of measurement it judges: a KPI row
+// the compared phases of every round, a round's row that round's two
+// phases, a check its phase, and the "run" case and checks of no phase the
+// whole run; it is omitted when none of those is known (a partial report's
+// phases still to run count for nothing).
+//
+// The properties name the compared phases as they ran: rest_phase and
+// graphql_phase are the first and second arm's base names (see Compare; in a
+// self-check both arms are one API, as the arms property says), rest_phases
+// and graphql_phases the comma-separated phases of every round.
+func (r *Report) JUnit() ([]byte, error) {
+	s := junitSuite{Name: "soakd " + r.Profile}
+	runTime := ""
+	if !r.StartedAt.IsZero() {
+		s.Timestamp = r.StartedAt.UTC().Format("2006-01-02T15:04:05")
+		if !r.FinishedAt.IsZero() {
+			runTime = seconds(r.FinishedAt.Sub(r.StartedAt).Seconds())
+			s.Time = runTime
+		}
+	}
+	s.Properties = []junitProperty{
+		{Name: "run", Value: r.Run},
+		{Name: "status", Value: r.Status},
+		{Name: "verdict", Value: r.Verdict},
+		{Name: "target_pid", Value: fmt.Sprint(r.TargetPID)},
+		{Name: "rest_phase", Value: r.Compare.REST},
+		{Name: "graphql_phase", Value: r.Compare.GraphQL},
+	}
+	if r.Arms != "" {
+		s.Properties = append(s.Properties, junitProperty{Name: "arms", Value: r.Arms})
+	}
+	ranA, ranB := r.Compare.Ran()
+	if len(ranA) > 0 || len(ranB) > 0 {
+		s.Properties = append(s.Properties,
+			junitProperty{Name: "rest_phases", Value: strings.Join(ranA, ",")},
+			junitProperty{Name: "graphql_phases", Value: strings.Join(ranB, ",")})
+	}
+	if r.Gate != "" {
+		s.Properties = append(s.Properties, junitProperty{Name: "gate", Value: r.Gate})
+	}
+
+	// phaseTime sums the durations of the named phases that ran; "" when
+	// none did.
+	durations := map[string]float64{}
+	for _, p := range r.Phases {
+		durations[p.Name] = p.DurationSeconds
+	}
+	phaseTime := func(names ...string) string {
+		sum, found := 0.0, false
+		for _, n := range names {
+			if d, ok := durations[n]; ok {
+				sum, found = sum+d, true
+			}
+		}
+		if !found {
+			return ""
+		}
+		return seconds(sum)
+	}
+
+	if r.Status == StatusRunning || r.Verdict == VerdictRunning {
+		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run", Time: runTime,
+			Error: &junitFailure{Message: "the run is still in progress: this report is partial", Type: "running",
+				Text: xmlText("run " + r.Run + " is still running: its verdict is not known yet")}})
+	} else if r.Status == StatusAborted || r.Verdict == VerdictAborted {
+		msg := r.Error
+		if msg == "" {
+			msg = "the run was aborted"
+		}
+		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run", Time: runTime,
+			Error: &junitFailure{Message: msg, Type: "aborted", Text: xmlText("run " + r.Run + " aborted: " + msg)}})
+	}
+	kpiTime := phaseTime(append(append([]string{}, ranA...), ranB...)...)
+	for _, k := range r.KPIs {
+		c := kpiCase("kpi", k, true, "")
+		c.Time = kpiTime
+		s.Cases = append(s.Cases, c)
+	}
+	for _, ch := range r.Checks {
+		c := checkCase(ch)
+		c.Time = runTime
+		if ch.Phase != "" {
+			c.Time = phaseTime(ch.Phase)
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	armA, armB := r.ArmTitles()
+	for _, rd := range r.Rounds {
+		class := fmt.Sprintf("round%d.kpi", rd.Round)
+		ctx := fmt.Sprintf("round %d: %s phase %s, %s phase %s", rd.Round, armA, rd.REST, armB, rd.GraphQL)
+		t := phaseTime(rd.REST, rd.GraphQL)
+		for _, k := range rd.KPIs {
+			c := kpiCase(class, k, false, ctx)
+			c.Time = t
+			s.Cases = append(s.Cases, c)
+		}
+	}
+	return encodeJUnit(s)
+}
+
+// kpiCase turns one KPI row into a testcase. canFail is false for rows whose
+// outcome does not decide the verdict (one round's point values): they are
+// skipped as informational. ctx, when set, is a first line for the output
+// naming the round.
+func kpiCase(class string, k kpi.Result, canFail bool, ctx string) junitCase {
+	c := junitCase{ClassName: class, Name: k.Name}
+	var lines []string
+	if ctx != "" {
+		lines = append(lines, ctx)
+	}
+	lines = append(lines,
+		k.Title,
+		"rest: "+restValue(k),
+		"graphql: "+gqlValue(k),
+		"delta: "+variance(k),
+		"limit: "+limit(k),
+		"result: "+outcome(k),
+		"definition: "+k.Definition,
+	)
+	if k.Interval != nil {
+		lines = append(lines, "interval: "+intervalText(k))
+	}
+	if k.Reason != "" {
+		lines = append(lines, "reason: "+k.Reason)
+	}
+	c.SystemOut = &junitText{Text: xmlText(strings.Join(lines, "\n"))}
+	switch {
+	case !k.Gated:
+		msg := k.Title + " is informational: it has no limit and does not count towards the verdict"
+		if k.Reason != "" {
+			msg += " (" + k.Reason + ")"
+		}
+		c.Skipped = &junitSkipped{Message: msg}
+	case !canFail:
+		c.Skipped = &junitSkipped{Message: fmt.Sprintf("%s: one round's point values, informational; the verdict judges the interval across rounds (class kpi)", k.Title)}
+	case k.Pass:
+	case k.Outcome == kpi.OutcomeInconclusive || k.Outcome == kpi.OutcomeNotMeasured:
+		c.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s: %s", k.Title, k.Outcome, k.Reason)}
+	default:
+		c.Failure = &junitFailure{Message: kpiFailureMessage(k), Type: "kpi", Text: c.SystemOut.Text}
+		c.SystemOut = nil
+	}
+	return c
+}
+
+// kpiFailureMessage states a failed row in one line, e.g. "GraphQL CPU
+// (share of machine) +13.00 points > +5 points".
+func kpiFailureMessage(k kpi.Result) string {
+	if k.Delta == nil {
+		return fmt.Sprintf("GraphQL %s has no finite change from REST (REST is 0); limit %s", k.Title, limit(k))
+	}
+	t := *k.Threshold
+	if k.Name == "throughput_rps" {
+		return fmt.Sprintf("GraphQL %s %s < %+g %%", k.Title, variance(k), t)
+	}
+	if k.DeltaUnit == "points" {
+		return fmt.Sprintf("GraphQL %s %s > %+g points", k.Title, variance(k), t)
+	}
+	return fmt.Sprintf("GraphQL %s %s > %+g %%", k.Title, variance(k), t)
+}
+
+// checkCase turns one Check into a testcase.
+func checkCase(ch Check) junitCase {
+	name := ch.Name
+	if ch.Phase != "" {
+		name = ch.Phase + "/" + ch.Name
+	}
+	c := junitCase{ClassName: "check." + ch.Group, Name: name}
+	result := "pass"
+	switch {
+	case ch.Outcome == kpi.OutcomeInconclusive || ch.Outcome == kpi.OutcomeNotMeasured:
+		result = strings.ToUpper(string(ch.Outcome))
+	case !ch.Pass:
+		result = "FAIL"
+	}
+	lines := []string{
+		ch.Title,
+		"value: " + checkValue(ch.Value, ch.Unit),
+		"limit: " + checkValue(ch.Limit, ch.Unit),
+		"result: " + result,
+	}
+	if ch.Detail != "" {
+		lines = append(lines, "detail: "+ch.Detail)
+	}
+	if ch.Definition != "" {
+		lines = append(lines, "definition: "+ch.Definition)
+	}
+	text := strings.Join(lines, "\n")
+	if ch.Pass {
+		c.SystemOut = &junitText{Text: xmlText(text)}
+		return c
+	}
+	if ch.Outcome == kpi.OutcomeInconclusive || ch.Outcome == kpi.OutcomeNotMeasured {
+		c.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s: %s", ch.Title, ch.Outcome, ch.Detail)}
+		c.SystemOut = &junitText{Text: xmlText(text)}
+		return c
+	}
+	msg := fmt.Sprintf("%s: %s (limit %s)", ch.Title, checkValue(ch.Value, ch.Unit), checkValue(ch.Limit, ch.Unit))
+	if ch.Detail != "" {
+		msg += ": " + ch.Detail
+	}
+	c.Failure = &junitFailure{Message: msg, Type: "check", Text: xmlText(text)}
+	return c
+}
+
+// checkValue formats a check's value or limit: render.go's units, and plain
+// %g for counts and units it does not know.
+func checkValue(v float64, unit string) string {
+	switch unit {
+	case "%", "req/s", "µs", "B", "ms":
+		return value(v, unit)
+	case "":
+		return fmt.Sprintf("%.6g", v)
+	}
+	return fmt.Sprintf("%.6g %s", v, unit)
+}
+
+// JUnit renders the comparison as junit.xml, for CI servers: one testsuite
+// "soakd compare" whose testcases are the rows, of class
+// "compare.<phase>" and named by metric, plus a testcase "verdict" of class
+// "compare" carrying the comparison's verdict. A gated row that passed is a
+// passing test and one that failed a failure; an informational row, or an
+// inconclusive or not-measured one, is skipped with the reason. The verdict
+// case fails with every row that did not pass when the verdict is fail, is
+// in error when the new run was aborted (nothing could be judged), and is
+// skipped with the notes when inconclusive. The rows' values and the notes
+// are in system-out. The cases carry no time: a comparison measures
+// nothing itself.
+func (c Comparison) JUnit() ([]byte, error) {
+	s := junitSuite{Name: "soakd compare", Properties: []junitProperty{
+		{Name: "old", Value: c.Old},
+		{Name: "new", Value: c.New},
+		{Name: "old_status", Value: c.OldStatus},
+		{Name: "new_status", Value: c.NewStatus},
+		{Name: "verdict", Value: c.Verdict},
+	}}
+	for _, r := range c.Rows {
+		cells := compareCells(r)
+		tc := junitCase{ClassName: "compare." + r.Phase, Name: r.Metric}
+		text := fmt.Sprintf("phase: %s\nmetric: %s\nold: %s (%d rounds)\nnew: %s (%d rounds)\nchange: %s\nlimit: %s\nresult: %s",
+			r.Phase, r.Metric, cells[0], r.OldRounds, cells[1], r.NewRounds, cells[2], cells[3], cells[4])
+		if r.Reason != "" {
+			text += "\nreason: " + r.Reason
+		}
+		tc.SystemOut = &junitText{Text: xmlText(text)}
+		switch {
+		case !r.Gated:
+			why := r.Reason
+			if why == "" {
+				why = "no limit for this metric"
+			}
+			tc.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s is informational: %s", r.Phase, r.Metric, strings.TrimPrefix(why, "not gated: "))}
+		case r.Pass:
+		case r.Outcome == kpi.OutcomeInconclusive || r.Outcome == kpi.OutcomeNotMeasured:
+			tc.Skipped = &junitSkipped{Message: fmt.Sprintf("%s %s %s: %s", r.Phase, r.Metric, r.Outcome, r.Reason)}
+		default:
+			tc.Failure = &junitFailure{Message: fmt.Sprintf("%s %s: change %s, limit %s", r.Phase, r.Metric, cells[2], cells[3]), Type: "compare", Text: tc.SystemOut.Text}
+			tc.SystemOut = nil
+		}
+		s.Cases = append(s.Cases, tc)
+	}
+	verdict := junitCase{ClassName: "compare", Name: "verdict"}
+	lines := append([]string{fmt.Sprintf("comparison %s → %s: %s", c.Old, c.New, strings.ToUpper(c.Verdict))}, c.Reasons()...)
+	for _, n := range c.Notes {
+		lines = append(lines, "note: "+n)
+	}
+	text := xmlText(strings.Join(lines, "\n"))
+	switch {
+	case c.NewStatus == StatusAborted:
+		verdict.Error = &junitFailure{Message: fmt.Sprintf("the new run %s was aborted: nothing could be judged", c.New), Type: "aborted", Text: text}
+	case c.Verdict == string(kpi.OutcomeFail):
+		failed := 0
+		for _, r := range c.Rows {
+			if r.Gated && r.Outcome == kpi.OutcomeFail {
+				failed++
+			}
+		}
+		verdict.Failure = &junitFailure{Message: fmt.Sprintf("comparison %s → %s fails: %d gated rows failed", c.Old, c.New, failed), Type: "compare", Text: text}
+	case c.Verdict == string(kpi.OutcomePass):
+		verdict.SystemOut = &junitText{Text: text}
+	default:
+		verdict.Skipped = &junitSkipped{Message: fmt.Sprintf("comparison %s → %s is %s: see the notes", c.Old, c.New, c.Verdict)}
+		verdict.SystemOut = &junitText{Text: text}
+	}
+	s.Cases = append(s.Cases, verdict)
+	return encodeJUnit(s)
+}
