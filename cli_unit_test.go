@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/soakd/soakd/internal/exitcode"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/soakd/soakd/daemon"
 )
 
 func TestBuildOverrides(t *testing.T) {
@@ -48,7 +47,7 @@ func TestBuildOverrides(t *testing.T) {
 // out.
 func TestConfigFileBounded(t *testing.T) {
 	_, err := loadConfig("/dev/zero")
-	if daemon.CodeOf(err) != daemon.ExitUsage || err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
-		t.Fatalf("loadConfig(/dev/zero) = %v (code %d), want exit 2 saying it is too large", err, daemon.CodeOf(err))
+	if exitcode.Of(err) != exitcode.Usage || err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
+		t.Fatalf("loadConfig(/dev/zero) = %v (code %d), want exit 2 saying it is too large", err, exitcode.Of(err))
 	}
 }

@@ -37,6 +37,8 @@ import (
 
 	"github.com/soakd/soakd/daemon"
 	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/buildinfo"
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/pin"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
@@ -55,19 +57,19 @@ func main() {
 // run executes one soakd command line and returns its exit code. An error
 // cobra meets before a command starts (an unknown command or flag, a wrong
 // number of arguments) is bad usage, exit 2.
-func run(args []string, stdout, stderr io.Writer) daemon.ExitCode {
+func run(args []string, stdout, stderr io.Writer) exitcode.Code {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	c := &cli{stdout: stdout, stderr: stderr}
 	root := c.root()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	code := daemon.CodeOf(err)
+	code := exitcode.Of(err)
 	if err != nil && !c.started {
-		code = daemon.ExitUsage
+		code = exitcode.Usage
 	}
 	// A fail or inconclusive verdict has already printed its reasons.
-	if err != nil && code != daemon.ExitFail && code != daemon.ExitInconclusive {
+	if err != nil && code != exitcode.Fail && code != exitcode.Inconclusive {
 		c.printError(err, code)
 	}
 	return code
@@ -85,7 +87,7 @@ type cli struct {
 // printError writes err on standard error: a JSON log entry under
 // --log-format json (so that every line of that stream is JSON), a plain
 // "soakd: ..." line otherwise, with a pointer to --help for bad usage.
-func (c *cli) printError(err error, code daemon.ExitCode) {
+func (c *cli) printError(err error, code exitcode.Code) {
 	if c.logFormat == "json" {
 		log, _ := newLogger("json", c.stderr)
 		log.Error("soakd: command failed", zap.Error(err), zap.Int("exit_code", int(code)))
@@ -93,7 +95,7 @@ func (c *cli) printError(err error, code daemon.ExitCode) {
 		return
 	}
 	fmt.Fprintf(c.stderr, "soakd: %v\n", err)
-	if code == daemon.ExitUsage && !c.started {
+	if code == exitcode.Usage && !c.started {
 		fmt.Fprintln(c.stderr, "Run 'soakd --help' for usage.")
 	}
 }
@@ -121,12 +123,12 @@ func (c *cli) root() *cobra.Command {
 		Use:           "soakd",
 		Short:         "GraphQL vs REST resource soak tests with a pass/fail verdict",
 		Long:          rootLong,
-		Version:       daemon.Version(),
+		Version:       buildinfo.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return daemon.Usagef("unknown command %q", args[0])
+				return exitcode.Usagef("unknown command %q", args[0])
 			}
 			return nil
 		},
@@ -134,12 +136,12 @@ func (c *cli) root() *cobra.Command {
 			// soakd alone: the help, on standard error, and exit 2.
 			cmd.SetOut(c.stderr)
 			_ = cmd.Help()
-			return daemon.Usagef("no command given")
+			return exitcode.Usagef("no command given")
 		},
 		PersistentPreRunE: func(*cobra.Command, []string) error {
 			c.started = true
 			if c.logFormat != "console" && c.logFormat != "json" {
-				return daemon.Usagef("--log-format must be console or json (got %q)", c.logFormat)
+				return exitcode.Usagef("--log-format must be console or json (got %q)", c.logFormat)
 			}
 			return nil
 		},
@@ -148,7 +150,7 @@ func (c *cli) root() *cobra.Command {
 	root.SetErr(c.stderr)
 	root.SetVersionTemplate("soakd {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return daemon.WithCode(daemon.ExitUsage, err)
+		return exitcode.With(exitcode.Usage, err)
 	})
 	root.PersistentFlags().StringVar(&c.logFormat, "log-format", "console", "log format on standard error: console (for humans) or json (every line one JSON object)")
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -174,7 +176,7 @@ func (c *cli) root() *cobra.Command {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return daemon.Usagef("%s needs %s (got %d arguments); see soakd %s --help", cmd.Name(), what, len(args), cmd.Name())
+			return exitcode.Usagef("%s needs %s (got %d arguments); see soakd %s --help", cmd.Name(), what, len(args), cmd.Name())
 		}
 		return nil
 	}
@@ -184,7 +186,7 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 func maxArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) > n {
-			return daemon.Usagef("%s takes at most %s (got %q); see soakd %s --help", cmd.Name(), what, args, cmd.Name())
+			return exitcode.Usagef("%s takes at most %s (got %q); see soakd %s --help", cmd.Name(), what, args, cmd.Name())
 		}
 		return nil
 	}
@@ -212,15 +214,15 @@ const maxYAMLFileBytes = 16 << 20
 func readYAMLFile(flag, path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read %s: %w", flag, err))
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot read %s: %w", flag, err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxYAMLFileBytes+1))
 	if err != nil {
-		return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot read %s: %w", flag, err))
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot read %s: %w", flag, err))
 	}
 	if len(b) > maxYAMLFileBytes {
-		return nil, daemon.Usagef("%s %s is larger than %d MiB: a configuration is a few kilobytes; is it the right file?", flag, path, maxYAMLFileBytes>>20)
+		return nil, exitcode.Usagef("%s %s is larger than %d MiB: a configuration is a few kilobytes; is it the right file?", flag, path, maxYAMLFileBytes>>20)
 	}
 	return b, nil
 }
@@ -259,7 +261,7 @@ func newLogger(format string, stderr io.Writer) (*zap.Logger, error) {
 	case "json":
 		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
 	default:
-		return nil, daemon.Usagef("--log-format must be console or json (got %q)", format)
+		return nil, exitcode.Usagef("--log-format must be console or json (got %q)", format)
 	}
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(stderr), zap.InfoLevel)), nil
 }
@@ -381,7 +383,7 @@ build: an A/A session, whose verdict should pass.`,
 				}
 				cfg, err := env.cfg.Overlay(doc, path)
 				if err != nil {
-					return nil, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("%s: %w", flag, err))
+					return nil, exitcode.With(exitcode.Usage, fmt.Errorf("%s: %w", flag, err))
 				}
 				return cfg, nil
 			}
@@ -454,7 +456,7 @@ func (c *cli) soakCmd() *cobra.Command {
 		Args:                  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cycles < 0 || duration < 0 {
-				return daemon.Usagef("--cycles and --duration must not be negative")
+				return exitcode.Usagef("--cycles and --duration must not be negative")
 			}
 			env, err := c.prepare(config)
 			if err != nil {
@@ -522,7 +524,7 @@ func newClient(cfg *daemon.Config, base string) (client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return client{}, daemon.Usagef("--api must be an http:// or https:// URL such as http://127.0.0.1:7070 (got %q)", base)
+		return client{}, exitcode.Usagef("--api must be an http:// or https:// URL such as http://127.0.0.1:7070 (got %q)", base)
 	}
 	token := cfg.API.Token
 	if env := os.Getenv(daemon.TokenEnv); env != "" {
@@ -562,20 +564,20 @@ func (cl client) clientError(err error) error {
 	if ae, ok := errors.AsType[*api.APIError](err); ok {
 		switch {
 		case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden:
-			return daemon.WithCode(daemon.ExitUnauthorized, fmt.Errorf("%w (set SOAKD_CONTROL_TOKEN or api.token to the daemon's token)", err))
+			return exitcode.With(exitcode.Unauthorized, fmt.Errorf("%w (set SOAKD_CONTROL_TOKEN or api.token to the daemon's token)", err))
 		case ae.Status == http.StatusNotFound:
-			return daemon.WithCode(daemon.ExitNotFound, err)
+			return exitcode.With(exitcode.NotFound, err)
 		case ae.RunningID != "":
-			return daemon.WithCode(daemon.ExitBusy, err)
+			return exitcode.With(exitcode.Busy, err)
 		case ae.Status == http.StatusServiceUnavailable:
-			return daemon.WithCode(daemon.ExitUnavailable, err)
+			return exitcode.With(exitcode.Unavailable, err)
 		case ae.Status == http.StatusBadRequest || ae.Status == http.StatusConflict:
-			return daemon.WithCode(daemon.ExitUsage, err)
+			return exitcode.With(exitcode.Usage, err)
 		}
 		return err
 	}
 	if _, ok := errors.AsType[*url.Error](err); ok {
-		return daemon.WithCode(daemon.ExitUnreachable, fmt.Errorf("%w (is soakd serve running there? set --api or api.listen)", err))
+		return exitcode.With(exitcode.Unreachable, fmt.Errorf("%w (is soakd serve running there? set --api or api.listen)", err))
 	}
 	return err
 }
@@ -628,9 +630,9 @@ func (cl client) pickRun(ctx context.Context, args []string, running bool) (stri
 		}
 	}
 	if running {
-		return "", daemon.Usagef("no run is in progress")
+		return "", exitcode.Usagef("no run is in progress")
 	}
-	return "", daemon.Usagef("no run yet")
+	return "", exitcode.Usagef("no run yet")
 }
 
 func (c *cli) statusCmd() *cobra.Command {
@@ -734,7 +736,7 @@ verdict's code, as soakd run does: a CI job can gate on a daemon.`,
 			return err
 		}
 		if poll <= 0 {
-			return daemon.Usagef("--poll must be positive (got %s)", poll)
+			return exitcode.Usagef("--poll must be positive (got %s)", poll)
 		}
 		cl, err := newClient()
 		if err != nil {
@@ -769,7 +771,7 @@ func (cl client) wait(ctx context.Context, w io.Writer, id string, poll time.Dur
 		}
 		select {
 		case <-ctx.Done():
-			return daemon.WithCode(daemon.ExitAborted, fmt.Errorf("stopped waiting for run %s (it goes on; soakd stop %s ends it): %w", id, id, ctx.Err()))
+			return exitcode.With(exitcode.Aborted, fmt.Errorf("stopped waiting for run %s (it goes on; soakd stop %s ends it): %w", id, id, ctx.Err()))
 		case <-t.C:
 		}
 	}
@@ -789,21 +791,21 @@ func buildOverrides(doc []byte, sets []string) (string, error) {
 	root := map[string]any{}
 	if len(bytes.TrimSpace(doc)) > 0 {
 		if err := yaml.Unmarshal(doc, &root); err != nil {
-			return "", daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--overrides is not a YAML mapping: %w", err))
+			return "", exitcode.With(exitcode.Usage, fmt.Errorf("--overrides is not a YAML mapping: %w", err))
 		}
 	}
 	for _, s := range sets {
 		key, raw, ok := strings.Cut(s, "=")
 		if !ok || key == "" {
-			return "", daemon.Usagef("--set %q: want KEY=VALUE, e.g. kpis.cpu_increase_points=7", s)
+			return "", exitcode.Usagef("--set %q: want KEY=VALUE, e.g. kpis.cpu_increase_points=7", s)
 		}
 		path := strings.Split(key, ".")
 		if slices.Contains(path, "") {
-			return "", daemon.Usagef("--set %q: the key has an empty part", s)
+			return "", exitcode.Usagef("--set %q: the key has an empty part", s)
 		}
 		var v any
 		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
-			return "", daemon.Usagef("--set %q: the value is not YAML: %v", s, err)
+			return "", exitcode.Usagef("--set %q: the value is not YAML: %v", s, err)
 		}
 		m := root
 		for i, k := range path[:len(path)-1] {
@@ -816,7 +818,7 @@ func buildOverrides(doc []byte, sets []string) (string, error) {
 			}
 			nm, isMap := next.(map[string]any)
 			if !isMap {
-				return "", daemon.Usagef("--set %q: %s is already set to a value, not a mapping", s, strings.Join(path[:i+1], "."))
+				return "", exitcode.Usagef("--set %q: %s is already set to a value, not a mapping", s, strings.Join(path[:i+1], "."))
 			}
 			m = nm
 		}
@@ -851,14 +853,14 @@ the result (or an error).`,
 			}
 			switch {
 			case phase == "" && spec == "":
-				return daemon.Usagef("drive needs --phase NAME (a phase of the config's profile) or --spec FILE (a phase spec as JSON; - reads standard input)")
+				return exitcode.Usagef("drive needs --phase NAME (a phase of the config's profile) or --spec FILE (a phase spec as JSON; - reads standard input)")
 			case phase != "" && spec != "":
-				return daemon.Usagef("drive takes --phase or --spec, not both")
+				return exitcode.Usagef("drive takes --phase or --spec, not both")
 			}
 			if cpus != "" {
 				set, err := pin.Parse(cpus)
 				if err != nil {
-					return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--cpus: %w", err))
+					return exitcode.With(exitcode.Usage, fmt.Errorf("--cpus: %w", err))
 				}
 				if err := pin.Process(set); err != nil {
 					return fmt.Errorf("cannot pin the driver to CPUs %v: %w", set, err)
@@ -879,7 +881,7 @@ the result (or an error).`,
 			case spec != "-":
 				f, err := os.Open(spec)
 				if err != nil {
-					return daemon.WithCode(daemon.ExitUsage, fmt.Errorf("cannot open --spec: %w", err))
+					return exitcode.With(exitcode.Usage, fmt.Errorf("cannot open --spec: %w", err))
 				}
 				defer f.Close()
 				in = f
@@ -912,10 +914,10 @@ func driveEndpoints(target, graphqlURL, graphqlWSURL, restURL string) (workloads
 		}
 		var err error
 		if ep, err = workloads.BaseEndpoints(target); err != nil {
-			return ep, daemon.WithCode(daemon.ExitUsage, fmt.Errorf("--target: %w", err))
+			return ep, exitcode.With(exitcode.Usage, fmt.Errorf("--target: %w", err))
 		}
 	case graphqlURL == "":
-		return ep, daemon.Usagef("drive needs --target URL, e.g. --target http://127.0.0.1:8080, or --graphql-url (with --rest-url for a phase with REST operations)")
+		return ep, exitcode.Usagef("drive needs --target URL, e.g. --target http://127.0.0.1:8080, or --graphql-url (with --rest-url for a phase with REST operations)")
 	}
 	if graphqlURL != "" {
 		ep.GraphQL = graphqlURL
@@ -925,7 +927,7 @@ func driveEndpoints(target, graphqlURL, graphqlWSURL, restURL string) (workloads
 	}
 	ep.GraphQLWS = graphqlWSURL
 	if err := ep.Validate(); err != nil {
-		return ep, daemon.WithCode(daemon.ExitUsage, err)
+		return ep, exitcode.With(exitcode.Usage, err)
 	}
 	return ep, nil
 }
@@ -936,7 +938,7 @@ func driveEndpoints(target, graphqlURL, graphqlWSURL, restURL string) (workloads
 func checkTargetURL(target string) error {
 	u, err := url.Parse(target)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return daemon.Usagef("--target must be a URL with a scheme and host, such as http://127.0.0.1:8080 (got %q)", target)
+		return exitcode.Usagef("--target must be a URL with a scheme and host, such as http://127.0.0.1:8080 (got %q)", target)
 	}
 	return nil
 }
@@ -969,7 +971,7 @@ surface (loopback only) answers only requests carrying the token given in
 				log.Warn(w)
 			}
 			if k := cfg.Target.Kind; k != "" && k != report.TargetBuiltin {
-				return daemon.Usagef("soakd target serves the built-in target; the config's target.kind is %s", k)
+				return exitcode.Usagef("soakd target serves the built-in target; the config's target.kind is %s", k)
 			}
 			token := os.Getenv(daemon.TargetTokenEnv)
 			_ = os.Unsetenv(daemon.TargetTokenEnv)
@@ -1006,7 +1008,7 @@ a document soakd accepts as --config. api.token is printed as <redacted>.`,
 			if config != "" {
 				source += " with " + config + " on top"
 			}
-			fmt.Fprintf(c.stdout, "# soakd %s: effective configuration (%s); valid; default profile %q\n", daemon.Version(), source, cfg.DefaultProfile)
+			fmt.Fprintf(c.stdout, "# soakd %s: effective configuration (%s); valid; default profile %q\n", buildinfo.Version(), source, cfg.DefaultProfile)
 			_, err = c.stdout.Write(out)
 			return err
 		},
@@ -1025,13 +1027,13 @@ func (c *cli) reportCmd() *cobra.Command {
 			dir := args[0]
 			rep, err := report.Read(filepath.Join(dir, report.JSONFile))
 			if err != nil {
-				return daemon.WithCode(daemon.ExitUsage, err)
+				return exitcode.With(exitcode.Usage, err)
 			}
 			var samples *report.Samples
 			if s, err := report.ReadSamples(filepath.Join(dir, report.SamplesFile)); err == nil {
 				samples = s
 			} else if !errors.Is(err, os.ErrNotExist) {
-				return daemon.WithCode(daemon.ExitUsage, err)
+				return exitcode.With(exitcode.Usage, err)
 			}
 			if err := rep.Write(dir, samples); err != nil {
 				return err
@@ -1117,12 +1119,12 @@ func (c *cli) compareInput(ctx context.Context, cfg *daemon.Config, base, arg st
 		}
 		rep, err := report.Read(path)
 		if err != nil {
-			return nil, daemon.WithCode(daemon.ExitUsage, err)
+			return nil, exitcode.With(exitcode.Usage, err)
 		}
 		return rep, nil
 	}
 	if strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".json") {
-		return nil, daemon.Usagef("%s: no such file or directory (give a run directory, a report.json, or the id of a run of a soakd serve)", arg)
+		return nil, exitcode.Usagef("%s: no such file or directory (give a run directory, a report.json, or the id of a run of a soakd serve)", arg)
 	}
 	cl, err := newClient(cfg, base)
 	if err != nil {
@@ -1142,7 +1144,7 @@ func (c *cli) compareInput(ctx context.Context, cfg *daemon.Config, base, arg st
 			}
 		}
 		if id == "" {
-			return nil, daemon.WithCode(daemon.ExitNotFound, fmt.Errorf("the soakd serve at %s has no baseline run: mark one with soakd baseline ID", cl.BaseURL))
+			return nil, exitcode.With(exitcode.NotFound, fmt.Errorf("the soakd serve at %s has no baseline run: mark one with soakd baseline ID", cl.BaseURL))
 		}
 	}
 	sum, raw, err := cl.Get(ctx, id)
@@ -1150,7 +1152,7 @@ func (c *cli) compareInput(ctx context.Context, cfg *daemon.Config, base, arg st
 		return nil, cl.clientError(err)
 	}
 	if raw == nil {
-		return nil, daemon.WithCode(daemon.ExitNotFound, fmt.Errorf("run %s (status %s) has no report yet", sum.ID, sum.Status))
+		return nil, exitcode.With(exitcode.NotFound, fmt.Errorf("run %s (status %s) has no report yet", sum.ID, sum.Status))
 	}
 	var rep report.Report
 	if err := json.Unmarshal(raw, &rep); err != nil {
@@ -1166,7 +1168,7 @@ func checkFormat(format string) error {
 	case formatText, formatJSON, formatJUnit, formatMarkdown:
 		return nil
 	}
-	return daemon.Usagef("--format must be text, json, junit or markdown (got %q)", format)
+	return exitcode.Usagef("--format must be text, json, junit or markdown (got %q)", format)
 }
 
 // writeComparison writes cmp to w in format.
@@ -1200,9 +1202,9 @@ func verdictError(v string) error {
 	case "pass":
 		return nil
 	case "fail":
-		return daemon.WithCode(daemon.ExitFail, errors.New("the verdict is fail"))
+		return exitcode.With(exitcode.Fail, errors.New("the verdict is fail"))
 	case "inconclusive":
-		return daemon.WithCode(daemon.ExitInconclusive, errors.New("the verdict is inconclusive"))
+		return exitcode.With(exitcode.Inconclusive, errors.New("the verdict is inconclusive"))
 	}
-	return daemon.WithCode(daemon.ExitAborted, fmt.Errorf("the run's verdict is %q", v))
+	return exitcode.With(exitcode.Aborted, fmt.Errorf("the run's verdict is %q", v))
 }

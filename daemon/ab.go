@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
@@ -67,11 +68,11 @@ type abSide struct {
 // rounds (report.CompareRuns with Paired), and the session writes that
 // comparison as compare.json and compare.md and prints it. Adaptive rounds
 // do not apply: each side runs the profile's rounds. The error carries the
-// comparison's exit code: nil (pass), ExitFail, ExitInconclusive; ExitUsage
-// or ExitAborted when the session could not be compared.
+// comparison's exit code: nil (pass), exitcode.Fail, exitcode.Inconclusive; exitcode.Usage
+// or exitcode.Aborted when the session could not be compared.
 func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	if opts.Target != nil {
-		return nil, Usagef("an A/B session starts its own two targets: it cannot run on a daemon's target")
+		return nil, exitcode.Usagef("an A/B session starts its own two targets: it cannot run on a daemon's target")
 	}
 	if opts.Old == nil || opts.New == nil {
 		return nil, errors.New("an A/B session needs both sides' configs")
@@ -123,7 +124,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 			sessionPlans = plans // the old side's plan is the session's
 		} else if err := samePlans(sessionPlans, plans); err != nil {
 			res.Old, res.New = sideReports(sides)
-			return res, abAbort(sides, s, WithCode(ExitUsage, err))
+			return res, abAbort(sides, s, exitcode.With(exitcode.Usage, err))
 		}
 	}
 	oldFirst := rand.IntN(2) == 0
@@ -151,7 +152,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	for _, s := range sides {
 		s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf("A/B session %s: this is its %s side; the %s side is %s. Each phase ran on both builds back to back, in this order (O old, N new, phase by phase): %s. Both sides were driven by the same soakd binary.",
 			session, s.name, report.OtherSide(s.name), s.r.rep.AB.Other, strings.TrimSpace(order.String())))
-		if _, err := s.r.finish(ctx, s.ran, s.captures); err != nil && CodeOf(err) != ExitFail && CodeOf(err) != ExitInconclusive {
+		if _, err := s.r.finish(ctx, s.ran, s.captures); err != nil && exitcode.Of(err) != exitcode.Fail && exitcode.Of(err) != exitcode.Inconclusive {
 			res.Old, res.New = sideReports(sides)
 			return res, abAbort(sides, s, err)
 		}
@@ -161,16 +162,16 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	lim.Confidence = opts.New.KPIs.Confidence
 	res.Comparison = report.CompareRuns(res.Old, res.New, lim)
 	if err := writeComparisonFiles(res.Dir, res.Comparison); err != nil {
-		return res, WithCode(ExitAborted, err)
+		return res, exitcode.With(exitcode.Aborted, err)
 	}
 	log.Info("A/B session done", zap.String("session", session), zap.String("dir", res.Dir), zap.String("verdict", res.Comparison.Verdict))
 	switch res.Comparison.Verdict {
 	case kpi.Pass:
 		return res, nil
 	case kpi.Fail:
-		return res, WithCode(ExitFail, errors.New("the comparison is fail: "+strings.Join(res.Comparison.Reasons(), "; ")))
+		return res, exitcode.With(exitcode.Fail, errors.New("the comparison is fail: "+strings.Join(res.Comparison.Reasons(), "; ")))
 	}
-	return res, WithCode(ExitInconclusive, errors.New("the comparison is inconclusive: "+strings.Join(res.Comparison.Reasons(), "; ")))
+	return res, exitcode.With(exitcode.Inconclusive, errors.New("the comparison is inconclusive: "+strings.Join(res.Comparison.Reasons(), "; ")))
 }
 
 // sideReports returns the sides' reports, nil for a side not started.
@@ -190,10 +191,10 @@ func sideReports(sides []*abSide) (old, new *report.Report) {
 
 // abAbort marks every side still running aborted, naming the side that
 // failed, and returns the failing side's error with its exit code
-// (ExitAborted unless err carries another, ExitUsage for a side that could
+// (exitcode.Aborted unless err carries another, exitcode.Usage for a side that could
 // not start as configured).
 func abAbort(sides []*abSide, failed *abSide, err error) error {
-	code := CodeOf(err) // abort wraps err as aborted; a usage error stays one
+	code := exitcode.Of(err) // abort wraps err as aborted; a usage error stays one
 	for _, s := range sides {
 		if s.r == nil || s.r.rep.Status != report.StatusRunning {
 			continue // not started, or aborted already by startRun
@@ -204,7 +205,7 @@ func abAbort(sides []*abSide, failed *abSide, err error) error {
 		}
 		_, _ = s.r.abort(fmt.Errorf("the A/B session stopped: its %s side failed: %w", failed.name, err))
 	}
-	return WithCode(code, fmt.Errorf("A/B session, %s side: %w", failed.name, err))
+	return exitcode.With(code, fmt.Errorf("A/B session, %s side: %w", failed.name, err))
 }
 
 // samePlans refuses sides whose profiles would run different phases: the
@@ -234,9 +235,9 @@ func samePlans(old, new []planned) error {
 func abConflicts(old, new *Config) error {
 	builtin := func(c *Config) bool { return c.Target.Kind == "" || c.Target.Kind == report.TargetBuiltin }
 	if builtin(old) && builtin(new) && old.Server.Listen == new.Server.Listen && !strings.HasSuffix(old.Server.Listen, ":0") {
-		return Usagef("both sides of the A/B session would serve the built-in target on server.listen %s: give one side another address (or port 0, a free port each)", old.Server.Listen)
+		return exitcode.Usagef("both sides of the A/B session would serve the built-in target on server.listen %s: give one side another address (or port 0, a free port each)", old.Server.Listen)
 	}
-	if !old.Target.external() || !new.Target.external() {
+	if !old.Target.External() || !new.Target.External() {
 		return nil
 	}
 	o, n := old.Target, new.Target
@@ -265,7 +266,7 @@ func abConflicts(old, new *Config) error {
 		}
 	}
 	if len(shared) > 0 {
-		return Usagef("both sides of the A/B session name one server in %s: give each side its own (a target: key a side file leaves out keeps --config's value, so a side file repeats every URL with its own port)",
+		return exitcode.Usagef("both sides of the A/B session name one server in %s: give each side its own (a target: key a side file leaves out keeps --config's value, so a side file repeats every URL with its own port)",
 			strings.Join(shared, ", "))
 	}
 	return nil

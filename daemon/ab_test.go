@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/soakd/soakd/internal/exitcode"
 )
 
 // TestABConflicts: two sides that would meet on one server are refused
@@ -44,7 +46,7 @@ func TestABConflicts(t *testing.T) {
 			}
 			return
 		}
-		if err == nil || CodeOf(err) != ExitUsage {
+		if err == nil || exitcode.Of(err) != exitcode.Usage {
 			t.Fatalf("%s: %v, want a usage error naming %q", name, err, want)
 		}
 		for _, w := range want {

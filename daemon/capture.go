@@ -18,12 +18,12 @@ type capture struct {
 	dir   string
 	phase string
 	cfg   ProfilingConfig
-	tools captureTools
+	tools Captures
 	log   *zap.Logger
 	users int // users of a closed phase with a known count; 0 otherwise
 	files []string
 
-	cpu      cpuProfiler
+	cpu      CPUProfiler
 	cpuFile  string
 	started  bool
 	stopped  bool
@@ -31,7 +31,7 @@ type capture struct {
 	stopReq  int64
 }
 
-func newCapture(dir string, spec workloads.Phase, cfg ProfilingConfig, tools captureTools, log *zap.Logger) *capture {
+func newCapture(dir string, spec workloads.Phase, cfg ProfilingConfig, tools Captures, log *zap.Logger) *capture {
 	c := &capture{dir: dir, phase: spec.Name, cfg: cfg, tools: tools, log: log.With(zap.String("phase", spec.Name))}
 	if spec.Model == "" || spec.Model == workloads.Closed {
 		c.users = spec.Users()
@@ -44,7 +44,7 @@ func (c *capture) path(kind string) string { return filepath.Join(c.dir, c.phase
 // before runs just before the driver starts.
 func (c *capture) before() {
 	if c.cfg.Heap {
-		c.write("heap-before.pb.gz", c.tools.heap)
+		c.write("heap-before.pb.gz", c.tools.Heap)
 	}
 	if c.users == 0 {
 		c.startCPU(0)
@@ -69,10 +69,10 @@ func (c *capture) after(requests int64) {
 		c.stopCPU(requests)
 	}
 	if c.cfg.Heap {
-		c.write("heap-after.pb.gz", c.tools.heap)
+		c.write("heap-after.pb.gz", c.tools.Heap)
 	}
 	if c.cfg.Goroutines {
-		c.write("goroutine-after.txt", c.tools.goroutines)
+		c.write("goroutine-after.txt", c.tools.Goroutines)
 	}
 }
 
@@ -87,10 +87,10 @@ func (c *capture) cpuProfile() (string, int64) {
 
 func (c *capture) startCPU(requests int64) {
 	c.started = true
-	if !c.cfg.CPU || c.tools.startCPU == nil {
+	if !c.cfg.CPU || c.tools.StartCPU == nil {
 		return
 	}
-	p, err := c.tools.startCPU(c.path("cpu.pb.gz"))
+	p, err := c.tools.StartCPU(c.path("cpu.pb.gz"))
 	if err != nil {
 		c.log.Warn("no cpu profile for this phase", zap.Error(err))
 		return

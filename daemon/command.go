@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/soakd/soakd/internal/exitcode"
 	"go.uber.org/zap"
 )
 
@@ -43,7 +44,7 @@ type commandProc struct {
 	// what names the process in messages: "the target command /usr/bin/x".
 	what   string
 	log    *zap.Logger
-	stderr *tailBuffer // the end of its standard error, quoted when it dies
+	stderr *TailBuffer // the end of its standard error, quoted when it dies
 	files  []*boundedFile
 	// exited is closed once Wait has returned (and ProcessState is set).
 	exited chan struct{}
@@ -80,7 +81,7 @@ type procSpec struct {
 // startProcess starts spec.argv in its own process group, its output kept
 // in spec.logDir, and returns at once; a goroutine waits for it (exited).
 func startProcess(spec procSpec, log *zap.Logger) (*commandProc, error) {
-	p := &commandProc{what: spec.what, log: log, stderr: &tailBuffer{max: 4096}, exited: make(chan struct{})}
+	p := &commandProc{what: spec.what, log: log, stderr: &TailBuffer{max: 4096}, exited: make(chan struct{})}
 	out, err := newBoundedFile(filepath.Join(spec.logDir, TargetStdoutFile), maxTargetLog)
 	var errf *boundedFile
 	if err == nil {
@@ -140,12 +141,12 @@ func startProcess(spec procSpec, log *zap.Logger) (*commandProc, error) {
 // its standard error.
 func startCommand(ctx context.Context, tc TargetConfig, logDir string, secrets []string, log *zap.Logger) (*commandProc, error) {
 	if len(tc.Argv) == 0 {
-		return nil, Usagef("target.argv: no command to start")
+		return nil, exitcode.Usagef("target.argv: no command to start")
 	}
 	p, err := startProcess(procSpec{argv: tc.Argv, env: commandEnv(os.Environ(), tc.Env, secrets), dir: tc.Dir,
 		what: "the target command " + tc.Argv[0], logDir: logDir}, log)
 	if _, ok := errors.AsType[*startError](err); ok {
-		return nil, WithCode(ExitUsage, fmt.Errorf("target.argv: %w", err))
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.argv: %w", err))
 	} else if err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func (p *commandProc) awaitReady(ctx context.Context, url string, timeout time.D
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			return WithCode(ExitUsage, fmt.Errorf("target.ready_url: %w", err))
+			return exitcode.With(exitcode.Usage, fmt.Errorf("target.ready_url: %w", err))
 		}
 		if resp, err := client.Do(req); err != nil {
 			last = err.Error()

@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/extsample"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/pin"
@@ -127,8 +128,8 @@ type TargetConfig struct {
 	AllowNonLoopback bool `yaml:"allow_non_loopback"`
 }
 
-// external reports whether the target is a server soakd does not host.
-func (t TargetConfig) external() bool {
+// External reports whether the target is a server soakd does not host.
+func (t TargetConfig) External() bool {
 	return t.Kind == report.TargetAttach || t.Kind == report.TargetCommand
 }
 
@@ -541,6 +542,10 @@ type ConfigError struct {
 }
 
 // Error lists every problem on its own line.
+// ExitCode is exitcode.Usage: a configuration that does not validate is
+// bad usage, and nothing ran.
+func (e *ConfigError) ExitCode() exitcode.Code { return exitcode.Usage }
+
 func (e *ConfigError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "invalid configuration %s (%d problem", e.Source, len(e.Problems))
@@ -1278,7 +1283,7 @@ func (c *Config) validateTarget() []FieldError {
 	only("target.env", len(t.Env) > 0, report.TargetCommand)
 	only("target.dir", t.Dir != "", report.TargetCommand)
 	only("target.ready_url", t.ReadyURL != "", report.TargetCommand)
-	if !t.external() {
+	if !t.External() {
 		return ps
 	}
 
@@ -1429,7 +1434,7 @@ func (p Profile) measurable(path string, interval time.Duration) []FieldError {
 	}
 	// A window of k intervals holds k or k+1 samples depending on where
 	// the sampler's ticks fall: minSteadySamples intervals guarantee them.
-	need := time.Duration(minSteadySamples) * interval
+	need := time.Duration(MinSteadySamples) * interval
 	for i, ph := range p.Phases {
 		if ph.Name != p.Compare.REST && ph.Name != p.Compare.GraphQL {
 			continue
@@ -1441,7 +1446,7 @@ func (p Profile) measurable(path string, interval time.Duration) []FieldError {
 		ps = append(ps, FieldError{Path: fmt.Sprintf("%s.phases[%d]", path, i), Msg: fmt.Sprintf(
 			"phase %s cannot be measured: its steady window is expected to last about %s (iterations × mean think time − ramp_up − trim_head − trim_tail), "+
 				"but %d samples at sampler.interval %s need at least %s; raise the iterations (or the duration), shorten ramp_up or the trims, or lower sampler.interval",
-			ph.Name, got.Round(10*time.Millisecond), minSteadySamples, interval, need)})
+			ph.Name, got.Round(10*time.Millisecond), MinSteadySamples, interval, need)})
 	}
 	return ps
 }
@@ -1621,7 +1626,7 @@ func PhaseSpec(c *Config, profile, phase string) ([]byte, error) {
 	}
 	p, ok := c.Profiles[profile]
 	if !ok {
-		return nil, Usagef("--profile %q does not exist; profiles: %v", profile, c.ProfileNames())
+		return nil, exitcode.Usagef("--profile %q does not exist; profiles: %v", profile, c.ProfileNames())
 	}
 	var names []string
 	for _, spec := range c.Phases(p, "manual-"+time.Now().UTC().Format("20060102T150405Z")) {
@@ -1634,7 +1639,7 @@ func PhaseSpec(c *Config, profile, phase string) ([]byte, error) {
 		}
 		names = append(names, spec.Name)
 	}
-	return nil, Usagef("profile %s has no phase %q; its phases: %v", profile, phase, names)
+	return nil, exitcode.Usagef("profile %s has no phase %q; its phases: %v", profile, phase, names)
 }
 
 // EffectiveYAML renders c as the YAML document it stands for: every key,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/soakd/soakd/internal/exitcode"
 )
 
 func defaults(t testing.TB) []byte {
@@ -54,8 +56,8 @@ func problems(t *testing.T, user string) []FieldError {
 	if !errors.As(err, &ce) {
 		t.Fatalf("error is %T, want *ConfigError: %v", err, err)
 	}
-	if CodeOf(err) != ExitUsage {
-		t.Errorf("exit code: got %d, want %d", CodeOf(err), ExitUsage)
+	if exitcode.Of(err) != exitcode.Usage {
+		t.Errorf("exit code: got %d, want %d", exitcode.Of(err), exitcode.Usage)
 	}
 	if !strings.Contains(err.Error(), "user.yaml") {
 		t.Errorf("the message must name the file: %v", err)
@@ -196,8 +198,8 @@ func FuzzLoadConfig(f *testing.F) {
 		if (cfg == nil) == (err == nil) {
 			t.Fatalf("want exactly one of config and error, got %v and %v", cfg, err)
 		}
-		if err != nil && CodeOf(err) != ExitUsage {
-			t.Fatalf("a config error must be a usage error, got %d: %v", CodeOf(err), err)
+		if err != nil && exitcode.Of(err) != exitcode.Usage {
+			t.Fatalf("a config error must be a usage error, got %d: %v", exitcode.Of(err), err)
 		}
 	})
 }

@@ -44,8 +44,8 @@ func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string
 	}
 	cmd := driverCommand(ctx, exe, target, cpus, secrets)
 	cmd.Stdin = bytes.NewReader(body)
-	tail := &tailBuffer{max: 4096}
-	relay := &lineLogger{log: log.With(zap.String("phase", spec.Name), zap.String("source", "driver"))}
+	tail := &TailBuffer{max: 4096}
+	relay := &LineLogger{log: log.With(zap.String("phase", spec.Name), zap.String("source", "driver"))}
 	defer relay.Flush()
 	cmd.Stderr = io.MultiWriter(relay, tail)
 	cmd.WaitDelay = spec.RequestTimeout + driverGrace
@@ -126,27 +126,27 @@ func driverCommand(ctx context.Context, exe string, target []string, cpus string
 	return cmd
 }
 
-// driverSecrets names the environment variables holding secrets soakd
+// DriverSecrets names the environment variables holding secrets soakd
 // reads under cfg: SOAKD_CONTROL_TOKEN, SOAKD_TARGET_TOKEN, the one named by
 // profiling.pyroscope.basic_auth_password_env and the relational scenario's
 // DSN (relational.dsn_env). A driver needs none of them.
-func driverSecrets(cfg *Config) []string {
+func DriverSecrets(cfg *Config) []string {
 	secrets := []string{TokenEnv, TargetTokenEnv}
 	if name := cfg.Profiling.Pyroscope.BasicAuthPasswordEnv; name != "" {
 		secrets = append(secrets, name)
 	}
-	if name := relationalDSNEnv(cfg); name != "" {
+	if name := RelationalDSNEnv(cfg); name != "" {
 		secrets = append(secrets, name)
 	}
 	return secrets
 }
 
-// lineLogger relays a child process's standard error through the daemon's
+// LineLogger relays a child process's standard error through the daemon's
 // logger, one entry per line, so that under --log-format json every line on
 // the daemon's standard error is JSON, whatever the child printed (a Go
 // panic's trace, say). A line that is itself a JSON log entry keeps its
 // level and message; its other fields come along as one "fields" object.
-type lineLogger struct {
+type LineLogger struct {
 	log *zap.Logger
 	// what names a line that is not a JSON log entry ("driver output"
 	// when empty).
@@ -159,7 +159,7 @@ type lineLogger struct {
 // a child writing without newlines cannot make the daemon buffer without end.
 const maxRelayedLine = 16 << 10
 
-func (l *lineLogger) Write(p []byte) (int, error) {
+func (l *LineLogger) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, p...)
@@ -178,7 +178,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 }
 
 // Flush relays a last line that had no newline.
-func (l *lineLogger) Flush() {
+func (l *LineLogger) Flush() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf) > 0 {
@@ -187,7 +187,7 @@ func (l *lineLogger) Flush() {
 	}
 }
 
-func (l *lineLogger) emit(line []byte) {
+func (l *LineLogger) emit(line []byte) {
 	line = bytes.TrimRight(line, "\r")
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
@@ -238,15 +238,15 @@ func (u driverUsage) MachinePercent(cores int) float64 {
 	return u.CPU.Seconds() / (u.Wall.Seconds() * float64(cores)) * 100
 }
 
-// tailBuffer keeps the last max bytes written to it: the end of a driver's
+// TailBuffer keeps the last max bytes written to it: the end of a driver's
 // stderr, quoted when it dies.
-type tailBuffer struct {
+type TailBuffer struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
@@ -256,7 +256,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) context() string {
+func (t *TailBuffer) context() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := strings.TrimSpace(string(t.buf))

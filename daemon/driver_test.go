@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"slices"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"slices"
 )
 
 // TestLineLoggerKeepsJSONStreamJSON: whatever a driver prints on standard
@@ -18,7 +19,7 @@ import (
 func TestLineLoggerKeepsJSONStreamJSON(t *testing.T) {
 	var out bytes.Buffer
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&out), zap.InfoLevel)
-	l := &lineLogger{log: zap.New(core).With(zap.String("phase", "graphql-load"))}
+	l := &LineLogger{log: zap.New(core).With(zap.String("phase", "graphql-load"))}
 	input := `{"level":"error","ts":1.5,"msg":"driver failed","why":"timeout"}` + "\n" +
 		"soakd: interrupted\n" +
 		"panic: boom\r\n\ngoroutine 1 [running]:\n" +
@@ -61,7 +62,7 @@ func TestLineLoggerKeepsJSONStreamJSON(t *testing.T) {
 func TestLineLoggerBoundsALongLine(t *testing.T) {
 	var out bytes.Buffer
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&out), zap.InfoLevel)
-	l := &lineLogger{log: zap.New(core)}
+	l := &LineLogger{log: zap.New(core)}
 	chunk := bytes.Repeat([]byte("x"), 4096)
 	for range 3 * maxRelayedLine / len(chunk) {
 		_, _ = l.Write(chunk)
@@ -82,7 +83,7 @@ func TestDriverEnvHasNoSecrets(t *testing.T) {
 	t.Setenv("SOAKD_TEST_PYROSCOPE_PASSWORD", "pyroscope-secret")
 	t.Setenv("SOAKD_TEST_KEPT", "kept")
 	cfg := testConfig(t, "profiling:\n  pyroscope:\n    basic_auth_password_env: SOAKD_TEST_PYROSCOPE_PASSWORD\n")
-	cmd := driverCommand(t.Context(), "/bin/true", []string{"--target", "http://127.0.0.1:1"}, "1", driverSecrets(cfg))
+	cmd := driverCommand(t.Context(), "/bin/true", []string{"--target", "http://127.0.0.1:1"}, "1", DriverSecrets(cfg))
 	if cmd.Env == nil {
 		t.Fatal("cmd.Env is nil: the driver inherits the whole environment")
 	}

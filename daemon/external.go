@@ -17,7 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/extsample"
+	"github.com/soakd/soakd/internal/failsig"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/report"
@@ -38,7 +40,7 @@ type ExternalTarget struct {
 	interval time.Duration
 	m        *metrics.Metrics
 	log      *zap.Logger
-	failed   *failSignal
+	failed   *failsig.Signal
 	proc     *commandProc // kind command; nil for attach
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -55,23 +57,23 @@ func openExternal(ctx context.Context, cfg *Config, logDir string, log *zap.Logg
 	ep := workloads.Endpoints{GraphQL: tc.GraphQLURL, GraphQLWS: tc.GraphQLWSURL, REST: tc.RESTURL}
 	ws, err := ep.WebsocketURL()
 	if err != nil {
-		return nil, WithCode(ExitUsage, fmt.Errorf("target: %w", err))
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target: %w", err))
 	}
 	ep.GraphQLWS = ws
-	t := &ExternalTarget{cfg: tc, ep: ep, interval: cfg.Sampler.Interval, log: log.Named("target"), failed: newFailSignal(),
+	t := &ExternalTarget{cfg: tc, ep: ep, interval: cfg.Sampler.Interval, log: log.Named("target"), failed: failsig.New(),
 		m: metrics.New(prometheus.NewRegistry())}
 	switch tc.Kind {
 	case report.TargetAttach:
 		if t.pid, err = attachPID(tc); err != nil {
-			return nil, WithCode(ExitUsage, err)
+			return nil, exitcode.With(exitcode.Usage, err)
 		}
 	case report.TargetCommand:
-		if t.proc, err = startCommand(ctx, tc, logDir, driverSecrets(cfg), t.log); err != nil {
+		if t.proc, err = startCommand(ctx, tc, logDir, DriverSecrets(cfg), t.log); err != nil {
 			return nil, err
 		}
 		t.pid = t.proc.pid()
 	default:
-		return nil, WithCode(ExitUsage, fmt.Errorf("target.kind %q is not a target soakd does not host", tc.Kind))
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.kind %q is not a target soakd does not host", tc.Kind))
 	}
 	rt := extsample.RuntimeUnknown
 	if tc.Runtime != "auto" {
@@ -87,7 +89,7 @@ func openExternal(ctx context.Context, cfg *Config, logDir string, log *zap.Logg
 	if err != nil {
 		t.stopProcess()
 		if errors.Is(err, extsample.ErrExited) && tc.Kind == report.TargetAttach {
-			return nil, WithCode(ExitUsage, fmt.Errorf("target.pid: cannot attach: %w", err))
+			return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.pid: cannot attach: %w", err))
 		}
 		return nil, fmt.Errorf("cannot sample the target: %w", err)
 	}
@@ -106,14 +108,14 @@ func openExternal(ctx context.Context, cfg *Config, logDir string, log *zap.Logg
 		if err == nil || !errors.Is(err, extsample.ErrExited) || (t.proc != nil && t.proc.stopping.Load()) {
 			return
 		}
-		t.failed.set(t.exitErr(err))
+		t.failed.Set(t.exitErr(err))
 	})
 	if t.proc != nil {
 		t.wg.Go(func() {
 			select {
 			case <-t.proc.exited:
 				if !t.proc.stopping.Load() {
-					t.failed.set(t.proc.exitError())
+					t.failed.Set(t.proc.exitError())
 				}
 			case <-sctx.Done():
 			}
@@ -190,10 +192,10 @@ func (t *ExternalTarget) Info() report.TargetInfo {
 }
 
 // Done is closed when the target process is gone.
-func (t *ExternalTarget) Done() <-chan struct{} { return t.failed.done() }
+func (t *ExternalTarget) Done() <-chan struct{} { return t.failed.Done() }
 
 // Err says why the target stopped; nil while it runs.
-func (t *ExternalTarget) Err() error { return t.failed.get() }
+func (t *ExternalTarget) Err() error { return t.failed.Err() }
 
 // Shutdown stops sampling and, for a command, stops the process (SIGTERM,
 // target.stop_grace, SIGKILL). An attached process is left running.
@@ -217,7 +219,7 @@ func (t *ExternalTarget) stopProcess() {
 	}
 }
 
-func (t *ExternalTarget) driverArgs() []string {
+func (t *ExternalTarget) DriverArgs() []string {
 	args := []string{"--graphql-url", t.ep.GraphQL, "--graphql-ws-url", t.ep.GraphQLWS}
 	if t.ep.REST != "" { // none without a REST twin: its GraphQL-only phases need none
 		args = append(args, "--rest-url", t.ep.REST)
@@ -225,34 +227,34 @@ func (t *ExternalTarget) driverArgs() []string {
 	return args
 }
 
-func (t *ExternalTarget) runMetrics() metricsSink { return t.m }
-func (t *ExternalTarget) hosted() bool            { return false }
+func (t *ExternalTarget) RunMetrics() MetricsSink { return t.m }
+func (t *ExternalTarget) Hosted() bool            { return false }
 
-// setPhase takes a sample at the phase's edge, as the built-in sampler
+// SetPhase takes a sample at the phase's edge, as the built-in sampler
 // does, so a phase's first sample is at its start.
-func (t *ExternalTarget) setPhase(string) {
+func (t *ExternalTarget) SetPhase(string) {
 	_, _ = t.sampler.SampleNow(context.Background())
 }
 
-// baseline samples the target; no GC can be forced in another process.
-func (t *ExternalTarget) baseline(ctx context.Context) restState {
+// Baseline samples the target; no GC can be forced in another process.
+func (t *ExternalTarget) Baseline(ctx context.Context) RestState {
 	s, _ := t.sampler.SampleNow(ctx)
 	return restStateOf(s)
 }
 
 // restStateOf reads the live heap and goroutines of an external sample.
-func restStateOf(s extsample.Sample) restState {
-	var st restState
+func restStateOf(s extsample.Sample) RestState {
+	var st RestState
 	if f := s.Runtime.HeapLiveBytes; f.Measured {
-		st.heapLive = uint64(f.Value)
+		st.HeapLive = uint64(f.Value)
 	} else {
-		st.heapLiveWhy = f.Reason
+		st.HeapLiveWhy = f.Reason
 	}
 	g := extraFigure(s, "goroutines")
 	if g.Measured {
-		st.goroutines = uint64(g.Value)
+		st.Goroutines = uint64(g.Value)
 	} else {
-		st.goroutinesWhy = g.Reason
+		st.GoroutinesWhy = g.Reason
 	}
 	return st
 }
@@ -284,15 +286,15 @@ var extraDefinitions = map[string]string{
 	"heap_goal_bytes": "heap size at which the next GC cycle starts (a Go runtime's figure)",
 }
 
-// settle waits d after a phase, watching the periodic samples for the
+// Settle waits d after a phase, watching the periodic samples for the
 // goroutines to come back to the baseline, then samples. It cannot force a
 // GC: the live heap it reports is as of the target's own last GC cycle.
-func (t *ExternalTarget) settle(ctx context.Context, base restState, d time.Duration) (report.After, error) {
+func (t *ExternalTarget) Settle(ctx context.Context, base RestState, d time.Duration) (report.After, error) {
 	start := time.Now()
-	a := report.After{BaselineGoroutines: base.goroutines, BaselineHeapLiveBytes: base.heapLive, ReturnedAfterSeconds: -1, NoForcedGC: true}
-	if err := pollFor(ctx, d, func() {
-		if s, ok := t.sampler.Last(); ok && a.ReturnedAfterSeconds < 0 && base.goroutinesWhy == "" && s.Time.After(start) {
-			if st := restStateOf(s); st.goroutinesWhy == "" && st.goroutines <= base.goroutines+goroutineSlack {
+	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLive, ReturnedAfterSeconds: -1, NoForcedGC: true}
+	if err := PollFor(ctx, d, func() {
+		if s, ok := t.sampler.Last(); ok && a.ReturnedAfterSeconds < 0 && base.GoroutinesWhy == "" && s.Time.After(start) {
+			if st := restStateOf(s); st.GoroutinesWhy == "" && st.Goroutines <= base.Goroutines+GoroutineSlack {
 				a.ReturnedAfterSeconds = time.Since(start).Seconds()
 			}
 		}
@@ -301,18 +303,18 @@ func (t *ExternalTarget) settle(ctx context.Context, base restState, d time.Dura
 	}
 	s, _ := t.sampler.SampleNow(ctx)
 	after := restStateOf(s)
-	a.Goroutines, a.HeapLiveBytes = after.goroutines, after.heapLive
+	a.Goroutines, a.HeapLiveBytes = after.Goroutines, after.HeapLive
 	a.NotMeasured = map[string]string{
 		"subscribers": "the open subscriptions of a target soakd does not host are not visible from outside",
 	}
-	if why := cmpOr(base.goroutinesWhy, after.goroutinesWhy); why != "" {
+	if why := cmpOr(base.GoroutinesWhy, after.GoroutinesWhy); why != "" {
 		a.NotMeasured["goroutines"] = why
 	}
-	if why := cmpOr(base.heapLiveWhy, after.heapLiveWhy); why != "" {
+	if why := cmpOr(base.HeapLiveWhy, after.HeapLiveWhy); why != "" {
 		a.NotMeasured["heap_live_bytes"] = why
 	}
 	_, noGoroutines := a.NotMeasured["goroutines"]
-	a.Returned = !noGoroutines && a.Goroutines <= a.BaselineGoroutines+goroutineSlack
+	a.Returned = !noGoroutines && a.Goroutines <= a.BaselineGoroutines+GoroutineSlack
 	a.SettleSeconds = time.Since(start).Seconds()
 	return a, nil
 }
@@ -325,9 +327,9 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// phase joins a driver result with the target's figures over the steady
-// window (and a max-load phase's peak window).
-func (t *ExternalTarget) phase(res workloads.Result, cores int) report.Phase {
+// Phase joins a driver result with the target's figures over the steady
+// window (and a max-load Phase's peak window).
+func (t *ExternalTarget) Phase(res workloads.Result, cores int) report.Phase {
 	var win *extsample.Window
 	p := newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) {
 		sum, w, err := summarizeExternal(t.sampler.Samples(from, to), to.Sub(from), cores)
@@ -344,33 +346,33 @@ func (t *ExternalTarget) memoryChecks(p report.Phase, m MemoryConfig) []report.C
 	return externalMemoryChecks(p, t.sampler.Samples(p.SteadyStart, p.SteadyEnd), m)
 }
 
-func (t *ExternalTarget) cpuReadings(from, to time.Time) []cpuReading {
+func (t *ExternalTarget) CPUReadings(from, to time.Time) []CPUReading {
 	ss := t.sampler.Samples(from, to)
-	out := make([]cpuReading, len(ss))
+	out := make([]CPUReading, len(ss))
 	for i, smp := range ss {
 		u, k := smp.OS.UserCPUSeconds, smp.OS.SystemCPUSeconds
-		out[i] = cpuReading{Time: smp.Time, CPUSeconds: u.Value + k.Value, OK: u.Measured && k.Measured}
+		out[i] = CPUReading{Time: smp.Time, CPUSeconds: u.Value + k.Value, OK: u.Measured && k.Measured}
 	}
 	return out
 }
 
-func (t *ExternalTarget) samples(from time.Time) *report.Samples {
+func (t *ExternalTarget) SamplesSince(from time.Time) *report.Samples {
 	return &report.Samples{External: t.sampler.Samples(from, time.Now().Add(time.Hour))}
 }
 
-// captureTools fetches a Go target's heap profile and goroutine dump from
+// Captures fetches a Go target's heap profile and goroutine dump from
 // target.pprof_url; a CPU profile over the steady window needs in-process
 // control of when it starts and stops, so none is taken.
-func (t *ExternalTarget) captureTools() captureTools {
+func (t *ExternalTarget) Captures() Captures {
 	base := t.cfg.PprofURL
 	if base == "" {
-		return captureTools{missing: "no pprof files: soakd does not host the target and target.pprof_url is not set"}
+		return Captures{Missing: "no pprof files: soakd does not host the target and target.pprof_url is not set"}
 	}
 	base = strings.TrimRight(base, "/") + "/"
-	return captureTools{
-		heap:       func(path string) error { return fetchProfile(base+"heap", path) },
-		goroutines: func(path string) error { return fetchProfile(base+"goroutine?debug=2", path) },
-		missing: "no CPU profiles (so no overhead breakdown): a CPU profile over the steady window needs in-process control of its start and stop; " +
+	return Captures{
+		Heap:       func(path string) error { return fetchProfile(base+"heap", path) },
+		Goroutines: func(path string) error { return fetchProfile(base+"goroutine?debug=2", path) },
+		Missing: "no CPU profiles (so no overhead breakdown): a CPU profile over the steady window needs in-process control of its start and stop; " +
 			"heap profiles and goroutine dumps are fetched from " + base,
 	}
 }
@@ -430,8 +432,8 @@ func goodEnds(ss []extsample.Sample) (extsample.Sample, extsample.Sample) {
 // Summary.NotMeasured with the reason, never a 0 taken for a value.
 func summarizeExternal(ss []extsample.Sample, want time.Duration, cores int) (*profiles.Summary, *extsample.Window, error) {
 	slices.SortFunc(ss, func(a, b extsample.Sample) int { return a.Time.Compare(b.Time) })
-	if len(ss) < minSteadySamples {
-		return nil, nil, fmt.Errorf("only %d samples in the %.1fs steady window (at least %d needed): lower sampler.interval or lengthen the phase", len(ss), want.Seconds(), minSteadySamples)
+	if len(ss) < MinSteadySamples {
+		return nil, nil, fmt.Errorf("only %d samples in the %.1fs steady window (at least %d needed): lower sampler.interval or lengthen the phase", len(ss), want.Seconds(), MinSteadySamples)
 	}
 	first, last := goodEnds(ss)
 	w, err := extsample.Between(first, last, cores)

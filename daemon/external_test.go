@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/internal/extsample"
+	"github.com/soakd/soakd/internal/failsig"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
@@ -44,7 +45,7 @@ func nodeTarget(t *testing.T) *ExternalTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ExternalTarget{cfg: TargetConfig{Kind: report.TargetAttach, MetricsURL: srv.URL}, pid: os.Getpid(), sampler: s, log: zap.NewNop(), failed: newFailSignal()}
+	return &ExternalTarget{cfg: TargetConfig{Kind: report.TargetAttach, MetricsURL: srv.URL}, pid: os.Getpid(), sampler: s, log: zap.NewNop(), failed: failsig.New()}
 }
 
 // TestExternalNodeFiguresNotMeasured: what a Node target does not expose
@@ -54,14 +55,14 @@ func nodeTarget(t *testing.T) *ExternalTarget {
 func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 	tg := nodeTarget(t)
 	ctx := t.Context()
-	base := tg.baseline(ctx)
-	if base.heapLiveWhy == "" || base.goroutinesWhy == "" {
+	base := tg.Baseline(ctx)
+	if base.HeapLiveWhy == "" || base.GoroutinesWhy == "" {
 		t.Fatalf("a Node target's live heap and goroutines must be not measured with reasons: %+v", base)
 	}
 	start := time.Now()
 	for range 4 {
 		time.Sleep(20 * time.Millisecond)
-		tg.setPhase("p")
+		tg.SetPhase("p")
 	}
 	sum, win, err := summarizeExternal(tg.sampler.Samples(start, time.Now()), time.Since(start), 2)
 	if err != nil {
@@ -114,7 +115,7 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 
 	// No GC can be forced and no live heap is exposed: the heap-return
 	// rule is not measured, with the reason.
-	after, err := tg.settle(ctx, base, 30*time.Millisecond)
+	after, err := tg.Settle(ctx, base, 30*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

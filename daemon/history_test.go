@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/report"
 )
@@ -134,7 +135,7 @@ func TestWriteFailureEndsRun(t *testing.T) {
 					return nil, err
 				}
 			}
-			return nil, WithCode(ExitAborted, enospc(filepath.Join(ro.OutDir, report.JSONFile)))
+			return nil, exitcode.With(exitcode.Aborted, enospc(filepath.Join(ro.OutDir, report.JSONFile)))
 		}}
 	h := api.NewHandler(d, "", zap.NewNop())
 	for _, first := range []bool{true, false} {

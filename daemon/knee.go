@@ -54,7 +54,7 @@ func (l cpuLayout) targetCount() int {
 // errors and own CPU per bucket) with the target's CPU over the same
 // seconds (samples), and judges whose limit the phase found
 // (kpi.AttributeKnee). window is the failure rules' window.
-func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []cpuReading, l cpuLayout, window time.Duration) ([]kpi.KneePoint, kpi.Knee) {
+func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []CPUReading, l cpuLayout, window time.Duration) ([]kpi.KneePoint, kpi.Knee) {
 	driverCPUs := ml.DriverCPUs
 	if driverCPUs < 1 {
 		driverCPUs = l.Machine
@@ -90,11 +90,11 @@ func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []cpuReading, 
 	return points, kpi.AttributeKnee(in)
 }
 
-// cpuReading is one reading of the target process's cumulative CPU time
+// CPUReading is one reading of the target process's cumulative CPU time
 // (user + system, seconds; OK is false when it could not be read) and of
 // its threads' cumulative run-queue wait (seconds; WaitOK false when not
 // read).
-type cpuReading struct {
+type CPUReading struct {
 	Time        time.Time
 	CPUSeconds  float64
 	OK          bool
@@ -108,7 +108,7 @@ type cpuReading struct {
 // taken at the same instant) plus, when read, the time its threads waited
 // for a CPU (so a target whose CPUs are also busy with softirqs or other
 // work shows as saturated). false when no two measured samples bracket t.
-func cpuShareAt(ss []cpuReading, t time.Time, cpus int) (float64, bool) {
+func cpuShareAt(ss []CPUReading, t time.Time, cpus int) (float64, bool) {
 	for i := 1; i < len(ss); i++ {
 		a, b := ss[i-1], ss[i]
 		if t.Before(a.Time) || !t.Before(b.Time) {

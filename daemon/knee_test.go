@@ -15,13 +15,13 @@ import (
 // wanted all of its CPU makes the knee driver-bound.
 func TestKneeOfJoinsBothSides(t *testing.T) {
 	start := time.Unix(1000, 0)
-	var ss []cpuReading
+	var ss []CPUReading
 	for i := range 6 { // target: 0.5 s of CPU per second, then a jittery 1.2 s
 		cpu := 0.5 * float64(i)
 		if i == 5 {
 			cpu = 2.0 + 1.2
 		}
-		ss = append(ss, cpuReading{Time: start.Add(time.Duration(i) * time.Second), CPUSeconds: cpu, OK: true})
+		ss = append(ss, CPUReading{Time: start.Add(time.Duration(i) * time.Second), CPUSeconds: cpu, OK: true})
 	}
 	f := func(v float64) *float64 { return &v }
 	ml := &workloads.MaxLoadResult{
@@ -65,7 +65,7 @@ func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 // that went back (a thread exited) or was not read adds nothing.
 func TestCPUShareAtAddsRunqueueWait(t *testing.T) {
 	start := time.Unix(0, 0)
-	ss := []cpuReading{
+	ss := []CPUReading{
 		{Time: start, CPUSeconds: 0, OK: true, WaitSeconds: 1, WaitOK: true},
 		{Time: start.Add(time.Second), CPUSeconds: 0.85, OK: true, WaitSeconds: 1.1, WaitOK: true},
 		{Time: start.Add(2 * time.Second), CPUSeconds: 1.7, OK: true, WaitSeconds: 0.5, WaitOK: true},

@@ -70,12 +70,12 @@ func overrideRefusal(path string) string {
 	return why
 }
 
-// refuseOverrides checks a run's overrides (YAML) against overrideRules and
+// RefuseOverrides checks a run's overrides (YAML) against overrideRules and
 // returns a *ConfigError listing every refused key, by its path and line,
 // with the reason, next to any unknown key or wrong type in doc; nil when
 // nothing is refused. A key is named as deep as doc goes (sampler.interval,
 // not sampler). Documents that do not parse are left to Overlay to report.
-func refuseOverrides(doc []byte, source string) error {
+func RefuseOverrides(doc []byte, source string) error {
 	body, err := parseDoc(doc, source)
 	if err != nil {
 		return nil

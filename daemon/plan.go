@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
@@ -25,7 +26,7 @@ func ParseArms(s string) (Arms, error) {
 	case a == "rest" && b == "graphql", a == "rest" && b == "rest", a == "graphql" && b == "graphql":
 		return Arms{First: a, Second: b}, nil
 	}
-	return Arms{}, Usagef("--arms must be rest,graphql, rest,rest or graphql,graphql (got %q)", s)
+	return Arms{}, exitcode.Usagef("--arms must be rest,graphql, rest,rest or graphql,graphql (got %q)", s)
 }
 
 // SelfCheck reports whether both arms are the same API.
@@ -162,14 +163,14 @@ func restPhases(plans []planned) []string {
 // against a target that has no REST twin (a target soakd does not host,
 // with target.rest_url empty), naming the phases.
 func needsRESTTwin(tc TargetConfig, profile string, plans []planned) error {
-	if !tc.external() || tc.RESTURL != "" {
+	if !tc.External() || tc.RESTURL != "" {
 		return nil
 	}
 	rest := restPhases(plans)
 	if len(rest) == 0 {
 		return nil
 	}
-	return Usagef("profile %s drives the REST twin in phase(s) %s, but the target has none (target.rest_url is empty): "+
+	return exitcode.Usagef("profile %s drives the REST twin in phase(s) %s, but the target has none (target.rest_url is empty): "+
 		"set target.rest_url, or run a profile whose phases are all GraphQL, with compare.rest empty (no control group; see docs/own-server.md, \"No REST twin: no control group\")",
 		profile, strings.Join(rest, ", "))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
@@ -113,7 +114,7 @@ func TestParseArms(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "rest", "graphql,rest", "rest,soap", "rest,graphql,rest"} {
-		if _, err := ParseArms(bad); err == nil || CodeOf(err) != ExitUsage {
+		if _, err := ParseArms(bad); err == nil || exitcode.Of(err) != exitcode.Usage {
 			t.Errorf("ParseArms(%q) must be a usage error, got %v", bad, err)
 		}
 	}
@@ -154,9 +155,9 @@ func TestNeedsRESTTwin(t *testing.T) {
 		{spec: workloads.Phase{Name: "max-load-rest", Arm: "rest"}}}
 	noTwin := TargetConfig{Kind: report.TargetCommand, GraphQLURL: "http://127.0.0.1:1/graphql"}
 	err := needsRESTTwin(noTwin, "quick", plans)
-	if err == nil || CodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "profile quick drives the REST twin in phase(s) rest-control#1, max-load-rest") ||
+	if err == nil || exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "profile quick drives the REST twin in phase(s) rest-control#1, max-load-rest") ||
 		!strings.Contains(err.Error(), "target.rest_url is empty") {
-		t.Errorf("got %v (exit %d), want a usage error naming the REST phases and target.rest_url", err, CodeOf(err))
+		t.Errorf("got %v (exit %d), want a usage error naming the REST phases and target.rest_url", err, exitcode.Of(err))
 	}
 	if err := needsRESTTwin(noTwin, "gql", plans[:1]); err != nil {
 		t.Errorf("GraphQL phases only: %v", err)

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/failsig"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/report"
@@ -36,12 +37,12 @@ import (
 type processTarget struct {
 	log    *zap.Logger
 	proc   *commandProc
-	relay  *lineLogger
+	relay  *LineLogger
 	ready  TargetReady
 	token  string
 	client *http.Client
 	grace  time.Duration
-	failed *failSignal
+	failed *failsig.Signal
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	m      *remoteMetrics
@@ -81,7 +82,7 @@ func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, lo
 		return nil, fmt.Errorf("cannot pass the configuration to the target process: %w", err)
 	}
 	t := &processTarget{
-		log: log.Named("target"), token: randomToken(), failed: newFailSignal(), scenario: cfg.Target.Scenario,
+		log: log.Named("target"), token: RandomToken(), failed: failsig.New(), scenario: cfg.Target.Scenario,
 		grace:      cfg.Server.ShutdownGrace + 5*time.Second,
 		maxSamples: cmpOrInt(cfg.Sampler.MaxSamples, profiles.DefaultMaxSamples),
 		client: &http.Client{Transport: &http.Transport{
@@ -93,7 +94,7 @@ func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, lo
 		}},
 	}
 	t.m = &remoteMetrics{t: t}
-	t.relay = &lineLogger{log: log.With(zap.String("source", "target")), what: "target output"}
+	t.relay = &LineLogger{log: log.With(zap.String("source", "target")), what: "target output"}
 	tap := &firstLine{ch: make(chan string, 1)}
 	argv := []string{exe, "target", "--config", f.Name(), "--log-format", "json"}
 	// The child pushes its own profiles (it keeps the Pyroscope password
@@ -122,7 +123,7 @@ func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, lo
 		select {
 		case <-t.proc.exited:
 			if !t.proc.stopping.Load() {
-				t.failed.set(t.proc.exitError())
+				t.failed.Set(t.proc.exitError())
 			}
 		case <-wctx.Done():
 		}
@@ -218,7 +219,7 @@ func (t *processTarget) call(ctx context.Context, method, path string, in, out a
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, t.ready.ControlURL+controlPrefix+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, t.ready.ControlURL+ControlPrefix+path, body)
 	if err != nil {
 		return err
 	}
@@ -266,7 +267,7 @@ func (t *processTarget) refresh() {
 	}
 	var s report.Samples
 	if err := t.call(context.Background(), http.MethodGet, "samples"+q, nil, &s); err != nil {
-		if t.failed.get() == nil {
+		if t.failed.Err() == nil {
 			t.log.Warn("cannot read the target's samples", zap.Error(err))
 		}
 		return
@@ -310,10 +311,10 @@ func (t *processTarget) Info() report.TargetInfo {
 }
 
 // Done is closed when the child exits on its own.
-func (t *processTarget) Done() <-chan struct{} { return t.failed.done() }
+func (t *processTarget) Done() <-chan struct{} { return t.failed.Done() }
 
 // Err says how the child ended; nil while it serves.
-func (t *processTarget) Err() error { return t.failed.get() }
+func (t *processTarget) Err() error { return t.failed.Err() }
 
 // Shutdown stops the child: SIGTERM (it shuts its server down within
 // server.shutdown_grace), then SIGKILL.
@@ -328,34 +329,34 @@ func (t *processTarget) Shutdown(ctx context.Context) error {
 	return err
 }
 
-func (t *processTarget) driverArgs() []string    { return []string{"--target", t.ready.URL} }
-func (t *processTarget) runMetrics() metricsSink { return t.m }
-func (t *processTarget) hosted() bool            { return true }
+func (t *processTarget) DriverArgs() []string    { return []string{"--target", t.ready.URL} }
+func (t *processTarget) RunMetrics() MetricsSink { return t.m }
+func (t *processTarget) Hosted() bool            { return true }
 
-// setPhase marks the child's samples from now on as the phase's.
-func (t *processTarget) setPhase(name string) {
-	if err := t.call(context.Background(), http.MethodPost, "phase", ctlPhase{Name: name}, nil); err != nil && t.failed.get() == nil {
+// SetPhase marks the child's samples from now on as the phase's.
+func (t *processTarget) SetPhase(name string) {
+	if err := t.call(context.Background(), http.MethodPost, "phase", CtlPhase{Name: name}, nil); err != nil && t.failed.Err() == nil {
 		t.log.Warn("cannot set the target's phase", zap.Error(err))
 	}
 }
 
-// baseline forces GCs in the child and returns its state.
-func (t *processTarget) baseline(ctx context.Context) restState {
-	var r ctlRest
+// Baseline forces GCs in the child and returns its state.
+func (t *processTarget) Baseline(ctx context.Context) RestState {
+	var r CtlRest
 	if err := t.call(ctx, http.MethodPost, "baseline", nil, &r); err != nil {
 		why := "the target process did not answer: " + err.Error()
-		return restState{goroutinesWhy: why, heapLiveWhy: why}
+		return RestState{GoroutinesWhy: why, HeapLiveWhy: why}
 	}
-	return restState{goroutines: r.Goroutines, heapLive: r.HeapLiveBytes}
+	return RestState{Goroutines: r.Goroutines, HeapLive: r.HeapLiveBytes}
 }
 
-// settle runs the settle period in the child (settle), so it watches and
+// Settle runs the Settle period in the child (Settle), so it watches and
 // forces GCs exactly as in process.
-func (t *processTarget) settle(ctx context.Context, base restState, d time.Duration) (report.After, error) {
-	a := report.After{BaselineGoroutines: base.goroutines, BaselineHeapLiveBytes: base.heapLive, ReturnedAfterSeconds: -1}
+func (t *processTarget) Settle(ctx context.Context, base RestState, d time.Duration) (report.After, error) {
+	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLive, ReturnedAfterSeconds: -1}
 	cctx, cancel := context.WithTimeout(ctx, d+controlTimeout)
 	defer cancel()
-	err := t.call(cctx, http.MethodPost, "settle", ctlSettle{BaselineGoroutines: base.goroutines, BaselineHeapLiveBytes: base.heapLive, Duration: d}, &a)
+	err := t.call(cctx, http.MethodPost, "settle", CtlSettle{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLive, Duration: d}, &a)
 	if err != nil {
 		if ctx.Err() != nil {
 			return a, ctx.Err()
@@ -365,7 +366,7 @@ func (t *processTarget) settle(ctx context.Context, base restState, d time.Durat
 	return a, nil
 }
 
-func (t *processTarget) phase(res workloads.Result, cores int) report.Phase {
+func (t *processTarget) Phase(res workloads.Result, cores int) report.Phase {
 	t.refresh()
 	return newPhase(t, res, cores)
 }
@@ -375,28 +376,28 @@ func (t *processTarget) memoryChecks(p report.Phase, m MemoryConfig) []report.Ch
 	return memoryChecks(p, t.Samples(p.SteadyStart, p.SteadyEnd), m)
 }
 
-func (t *processTarget) cpuReadings(from, to time.Time) []cpuReading {
+func (t *processTarget) CPUReadings(from, to time.Time) []CPUReading {
 	t.refresh()
 	return cpuReadingsOf(t.Samples(from, to))
 }
 
-func (t *processTarget) samples(from time.Time) *report.Samples {
+func (t *processTarget) SamplesSince(from time.Time) *report.Samples {
 	t.refresh()
 	return &report.Samples{PauseBuckets: t.PauseBuckets(), Samples: t.Samples(from, time.Now().Add(time.Hour))}
 }
 
-// captureTools has the child write its profiles into the run directory.
-func (t *processTarget) captureTools() captureTools {
+// Captures has the child write its profiles into the run directory.
+func (t *processTarget) Captures() Captures {
 	write := func(what string) func(string) error {
 		return func(path string) error {
-			return t.call(context.Background(), http.MethodPost, what, ctlPath{Path: absPath(path)}, nil)
+			return t.call(context.Background(), http.MethodPost, what, CtlPath{Path: absPath(path)}, nil)
 		}
 	}
-	return captureTools{
-		heap:       write("heap"),
-		goroutines: write("goroutines"),
-		startCPU: func(path string) (cpuProfiler, error) {
-			if err := t.call(context.Background(), http.MethodPost, "cpu/start", ctlPath{Path: absPath(path)}, nil); err != nil {
+	return Captures{
+		Heap:       write("heap"),
+		Goroutines: write("goroutines"),
+		StartCPU: func(path string) (CPUProfiler, error) {
+			if err := t.call(context.Background(), http.MethodPost, "cpu/start", CtlPath{Path: absPath(path)}, nil); err != nil {
 				return nil, err
 			}
 			return remoteCPU{t}, nil
@@ -420,14 +421,14 @@ func absPath(p string) string {
 	return p
 }
 
-// pinCPUs pins the child to cpus.
-func (t *processTarget) pinCPUs(cpus []int) error {
-	return t.call(context.Background(), http.MethodPost, "pin", ctlCPUs{CPUs: cpus}, nil)
+// PinCPUs pins the child to cpus.
+func (t *processTarget) PinCPUs(cpus []int) error {
+	return t.call(context.Background(), http.MethodPost, "pin", CtlCPUs{CPUs: cpus}, nil)
 }
 
-// affinity reads back the child's CPUs.
-func (t *processTarget) affinity() ([]int, bool, error) {
-	var a ctlAffinity
+// Affinity reads back the child's CPUs.
+func (t *processTarget) Affinity() ([]int, bool, error) {
+	var a CtlAffinity
 	if err := t.call(context.Background(), http.MethodGet, "affinity", nil, &a); err != nil {
 		return nil, false, err
 	}
@@ -441,20 +442,20 @@ func (t *processTarget) affinity() ([]int, bool, error) {
 // /metrics carries them under the same names as in process.
 type remoteMetrics struct{ t *processTarget }
 
-func (m *remoteMetrics) send(c ctlMetrics) {
+func (m *remoteMetrics) send(c CtlMetrics) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := m.t.call(ctx, http.MethodPost, "metrics", c, nil); err != nil && m.t.failed.get() == nil {
+	if err := m.t.call(ctx, http.MethodPost, "metrics", c, nil); err != nil && m.t.failed.Err() == nil {
 		m.t.log.Warn("cannot set the target's metrics", zap.String("op", c.Op), zap.Error(err))
 	}
 }
 
 func (m *remoteMetrics) PhaseStarted(run, phase, arm string) {
-	m.send(ctlMetrics{Op: opPhaseStarted, Run: run, Phase: phase, Arm: arm})
+	m.send(CtlMetrics{Op: OpPhaseStarted, Run: run, Phase: phase, Arm: arm})
 }
-func (m *remoteMetrics) PhaseEnded() { m.send(ctlMetrics{Op: opPhaseEnded}) }
+func (m *remoteMetrics) PhaseEnded() { m.send(CtlMetrics{Op: OpPhaseEnded}) }
 func (m *remoteMetrics) DriverProgress(phase, arm string, p metrics.DriverProgress) {
-	m.send(ctlMetrics{Op: opDriverProgress, Phase: phase, Arm: arm, Progress: &p})
+	m.send(CtlMetrics{Op: OpDriverProgress, Phase: phase, Arm: arm, Progress: &p})
 }
 
 // DriverResult sends only what metrics.DriverResult reads of res.
@@ -471,14 +472,14 @@ func (m *remoteMetrics) DriverResult(res workloads.Result) {
 		r.MaxLoad = &workloads.MaxLoadResult{Failed: ml.Failed, UsersAtFailure: ml.UsersAtFailure,
 			PeakThroughputRPS: ml.PeakThroughputRPS, PeakUsers: ml.PeakUsers, PeakWindowStart: ml.PeakWindowStart, PeakWindowEnd: ml.PeakWindowEnd}
 	}
-	m.send(ctlMetrics{Op: opDriverResult, Result: &r})
+	m.send(CtlMetrics{Op: OpDriverResult, Result: &r})
 }
 func (m *remoteMetrics) KPIResults(rows []kpi.Result) {
-	m.send(ctlMetrics{Op: opKPIResults, KPIs: rows})
+	m.send(CtlMetrics{Op: OpKPIResults, KPIs: rows})
 }
 func (m *remoteMetrics) CheckResults(checks []metrics.CheckOutcome) {
-	m.send(ctlMetrics{Op: opCheckResults, Checks: checks})
+	m.send(CtlMetrics{Op: OpCheckResults, Checks: checks})
 }
 func (m *remoteMetrics) RunVerdict(verdict string) {
-	m.send(ctlMetrics{Op: opRunVerdict, Verdict: verdict})
+	m.send(CtlMetrics{Op: OpRunVerdict, Verdict: verdict})
 }

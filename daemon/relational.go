@@ -18,9 +18,9 @@ import (
 	"github.com/soakd/soakd/profiles"
 )
 
-// relationalDSNEnv names the variable holding the relational scenario's
+// RelationalDSNEnv names the variable holding the relational scenario's
 // PostgreSQL DSN, or "" when the scenario reads none.
-func relationalDSNEnv(cfg *Config) string {
+func RelationalDSNEnv(cfg *Config) string {
 	if cfg.Target.Scenario != ScenarioRelational || cfg.Relational.Store != relational.StorePostgres {
 		return ""
 	}
@@ -37,7 +37,7 @@ func serveRelational(ctx context.Context, cfg *Config, reg prometheus.Registerer
 	}
 	rc := cfg.Relational
 	o := relational.Options{Store: rc.Store, PoolSize: rc.PoolSize, Seed: rc.Seed, Sizes: relational.SeedSizes().Scale(rc.Scale)}
-	if name := relationalDSNEnv(cfg); name != "" {
+	if name := RelationalDSNEnv(cfg); name != "" {
 		o.DSN, o.DSNSource = os.Getenv(name), "$"+name+" (relational.dsn_env)"
 	}
 	log = log.Named("relational")
@@ -68,16 +68,16 @@ func serveRelational(ctx context.Context, cfg *Config, reg prometheus.Registerer
 // relational scenario.
 var errNoRelational = errors.New("the target does not serve the relational scenario (target.scenario is not relational)")
 
-// relationalTotals returns the relational scenario's tally by endpoint.
-func (t *Target) relationalTotals(context.Context) (map[string]relational.Totals, error) {
+// RelationalTotals returns the relational scenario's tally by endpoint.
+func (t *Target) RelationalTotals(context.Context) (map[string]relational.Totals, error) {
 	if t.relM == nil {
 		return nil, errNoRelational
 	}
 	return t.relM.Totals(), nil
 }
 
-// relationalTotals asks the target process for its relational tally.
-func (t *processTarget) relationalTotals(ctx context.Context) (map[string]relational.Totals, error) {
+// RelationalTotals asks the target process for its relational tally.
+func (t *processTarget) RelationalTotals(ctx context.Context) (map[string]relational.Totals, error) {
 	var tot map[string]relational.Totals
 	if err := t.call(ctx, http.MethodGet, "relational", nil, &tot); err != nil {
 		return nil, err

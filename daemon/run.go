@@ -16,6 +16,8 @@ import (
 	"github.com/google/pprof/profile"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/buildinfo"
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/pin"
@@ -86,7 +88,7 @@ type run struct {
 // report.json, report.md, report.html, junit.xml, samples.json and pprof
 // files. The reports are rewritten after every phase, so an interrupted run
 // keeps what it measured. The error carries the exit code: nil (pass),
-// ExitFail, ExitUsage or ExitAborted.
+// exitcode.Fail, exitcode.Usage or exitcode.Aborted.
 func RunSuite(ctx context.Context, cfg *Config, opts RunOptions) (*report.Report, error) {
 	r, plans, err := startRun(ctx, cfg, opts)
 	if r != nil {
@@ -142,7 +144,7 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 	}
 	prof, ok := cfg.Profiles[name]
 	if !ok {
-		return nil, nil, Usagef("--profile %q does not exist; profiles: %v", name, cfg.ProfileNames())
+		return nil, nil, exitcode.Usagef("--profile %q does not exist; profiles: %v", name, cfg.ProfileNames())
 	}
 	r.prof = prof
 	if err := r.needScenario(name); err != nil {
@@ -155,7 +157,7 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 	}
 	plans, err := planRun(cfg, prof, runID, r.opts.Arms)
 	if err != nil {
-		return nil, nil, WithCode(ExitUsage, err)
+		return nil, nil, exitcode.With(exitcode.Usage, err)
 	}
 	if err := needsRESTTwin(cfg.Target, name, plans); err != nil {
 		return nil, nil, err
@@ -165,7 +167,7 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 		r.dir = filepath.Join("runs", runID)
 	}
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return nil, nil, WithCode(ExitUsage, fmt.Errorf("cannot create the run directory: %w", err))
+		return nil, nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot create the run directory: %w", err))
 	}
 	r.rep = &report.Report{
 		SchemaVersion: report.SchemaVersion, Run: runID, Profile: name, Description: prof.Description,
@@ -197,10 +199,10 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 		if err != nil {
 			r.target = nil
 			_, aerr := r.abort(err)
-			if CodeOf(err) == ExitUsage {
+			if exitcode.Of(err) == exitcode.Usage {
 				// A target that cannot be opened as configured (a PID
 				// that does not run): nothing ran.
-				aerr = WithCode(ExitUsage, aerr)
+				aerr = exitcode.With(exitcode.Usage, aerr)
 			}
 			return r, nil, aerr
 		}
@@ -214,7 +216,7 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The built-in target runs inside the orchestrating soakd process (pid %d, target.in_process): "+
 			"its heap, GC and CPU also carry soakd's reports, logs and decoding of the drivers' results.", os.Getpid()))
 	}
-	if r.target.hosted() {
+	if r.target.Hosted() {
 		if err := r.pin(); err != nil {
 			_, err = r.abort(err)
 			return r, nil, err
@@ -228,7 +230,7 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 		r.rep.Notes = externalNotes(info, r.rep.Notes)
 	}
 	if pc := r.cfg.Profiling; pc.CPU || pc.Heap || pc.Goroutines {
-		if m := r.target.captureTools().missing; m != "" {
+		if m := r.target.Captures().Missing; m != "" {
 			r.rep.Notes = append(r.rep.Notes, "Profiles: "+m+".")
 		}
 	}
@@ -236,12 +238,12 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 		_, err = r.abort(err)
 		return r, nil, err
 	}
-	if !r.target.hosted() && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
+	if !r.target.Hosted() && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
 		// Pyroscope profiles this process, which is not the target.
 		r.cfg.Profiling.Pyroscope.ServerAddress = ""
 		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles the built-in target's process, which is not the target.")
 	}
-	r.target.runMetrics().RunVerdict(string(kpi.OutcomeRunning))
+	r.target.RunMetrics().RunVerdict(string(kpi.OutcomeRunning))
 	r.log.Info("run started", zap.String("run", runID), zap.String("profile", name), zap.String("dir", r.dir), zap.String("arms", r.opts.Arms.String()))
 
 	return r, plans, nil
@@ -290,10 +292,10 @@ func (r *run) needScenario(name string) error {
 		if info.Kind != report.TargetBuiltin {
 			got = "a server soakd does not host (target.kind " + info.Kind + ")"
 		}
-		return Usagef("profile %s needs the built-in target serving target.scenario %s, but the running target is %s: start soakd serve or soak with target.kind: builtin and target.scenario: %s", name, want, got, want)
+		return exitcode.Usagef("profile %s needs the built-in target serving target.scenario %s, but the running target is %s: start soakd serve or soak with target.kind: builtin and target.scenario: %s", name, want, got, want)
 	}
 	if k := r.cfg.Target.Kind; k != "" && k != report.TargetBuiltin {
-		return Usagef("profile %s needs the built-in target's %s scenario, but target.kind is %s: run it with target.kind: builtin", name, want, k)
+		return exitcode.Usagef("profile %s needs the built-in target's %s scenario, but target.kind is %s: run it with target.kind: builtin", name, want, k)
 	}
 	r.cfg.Target.Scenario = want
 	return nil
@@ -342,7 +344,7 @@ func (r *run) settled(ran []planned, round int) bool {
 func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (*capture, error) {
 	// Forced GCs (where the target can have them) start each phase from
 	// the same heap state; this sample is the phase's baseline.
-	base := r.target.baseline(ctx)
+	base := r.target.Baseline(ctx)
 	pc := r.cfg.Profiling
 	if role == roleNone {
 		// The CPU profiler keeps its own growing tables in the target's heap:
@@ -353,10 +355,10 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	if err := r.targetFailure(); err != nil {
 		return nil, err
 	}
-	capt := newCapture(r.dir, spec, pc, r.target.captureTools(), r.log)
+	capt := newCapture(r.dir, spec, pc, r.target.Captures(), r.log)
 	capt.before()
-	r.target.setPhase(spec.Name)
-	m := r.target.runMetrics()
+	r.target.SetPhase(spec.Name)
+	m := r.target.RunMetrics()
 	m.PhaseStarted(r.rep.Run, spec.Name, spec.Arm)
 	defer m.PhaseEnded()
 	r.log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.String("model", string(spec.Model)))
@@ -374,22 +376,22 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	}()
 	// The relational scenario's tally around the driver: the phase's
 	// database work (every request of it, so no window is needed).
-	rel, relOK := r.target.(relationalSource)
+	rel, relOK := r.target.(RelationalSource)
 	relOK = relOK && r.target.Info().Scenario == ScenarioRelational
 	var relBefore map[string]relational.Totals
 	var relErr error
 	if relOK {
-		relBefore, relErr = rel.relationalTotals(phaseCtx)
+		relBefore, relErr = rel.RelationalTotals(phaseCtx)
 	}
 	var series report.SeriesRecorder
-	res, driver, err := runDriver(phaseCtx, r.log, r.opts.Executable, r.target.driverArgs(), r.cfg.Pinning.Driver, driverSecrets(r.cfg), spec, func(p workloads.Progress) {
+	res, driver, err := runDriver(phaseCtx, r.log, r.opts.Executable, r.target.DriverArgs(), r.cfg.Pinning.Driver, DriverSecrets(r.cfg), spec, func(p workloads.Progress) {
 		series.Add(p)
 		capt.progress(p)
 		pr.update(p)
 		m.DriverProgress(spec.Name, spec.Arm, metrics.FromProgress(p))
 	})
 	pr.done()
-	r.target.setPhase("")
+	r.target.SetPhase("")
 	if err != nil {
 		capt.after(0)
 		r.rep.Profiles = append(r.rep.Profiles, capt.files...)
@@ -402,20 +404,20 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	if res.DriverPID == r.rep.TargetPID {
 		return capt, fmt.Errorf("phase %s: the driver reported the target's own pid %d; load must come from another process", spec.Name, res.DriverPID)
 	}
-	phase := r.target.phase(res, runtime.NumCPU())
+	phase := r.target.Phase(res, runtime.NumCPU())
 	if relOK {
-		after, err := rel.relationalTotals(phaseCtx)
+		after, err := rel.RelationalTotals(phaseCtx)
 		phase.Database = databaseFigures(relBefore, after, relErr, err, res.Requests)
 	}
 	phase.DriverCPUPercent = driver.MachinePercent(runtime.NumCPU())
 	phase.DriverSeries = series.Series()
 	if ml := phase.MaxLoad; ml != nil && res.MaxLoad != nil {
-		chart, knee := kneeOf(res.MaxLoad, res.Start, r.target.cpuReadings(res.Start, res.End), layoutOf(r.rep.Pinning), spec.Failure.Window)
+		chart, knee := kneeOf(res.MaxLoad, res.Start, r.target.CPUReadings(res.Start, res.End), layoutOf(r.rep.Pinning), spec.Failure.Window)
 		ml.Chart, ml.Knee = chart, &knee
 	}
 	interrupted := res.Aborted || phaseCtx.Err() != nil
 	if !interrupted {
-		after, err := r.target.settle(phaseCtx, base, r.prof.Settle)
+		after, err := r.target.Settle(phaseCtx, base, r.prof.Settle)
 		if err != nil {
 			interrupted = true
 		} else {
@@ -511,9 +513,9 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 			gqlBy[1].Name, sr.Received, sr.Subscriptions))
 	}
 	rep.Notes = append(rep.Notes, saturationNotes(rep.Phases)...)
-	r.target.runMetrics().KPIResults(rep.KPIs)
-	r.target.runMetrics().CheckResults(checkOutcomes(rep.Checks))
-	r.target.runMetrics().RunVerdict(rep.Verdict)
+	r.target.RunMetrics().KPIResults(rep.KPIs)
+	r.target.RunMetrics().CheckResults(checkOutcomes(rep.Checks))
+	r.target.RunMetrics().RunVerdict(rep.Verdict)
 	rep.Status = report.StatusComplete
 	rep.FinishedAt = time.Now().UTC()
 	if selfCheck {
@@ -542,9 +544,9 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	case kpi.Pass:
 		return rep, nil
 	case kpi.Inconclusive:
-		return rep, WithCode(ExitInconclusive, errors.New("the verdict is inconclusive: "+strings.Join(rep.Reasons(), "; ")))
+		return rep, exitcode.With(exitcode.Inconclusive, errors.New("the verdict is inconclusive: "+strings.Join(rep.Reasons(), "; ")))
 	}
-	return rep, WithCode(ExitFail, errors.New("the verdict is fail: "+strings.Join(rep.Reasons(), "; ")))
+	return rep, exitcode.With(exitcode.Fail, errors.New("the verdict is fail: "+strings.Join(rep.Reasons(), "; ")))
 }
 
 // recordNoise stores a complete self-check's round-to-round spread as the
@@ -571,7 +573,7 @@ func (r *run) recordNoise() {
 func (r *run) write() error {
 	var s *report.Samples
 	if r.target != nil {
-		s = r.target.samples(r.start)
+		s = r.target.SamplesSince(r.start)
 		info := r.target.Info()
 		r.rep.Target = &info
 	}
@@ -600,7 +602,7 @@ func (r *run) abort(err error) (*report.Report, error) {
 	rep := r.rep
 	rep.Status, rep.Verdict, rep.Error = report.StatusAborted, report.VerdictAborted, err.Error()
 	if r.target != nil {
-		r.target.runMetrics().RunVerdict(rep.Verdict)
+		r.target.RunMetrics().RunVerdict(rep.Verdict)
 	}
 	rep.FinishedAt = time.Now().UTC()
 	if werr := r.write(); werr != nil {
@@ -610,7 +612,7 @@ func (r *run) abort(err error) (*report.Report, error) {
 	if r.opts.Arms.SelfCheck() && !r.noiseRecorded {
 		r.log.Info("self-check aborted: no noise floor recorded", zap.String("file", filepath.Join(r.cfg.DataDir, NoiseFloorFile)))
 	}
-	return rep, WithCode(ExitAborted, err)
+	return rep, exitcode.With(exitcode.Aborted, err)
 }
 
 // pin pins the built-in target (its process, or this one) when the config
@@ -621,8 +623,8 @@ func (r *run) abort(err error) (*report.Report, error) {
 // soakd (taskset, a cgroup cpuset) is reported too; drivers started
 // unpinned inherit soakd's mask.
 func (r *run) pin() error {
-	var target hostedTarget = thisProcess{}
-	if ht, ok := r.target.(hostedTarget); ok {
+	var target Pinnable = ThisProcess{}
+	if ht, ok := r.target.(Pinnable); ok {
 		target = ht
 	}
 	pc := r.cfg.Pinning
@@ -630,12 +632,12 @@ func (r *run) pin() error {
 	if pc.Target != "" {
 		t, err := pin.Parse(pc.Target)
 		if err != nil {
-			return WithCode(ExitUsage, fmt.Errorf("pinning.target: %w", err))
+			return exitcode.With(exitcode.Usage, fmt.Errorf("pinning.target: %w", err))
 		}
 		if driver, err = pin.Parse(pc.Driver); err != nil {
-			return WithCode(ExitUsage, fmt.Errorf("pinning.driver: %w", err))
+			return exitcode.With(exitcode.Usage, fmt.Errorf("pinning.driver: %w", err))
 		}
-		if err := target.pinCPUs(t); err != nil {
+		if err := target.PinCPUs(t); err != nil {
 			return fmt.Errorf("cannot pin the target to CPUs %v: %w", t, err)
 		}
 		if _, child := r.target.(*processTarget); child {
@@ -646,7 +648,7 @@ func (r *run) pin() error {
 			}
 		}
 	}
-	cpus, uniform, err := target.affinity()
+	cpus, uniform, err := target.Affinity()
 	if err != nil && pc.Target != "" {
 		return fmt.Errorf("cannot read back the target's CPUs: %w", err)
 	}
@@ -776,17 +778,17 @@ func newPhaseFrom(sum func(from, to time.Time) (*profiles.Summary, error), res w
 	return p
 }
 
-// minSteadySamples is the fewest target samples a steady window must hold
+// MinSteadySamples is the fewest target samples a steady window must hold
 // for its resource figures to count as measured: two give one delta with
 // no check on it; three let a torn or stalled sample show.
-const minSteadySamples = 3
+const MinSteadySamples = 3
 
 // summarize reduces the target's samples inside [from, to] to resource
 // figures.
 func summarize(s sampleSource, from, to time.Time, cores int) (*profiles.Summary, error) {
 	ss := s.Samples(from, to)
-	if len(ss) < minSteadySamples {
-		return nil, fmt.Errorf("only %d samples in the %.1fs steady window (at least %d needed): lower sampler.interval or lengthen the phase", len(ss), to.Sub(from).Seconds(), minSteadySamples)
+	if len(ss) < MinSteadySamples {
+		return nil, fmt.Errorf("only %d samples in the %.1fs steady window (at least %d needed): lower sampler.interval or lengthen the phase", len(ss), to.Sub(from).Seconds(), MinSteadySamples)
 	}
 	sum, err := profiles.Summarize(ss, s.PauseBuckets(), cores)
 	if err != nil {
@@ -866,7 +868,7 @@ func (k KPIConfig) limits() kpi.Limits {
 }
 
 func host() report.Host {
-	return report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: Version()}
+	return report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: buildinfo.Version()}
 }
 
 // progress shows a phase's progress: a redrawn line on a terminal, a log

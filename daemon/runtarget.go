@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,46 +36,46 @@ type RunTarget interface {
 	// process. An attached process is left running.
 	Shutdown(ctx context.Context) error
 
-	// driverArgs are the `soakd drive` flags that point a driver at it.
-	driverArgs() []string
-	// runMetrics are soakd's own series (phase marker, KPI results).
-	runMetrics() metricsSink
-	// hosted is true for the built-in target, in process or not: soakd
+	// DriverArgs are the `soakd drive` flags that point a driver at it.
+	DriverArgs() []string
+	// RunMetrics are soakd's own series (phase marker, KPI results).
+	RunMetrics() MetricsSink
+	// Hosted is true for the built-in target, in process or not: soakd
 	// pins it (hostedTarget); it pushes its own profiles to Pyroscope.
-	hosted() bool
-	// baseline forces GCs where it can and returns the state a phase starts from.
-	baseline(ctx context.Context) restState
-	// setPhase marks the samples taken from now on as the phase's.
-	setPhase(name string)
-	// settle waits d after a phase and returns the state after it.
-	settle(ctx context.Context, base restState, d time.Duration) (report.After, error)
-	// phase joins a driver result with the target's figures over its windows.
-	phase(res workloads.Result, cores int) report.Phase
+	Hosted() bool
+	// Baseline forces GCs where it can and returns the state a phase starts from.
+	Baseline(ctx context.Context) RestState
+	// SetPhase marks the samples taken from now on as the phase's.
+	SetPhase(name string)
+	// Settle waits d after a phase and returns the state after it.
+	Settle(ctx context.Context, base RestState, d time.Duration) (report.After, error)
+	// Phase joins a driver result with the target's figures over its windows.
+	Phase(res workloads.Result, cores int) report.Phase
 	// memoryChecks judges the memory verdict of phase p.
 	memoryChecks(p report.Phase, m MemoryConfig) []report.Check
-	// samples are the samples since from, for samples.json.
-	samples(from time.Time) *report.Samples
-	// captureTools are the profiles the target can give.
-	captureTools() captureTools
-	// cpuReadings are the target process's cumulative CPU time readings
+	// SamplesSince are the SamplesSince since from, for SamplesSince.json.
+	SamplesSince(from time.Time) *report.Samples
+	// Captures are the profiles the target can give.
+	Captures() Captures
+	// CPUReadings are the target process's cumulative CPU time readings
 	// between from and to, for its utilisation through a max-load ramp.
-	cpuReadings(from, to time.Time) []cpuReading
+	CPUReadings(from, to time.Time) []CPUReading
 }
 
-// relationalSource is a built-in target serving the relational scenario:
+// RelationalSource is a built-in target serving the relational scenario:
 // its database tally by endpoint, cumulative since it started.
-type relationalSource interface {
-	relationalTotals(ctx context.Context) (map[string]relational.Totals, error)
+type RelationalSource interface {
+	RelationalTotals(ctx context.Context) (map[string]relational.Totals, error)
 }
 
 var (
-	_ relationalSource = (*Target)(nil)
-	_ relationalSource = (*processTarget)(nil)
+	_ RelationalSource = (*Target)(nil)
+	_ RelationalSource = (*processTarget)(nil)
 )
 
-// metricsSink takes soakd's own series of a run: *metrics.Metrics on the
+// MetricsSink takes soakd's own series of a run: *metrics.Metrics on the
 // target's registry, or the same calls sent to the target's process.
-type metricsSink interface {
+type MetricsSink interface {
 	PhaseStarted(run, phase, arm string)
 	PhaseEnded()
 	DriverProgress(phase, arm string, p metrics.DriverProgress)
@@ -86,16 +85,16 @@ type metricsSink interface {
 	RunVerdict(verdict string)
 }
 
-// hostedTarget is what soakd does to the built-in target's process beyond
+// Pinnable is what soakd does to the built-in target's process beyond
 // RunTarget: pin it and read back its CPUs.
-type hostedTarget interface {
-	pinCPUs(cpus []int) error
-	affinity() (cpus []int, uniform bool, err error)
+type Pinnable interface {
+	PinCPUs(cpus []int) error
+	Affinity() (cpus []int, uniform bool, err error)
 }
 
 var (
-	_ hostedTarget = (*Target)(nil)
-	_ hostedTarget = (*processTarget)(nil)
+	_ Pinnable = (*Target)(nil)
+	_ Pinnable = (*processTarget)(nil)
 )
 
 // sampleSource is where a built-in target's samples are read: its sampler,
@@ -105,55 +104,26 @@ type sampleSource interface {
 	PauseBuckets() []float64
 }
 
-// restState is the target's state a phase is judged to return to: live
+// RestState is the target's state a phase is judged to return to: live
 // heap and goroutines, each with the reason it could not be read ("" when
 // it was).
-type restState struct {
-	goroutines, heapLive       uint64
-	goroutinesWhy, heapLiveWhy string
+type RestState struct {
+	Goroutines, HeapLive       uint64
+	GoroutinesWhy, HeapLiveWhy string
 }
 
-// failSignal records the first reason a target stopped serving and closes
-// a channel once, so any number of watchers see it.
-type failSignal struct {
-	once sync.Once
-	mu   sync.Mutex
-	ch   chan struct{}
-	err  error
-}
-
-func newFailSignal() *failSignal { return &failSignal{ch: make(chan struct{})} }
-
-// set records err as the reason, the first time only.
-func (f *failSignal) set(err error) {
-	f.once.Do(func() {
-		f.mu.Lock()
-		f.err = err
-		f.mu.Unlock()
-		close(f.ch)
-	})
-}
-
-func (f *failSignal) done() <-chan struct{} { return f.ch }
-
-func (f *failSignal) get() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.err
-}
-
-// captureTools are the profile captures a target offers; a nil function is
+// Captures are the profile captures a target offers; a nil function is
 // a capture it cannot take.
-type captureTools struct {
-	heap       func(path string) error
-	goroutines func(path string) error
-	startCPU   func(path string) (cpuProfiler, error)
-	// missing says which captures are not offered and why ("" when all are).
-	missing string
+type Captures struct {
+	Heap       func(path string) error
+	Goroutines func(path string) error
+	StartCPU   func(path string) (CPUProfiler, error)
+	// Missing says which captures are not offered and why ("" when all are).
+	Missing string
 }
 
-// cpuProfiler is a CPU profile in progress.
-type cpuProfiler interface{ Stop() error }
+// CPUProfiler is a CPU profile in progress.
+type CPUProfiler interface{ Stop() error }
 
 // The built-in target's side of RunTarget.
 
@@ -197,38 +167,38 @@ func builtinFigures(pid int) []report.FigureSource {
 }
 
 // Done is closed when the server stops serving on its own.
-func (t *Target) Done() <-chan struct{} { return t.failed.done() }
+func (t *Target) Done() <-chan struct{} { return t.failed.Done() }
 
 // Err says why the server stopped serving; nil while it serves.
-func (t *Target) Err() error { return t.failed.get() }
+func (t *Target) Err() error { return t.failed.Err() }
 
-func (t *Target) driverArgs() []string    { return []string{"--target", t.URL()} }
-func (t *Target) runMetrics() metricsSink { return t.Metrics }
-func (t *Target) hosted() bool            { return true }
-func (t *Target) setPhase(name string)    { t.Sampler.SetPhase(name) }
+func (t *Target) DriverArgs() []string    { return []string{"--target", t.URL()} }
+func (t *Target) RunMetrics() MetricsSink { return t.Metrics }
+func (t *Target) Hosted() bool            { return true }
+func (t *Target) SetPhase(name string)    { t.Sampler.SetPhase(name) }
 
-func (t *Target) pinCPUs(cpus []int) error                        { return thisProcess{}.pinCPUs(cpus) }
-func (t *Target) affinity() (cpus []int, uniform bool, err error) { return thisProcess{}.affinity() }
+func (t *Target) PinCPUs(cpus []int) error                        { return ThisProcess{}.PinCPUs(cpus) }
+func (t *Target) Affinity() (cpus []int, uniform bool, err error) { return ThisProcess{}.Affinity() }
 
-// thisProcess is soakd's own process as a hostedTarget.
-type thisProcess struct{}
+// ThisProcess is soakd's own process as a hostedTarget.
+type ThisProcess struct{}
 
-func (thisProcess) pinCPUs(cpus []int) error                        { return pin.Process(cpus) }
-func (thisProcess) affinity() (cpus []int, uniform bool, err error) { return pin.Affinity() }
+func (ThisProcess) PinCPUs(cpus []int) error                        { return pin.Process(cpus) }
+func (ThisProcess) Affinity() (cpus []int, uniform bool, err error) { return pin.Affinity() }
 
-// baseline forces GCs, so each phase starts from the same heap state, and
+// Baseline forces GCs, so each phase starts from the same heap state, and
 // samples.
-func (t *Target) baseline(context.Context) restState {
-	forceGC()
+func (t *Target) Baseline(context.Context) RestState {
+	ForceGC()
 	s := t.Sampler.SampleNow()
-	return restState{goroutines: s.Goroutines, heapLive: s.HeapLiveBytes}
+	return RestState{Goroutines: s.Goroutines, HeapLive: s.HeapLiveBytes}
 }
 
-func (t *Target) settle(ctx context.Context, base restState, d time.Duration) (report.After, error) {
+func (t *Target) Settle(ctx context.Context, base RestState, d time.Duration) (report.After, error) {
 	return settle(ctx, t, base, d)
 }
 
-func (t *Target) phase(res workloads.Result, cores int) report.Phase {
+func (t *Target) Phase(res workloads.Result, cores int) report.Phase {
 	return newPhase(t.Sampler, res, cores)
 }
 
@@ -236,29 +206,29 @@ func (t *Target) memoryChecks(p report.Phase, m MemoryConfig) []report.Check {
 	return memoryChecks(p, t.Sampler.Samples(p.SteadyStart, p.SteadyEnd), m)
 }
 
-func (t *Target) cpuReadings(from, to time.Time) []cpuReading {
+func (t *Target) CPUReadings(from, to time.Time) []CPUReading {
 	return cpuReadingsOf(t.Sampler.Samples(from, to))
 }
 
 // cpuReadingsOf are the built-in sampler's CPU readings of ss.
-func cpuReadingsOf(ss []profiles.Sample) []cpuReading {
-	out := make([]cpuReading, len(ss))
+func cpuReadingsOf(ss []profiles.Sample) []CPUReading {
+	out := make([]CPUReading, len(ss))
 	for i, smp := range ss {
-		out[i] = cpuReading{Time: smp.Time, CPUSeconds: smp.UserCPUSeconds + smp.SystemCPUSeconds, OK: !smp.ProcMissing,
+		out[i] = CPUReading{Time: smp.Time, CPUSeconds: smp.UserCPUSeconds + smp.SystemCPUSeconds, OK: !smp.ProcMissing,
 			WaitSeconds: smp.RunqueueWaitSeconds, WaitOK: !smp.RunqueueWaitMissing}
 	}
 	return out
 }
 
-func (t *Target) samples(from time.Time) *report.Samples {
+func (t *Target) SamplesSince(from time.Time) *report.Samples {
 	return &report.Samples{PauseBuckets: t.Sampler.PauseBuckets(), Samples: t.Sampler.Samples(from, time.Now().Add(time.Hour))}
 }
 
-func (t *Target) captureTools() captureTools {
-	return captureTools{
-		heap:       profiles.HeapProfile,
-		goroutines: profiles.GoroutineDump,
-		startCPU: func(path string) (cpuProfiler, error) {
+func (t *Target) Captures() Captures {
+	return Captures{
+		Heap:       profiles.HeapProfile,
+		Goroutines: profiles.GoroutineDump,
+		StartCPU: func(path string) (CPUProfiler, error) {
 			p, err := profiles.StartCPUProfile(path)
 			if err != nil {
 				return nil, err

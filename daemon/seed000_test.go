@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
@@ -121,7 +122,7 @@ func TestNeedScenario(t *testing.T) {
 		t.Errorf("a target to start: %v, scenario %q (caller's %q); want relational on the run's copy only", err, r.cfg.Target.Scenario, cfg.Target.Scenario)
 	}
 	r = &run{cfg: testConfig(t, "target: {kind: attach, pid: 1, graphql_url: \"http://127.0.0.1:1/graphql\"}\n"), prof: cfg.Profiles["relational"]}
-	if err := r.needScenario("relational"); CodeOf(err) != ExitUsage || !strings.Contains(fmt.Sprint(err), "target.kind is attach") {
+	if err := r.needScenario("relational"); exitcode.Of(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "target.kind is attach") {
 		t.Errorf("an attached target: got %v, want a usage error naming target.kind", err)
 	}
 	tg, err := StartTarget(t.Context(), cfg, zap.NewNop())
@@ -130,7 +131,7 @@ func TestNeedScenario(t *testing.T) {
 	}
 	defer func() { _ = tg.Shutdown(context.Background()) }()
 	r = &run{cfg: cfg.Clone(), prof: cfg.Profiles["seed-000"], opts: RunOptions{Target: tg}}
-	if err := r.needScenario("seed-000"); CodeOf(err) != ExitUsage || !strings.Contains(fmt.Sprint(err), "the running target is target.scenario donut") {
+	if err := r.needScenario("seed-000"); exitcode.Of(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "the running target is target.scenario donut") {
 		t.Errorf("a running donut target: got %v, want a usage error naming its scenario", err)
 	}
 }

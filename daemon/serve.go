@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/report"
 )
@@ -75,13 +76,13 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 		token = env
 	}
 	if err := api.CheckBind(cfg.API.Listen, token); err != nil {
-		return WithCode(ExitUsage, err)
+		return exitcode.With(exitcode.Usage, err)
 	}
-	store, err := openHistory(cfg, opts.History)
+	store, err := OpenHistory(cfg, opts.History)
 	if err != nil {
 		return err
 	}
-	defer closeHistory(store, log)
+	defer CloseHistory(store, log)
 	for _, r := range store.List() {
 		if r.Status == report.StatusAborted {
 			log.Info("history", zap.String("run", r.ID), zap.String("status", r.Status))
@@ -95,7 +96,7 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.API.Listen)
 	if err != nil {
-		return WithCode(ExitUsage, fmt.Errorf("cannot listen on api.listen %q: %w", cfg.API.Listen, err))
+		return exitcode.With(exitcode.Usage, fmt.Errorf("cannot listen on api.listen %q: %w", cfg.API.Listen, err))
 	}
 	target, err := OpenTarget(ctx, cfg, opts.Executable, cfg.DataDir, log)
 	if err != nil {
@@ -161,23 +162,23 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 	return serveErr
 }
 
-// openHistory opens cfg.DataDir's history, taking the data directory's
+// OpenHistory opens cfg.DataDir's history, taking the data directory's
 // lock before anything else reads or writes it. Every failure, a directory
-// in use by another daemon included, carries ExitUsage: nothing ran. A
+// in use by another daemon included, carries exitcode.Usage: nothing ran. A
 // directory that takes no writes gives a read-only store, not an error.
-func openHistory(cfg *Config, opts history.Options) (*history.Store, error) {
+func OpenHistory(cfg *Config, opts history.Options) (*history.Store, error) {
 	store, err := history.Open(cfg.DataDir, opts)
 	if _, locked := errors.AsType[*history.LockedError](err); locked {
-		return nil, WithCode(ExitUsage, err)
+		return nil, exitcode.With(exitcode.Usage, err)
 	}
 	if err != nil {
-		return nil, WithCode(ExitUsage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
 	}
 	return store, nil
 }
 
-// closeHistory releases the data directory's lock on the way out.
-func closeHistory(store *history.Store, log *zap.Logger) {
+// CloseHistory releases the data directory's lock on the way out.
+func CloseHistory(store *history.Store, log *zap.Logger) {
 	if err := store.Close(); err != nil {
 		log.Warn("history", zap.Error(err))
 	}
@@ -284,7 +285,7 @@ func (d *daemon) runConfig(overrides string) (*Config, error) {
 	if overrides == "" {
 		return d.cfg.Clone(), nil
 	}
-	if err := refuseOverrides([]byte(overrides), "overrides"); err != nil {
+	if err := RefuseOverrides([]byte(overrides), "overrides"); err != nil {
 		return nil, err
 	}
 	return d.cfg.Overlay([]byte(overrides), "overrides")

@@ -8,10 +8,10 @@ import (
 	"github.com/soakd/soakd/internal/report"
 )
 
-// goroutineSlack is how many goroutines above the pre-phase baseline still
+// GoroutineSlack is how many goroutines above the pre-phase baseline still
 // count as "returned": the runtime and net/http may keep one or two (a timer,
 // an idle-connection reaper) that are not the phase's.
-const goroutineSlack = 2
+const GoroutineSlack = 2
 
 // settleCheck is how often the target's state is checked while settling.
 const settleCheck = 100 * time.Millisecond
@@ -20,13 +20,13 @@ const settleCheck = 100 * time.Millisecond
 // subscription left open and no more goroutines than before, give or take
 // goroutineSlack.
 func returned(baseGoroutines, goroutines uint64, subscribers int) bool {
-	return subscribers == 0 && goroutines <= baseGoroutines+goroutineSlack
+	return subscribers == 0 && goroutines <= baseGoroutines+GoroutineSlack
 }
 
-// forceGC runs two collections: sync.Pool keeps its contents through one GC
+// ForceGC runs two collections: sync.Pool keeps its contents through one GC
 // in a victim cache (net/http pools a reader and writer per connection), so
 // only the second shows what the phase really left behind.
-func forceGC() {
+func ForceGC() {
 	runtime.GC()
 	runtime.GC()
 }
@@ -35,27 +35,27 @@ func forceGC() {
 // the driver's connections close), watching for the target to return to its
 // pre-phase state, then forces a GC and takes the sample that closes the
 // phase. It reports the state before and after.
-func settle(ctx context.Context, t *Target, base restState, d time.Duration) (report.After, error) {
+func settle(ctx context.Context, t *Target, base RestState, d time.Duration) (report.After, error) {
 	start := time.Now()
-	a := report.After{BaselineGoroutines: base.goroutines, BaselineHeapLiveBytes: base.heapLive, ReturnedAfterSeconds: -1}
-	if err := pollFor(ctx, d, func() {
-		if a.ReturnedAfterSeconds < 0 && returned(base.goroutines, uint64(runtime.NumGoroutine()), t.Service.Broker.Stats().Subscribers) {
+	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLive, ReturnedAfterSeconds: -1}
+	if err := PollFor(ctx, d, func() {
+		if a.ReturnedAfterSeconds < 0 && returned(base.Goroutines, uint64(runtime.NumGoroutine()), t.Service.Broker.Stats().Subscribers) {
 			a.ReturnedAfterSeconds = time.Since(start).Seconds()
 		}
 	}); err != nil {
 		return a, err
 	}
-	forceGC()
+	ForceGC()
 	s := t.Sampler.SampleNow()
 	a.Goroutines, a.HeapLiveBytes, a.Subscribers = s.Goroutines, s.HeapLiveBytes, t.Service.Broker.Stats().Subscribers
-	a.Returned = returned(base.goroutines, s.Goroutines, a.Subscribers)
+	a.Returned = returned(base.Goroutines, s.Goroutines, a.Subscribers)
 	a.SettleSeconds = time.Since(start).Seconds()
 	return a, nil
 }
 
-// pollFor calls check at once and every settleCheck until d has passed;
+// PollFor calls check at once and every settleCheck until d has passed;
 // it returns ctx's error when ctx ends first.
-func pollFor(ctx context.Context, d time.Duration, check func()) error {
+func PollFor(ctx context.Context, d time.Duration, check func()) error {
 	tick := time.NewTicker(settleCheck)
 	defer tick.Stop()
 	deadline := time.NewTimer(d)

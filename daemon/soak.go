@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
@@ -91,22 +92,22 @@ type soaker struct {
 // or the duration is reached (or ctx ends), keeping every cycle's run in the
 // data directory and judging drift across cycles. A cycle whose driver
 // failed is recorded and the soak goes on; an interrupted soak returns
-// ExitAborted. The error carries the soak's exit code.
+// exitcode.Aborted. The error carries the soak's exit code.
 func Soak(ctx context.Context, cfg *Config, opts SoakOptions) (*SoakReport, error) {
 	if opts.Cycles <= 0 && opts.Duration <= 0 {
-		return nil, Usagef("a soak needs a number of cycles or a duration (soak.cycles, soak.duration, --cycles, --duration)")
+		return nil, exitcode.Usagef("a soak needs a number of cycles or a duration (soak.cycles, soak.duration, --cycles, --duration)")
 	}
 	log := opts.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
-	store, err := openHistory(cfg, history.Options{})
+	store, err := OpenHistory(cfg, history.Options{})
 	if err != nil {
 		return nil, err
 	}
-	defer closeHistory(store, log)
+	defer CloseHistory(store, log)
 	if err := store.ReadOnly(); err != nil {
-		return nil, WithCode(ExitUsage, fmt.Errorf("cannot soak in data_dir %s: %w: %w", cfg.DataDir, history.ErrReadOnly, err))
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot soak in data_dir %s: %w: %w", cfg.DataDir, history.ErrReadOnly, err))
 	}
 	if err := soakNeedsRESTTwin(cfg, opts); err != nil {
 		return nil, err
@@ -221,7 +222,7 @@ func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int
 			c.rounds = append(c.rounds, rd.KPIs)
 		}
 	}
-	if code := CodeOf(err); err != nil && code != ExitFail && code != ExitInconclusive {
+	if code := exitcode.Of(err); err != nil && code != exitcode.Fail && code != exitcode.Inconclusive {
 		c.Error = err.Error()
 		// A failed driver fails the cycle, not the soak; an interrupted
 		// soak ends.
@@ -343,11 +344,11 @@ func (s *soaker) finish(err error) (*SoakReport, error) {
 	}
 	switch {
 	case err != nil:
-		return &s.rep, WithCode(ExitAborted, err)
+		return &s.rep, exitcode.With(exitcode.Aborted, err)
 	case s.rep.Verdict == kpi.Inconclusive:
-		return &s.rep, WithCode(ExitInconclusive, errors.New("the soak's verdict is inconclusive"))
+		return &s.rep, exitcode.With(exitcode.Inconclusive, errors.New("the soak's verdict is inconclusive"))
 	case s.rep.Verdict != kpi.Pass:
-		return &s.rep, WithCode(ExitFail, errors.New("the soak's verdict is fail"))
+		return &s.rep, exitcode.With(exitcode.Fail, errors.New("the soak's verdict is fail"))
 	}
 	return &s.rep, nil
 }

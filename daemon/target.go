@@ -25,6 +25,7 @@ import (
 	"github.com/soakd/soakd/control"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/donut"
+	"github.com/soakd/soakd/internal/failsig"
 	"github.com/soakd/soakd/internal/graph"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/relational"
@@ -52,7 +53,7 @@ type Target struct {
 	grace    time.Duration
 	stop     context.CancelFunc // stops the sampler and websocket handlers
 	wg       sync.WaitGroup     // the server and sampler goroutines
-	failed   *failSignal        // set when the server stops serving on its own
+	failed   *failsig.Signal    // set when the server stops serving on its own
 	// pyroscope stops the profile push (flushing what it collected); a
 	// no-op when profiling.pyroscope.server_address is empty.
 	pyroscope func() error
@@ -175,11 +176,11 @@ func StartTarget(ctx context.Context, cfg *Config, log *zap.Logger) (*Target, er
 	t := &Target{
 		Service: svc, Sampler: sampler, Registry: reg, Metrics: m,
 		log: log, relStore: relStore, relM: relM, scenario: cfg.Target.Scenario, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
-		stop: stop, failed: newFailSignal(), pyroscope: stopPush,
+		stop: stop, failed: failsig.New(), pyroscope: stopPush,
 	}
 	t.wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			t.failed.set(err)
+			t.failed.Set(err)
 		}
 	})
 	t.wg.Go(func() {

@@ -14,7 +14,7 @@ func TestTargetConfigDefaultsToBuiltin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tc := cfg.Target; tc.Kind != "builtin" || tc.external() || tc.Runtime != "auto" {
+	if tc := cfg.Target; tc.Kind != "builtin" || tc.External() || tc.Runtime != "auto" {
 		t.Errorf("target: %+v, want builtin", tc)
 	}
 }
@@ -179,7 +179,7 @@ profiling:
 // TestTargetOverrideRefused: a run on `soakd serve` cannot switch the
 // daemon's target.
 func TestTargetOverrideRefused(t *testing.T) {
-	err := refuseOverrides([]byte("target:\n  kind: attach\n"), "overrides")
+	err := RefuseOverrides([]byte("target:\n  kind: attach\n"), "overrides")
 	if err == nil || !strings.Contains(err.Error(), "target.kind: override refused") {
 		t.Errorf("override of target.kind: %v", err)
 	}

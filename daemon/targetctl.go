@@ -39,8 +39,8 @@ import (
 // request (the token is then random and known to nobody).
 const TargetTokenEnv = "SOAKD_TARGET_TOKEN"
 
-// controlPrefix is the path every control endpoint lives under.
-const controlPrefix = "/soakd/"
+// ControlPrefix is the path every control endpoint lives under.
+const ControlPrefix = "/soakd/"
 
 // maxControlBody bounds a control request's body.
 const maxControlBody = 4 << 20
@@ -72,7 +72,7 @@ func ServeTarget(ctx context.Context, cfg *Config, opts TargetOptions) error {
 	}
 	token := opts.Token
 	if token == "" {
-		token = randomToken() // nobody knows it: the control surface is closed
+		token = RandomToken() // nobody knows it: the control surface is closed
 		log.Info("no control token given (" + TargetTokenEnv + "): the control endpoints refuse every request")
 	}
 	t, err := StartTarget(ctx, cfg, log)
@@ -126,7 +126,7 @@ func ServeTarget(ctx context.Context, cfg *Config, opts TargetOptions) error {
 	return serveErr
 }
 
-func randomToken() string {
+func RandomToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // never fails (crypto/rand panics instead)
 	return hex.EncodeToString(b)
@@ -155,21 +155,21 @@ func (c *targetControl) release() {
 
 // Control requests and answers, shared with processTarget.
 type (
-	ctlPath   struct{ Path string }
-	ctlPhase  struct{ Name string }
-	ctlRest   struct{ Goroutines, HeapLiveBytes uint64 }
-	ctlSettle struct {
+	CtlPath   struct{ Path string }
+	CtlPhase  struct{ Name string }
+	CtlRest   struct{ Goroutines, HeapLiveBytes uint64 }
+	CtlSettle struct {
 		BaselineGoroutines, BaselineHeapLiveBytes uint64
 		Duration                                  time.Duration
 	}
-	ctlCPUs     struct{ CPUs []int }
-	ctlAffinity struct {
+	CtlCPUs     struct{ CPUs []int }
+	CtlAffinity struct {
 		CPUs    []int
 		Uniform bool
 		Error   string
 	}
-	// ctlMetrics is one call on the target's soakd series (runMetrics).
-	ctlMetrics struct {
+	// CtlMetrics is one call on the target's soakd series (runMetrics).
+	CtlMetrics struct {
 		Op              string
 		Run, Phase, Arm string                  `json:",omitempty"`
 		Progress        *metrics.DriverProgress `json:",omitempty"`
@@ -182,13 +182,13 @@ type (
 
 // Operations of ctlMetrics.
 const (
-	opPhaseStarted   = "phase_started"
-	opPhaseEnded     = "phase_ended"
-	opDriverProgress = "driver_progress"
-	opDriverResult   = "driver_result"
-	opKPIResults     = "kpi_results"
-	opCheckResults   = "check_results"
-	opRunVerdict     = "run_verdict"
+	OpPhaseStarted   = "phase_started"
+	OpPhaseEnded     = "phase_ended"
+	OpDriverProgress = "driver_progress"
+	OpDriverResult   = "driver_result"
+	OpKPIResults     = "kpi_results"
+	OpCheckResults   = "check_results"
+	OpRunVerdict     = "run_verdict"
 )
 
 func (c *targetControl) handler() http.Handler {
@@ -263,24 +263,24 @@ func (c *targetControl) samples(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *targetControl) phase(w http.ResponseWriter, r *http.Request) {
-	var p ctlPhase
+	var p CtlPhase
 	if decode(w, r, &p) {
-		c.t.setPhase(p.Name)
+		c.t.SetPhase(p.Name)
 		reply(w, nil)
 	}
 }
 
 func (c *targetControl) baseline(w http.ResponseWriter, r *http.Request) {
-	st := c.t.baseline(r.Context())
-	reply(w, ctlRest{Goroutines: st.goroutines, HeapLiveBytes: st.heapLive})
+	st := c.t.Baseline(r.Context())
+	reply(w, CtlRest{Goroutines: st.Goroutines, HeapLiveBytes: st.HeapLive})
 }
 
 func (c *targetControl) settle(w http.ResponseWriter, r *http.Request) {
-	var s ctlSettle
+	var s CtlSettle
 	if !decode(w, r, &s) {
 		return
 	}
-	a, err := c.t.settle(r.Context(), restState{goroutines: s.BaselineGoroutines, heapLive: s.BaselineHeapLiveBytes}, s.Duration)
+	a, err := c.t.Settle(r.Context(), RestState{Goroutines: s.BaselineGoroutines, HeapLive: s.BaselineHeapLiveBytes}, s.Duration)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
@@ -303,7 +303,7 @@ func profilePath(w http.ResponseWriter, p string) bool {
 // directory with f.
 func (c *targetControl) write(f func(string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var p ctlPath
+		var p CtlPath
 		if !decode(w, r, &p) || !profilePath(w, p.Path) {
 			return
 		}
@@ -316,7 +316,7 @@ func (c *targetControl) write(f func(string) error) http.HandlerFunc {
 }
 
 func (c *targetControl) cpuStart(w http.ResponseWriter, r *http.Request) {
-	var p ctlPath
+	var p CtlPath
 	if !decode(w, r, &p) || !profilePath(w, p.Path) {
 		return
 	}
@@ -352,33 +352,33 @@ func (c *targetControl) cpuStop(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (c *targetControl) metrics(w http.ResponseWriter, r *http.Request) {
-	var m ctlMetrics
+	var m CtlMetrics
 	if !decode(w, r, &m) {
 		return
 	}
 	tm := c.t.Metrics
 	switch m.Op {
-	case opPhaseStarted:
+	case OpPhaseStarted:
 		tm.PhaseStarted(m.Run, m.Phase, m.Arm)
-	case opPhaseEnded:
+	case OpPhaseEnded:
 		tm.PhaseEnded()
-	case opDriverProgress:
+	case OpDriverProgress:
 		if m.Progress == nil {
 			http.Error(w, "driver_progress without progress", http.StatusBadRequest)
 			return
 		}
 		tm.DriverProgress(m.Phase, m.Arm, *m.Progress)
-	case opDriverResult:
+	case OpDriverResult:
 		if m.Result == nil {
 			http.Error(w, "driver_result without result", http.StatusBadRequest)
 			return
 		}
 		tm.DriverResult(*m.Result)
-	case opKPIResults:
+	case OpKPIResults:
 		tm.KPIResults(m.KPIs)
-	case opCheckResults:
+	case OpCheckResults:
 		tm.CheckResults(m.Checks)
-	case opRunVerdict:
+	case OpRunVerdict:
 		tm.RunVerdict(m.Verdict)
 	default:
 		http.Error(w, fmt.Sprintf("unknown metrics operation %q", m.Op), http.StatusBadRequest)
@@ -388,7 +388,7 @@ func (c *targetControl) metrics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *targetControl) pin(w http.ResponseWriter, r *http.Request) {
-	var p ctlCPUs
+	var p CtlCPUs
 	if !decode(w, r, &p) {
 		return
 	}
@@ -402,7 +402,7 @@ func (c *targetControl) pin(w http.ResponseWriter, r *http.Request) {
 // relational answers the relational scenario's tally by endpoint (409
 // when the target does not serve the scenario).
 func (c *targetControl) relational(w http.ResponseWriter, r *http.Request) {
-	tot, err := c.t.relationalTotals(r.Context())
+	tot, err := c.t.RelationalTotals(r.Context())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
@@ -412,7 +412,7 @@ func (c *targetControl) relational(w http.ResponseWriter, r *http.Request) {
 
 func (c *targetControl) affinity(w http.ResponseWriter, _ *http.Request) {
 	cpus, uniform, err := pin.Affinity()
-	a := ctlAffinity{CPUs: cpus, Uniform: uniform}
+	a := CtlAffinity{CPUs: cpus, Uniform: uniform}
 	if err != nil {
 		a.Error = err.Error()
 	}

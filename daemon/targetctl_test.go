@@ -152,7 +152,7 @@ func TestTargetControlSurface(t *testing.T) {
 		t.Errorf("samples after %s: HTTP %d (%v) %+v", last, code, err, s)
 	}
 	code, body = ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/baseline", "")
-	var rest ctlRest
+	var rest CtlRest
 	if err := json.Unmarshal([]byte(body), &rest); code != http.StatusOK || err != nil || rest.Goroutines == 0 || rest.HeapLiveBytes == 0 {
 		t.Errorf("baseline: HTTP %d %s", code, body)
 	}
@@ -236,26 +236,26 @@ func TestProcessTarget(t *testing.T) {
 		t.Fatalf("info %+v: want builtin, the child's pid", info)
 	}
 	start := time.Now()
-	base := rt.baseline(t.Context())
-	if base.goroutines == 0 || base.heapLive == 0 || base.heapLiveWhy != "" {
+	base := rt.Baseline(t.Context())
+	if base.Goroutines == 0 || base.HeapLive == 0 || base.HeapLiveWhy != "" {
 		t.Errorf("baseline %+v", base)
 	}
-	rt.setPhase("p1")
-	rt.runMetrics().PhaseStarted("r1", "p1", "rest")
+	rt.SetPhase("p1")
+	rt.RunMetrics().PhaseStarted("r1", "p1", "rest")
 	for range 20 {
 		if code, _ := get(t, info.RESTURL+"/api/donuts/1"); code != http.StatusOK {
 			t.Fatalf("GET /api/donuts/1: %d", code)
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
-	rt.setPhase("")
-	rt.runMetrics().PhaseEnded()
-	rt.runMetrics().RunVerdict("pass")
-	a, err := rt.settle(t.Context(), base, 200*time.Millisecond)
-	if err != nil || !a.Returned || a.BaselineHeapLiveBytes != base.heapLive || a.HeapLiveBytes == 0 {
+	rt.SetPhase("")
+	rt.RunMetrics().PhaseEnded()
+	rt.RunMetrics().RunVerdict("pass")
+	a, err := rt.Settle(t.Context(), base, 200*time.Millisecond)
+	if err != nil || !a.Returned || a.BaselineHeapLiveBytes != base.HeapLive || a.HeapLiveBytes == 0 {
 		t.Errorf("settle: %+v, %v", a, err)
 	}
-	s := rt.samples(start)
+	s := rt.SamplesSince(start)
 	phased := 0
 	for _, smp := range s.Samples {
 		if smp.Phase == "p1" {
@@ -265,22 +265,22 @@ func TestProcessTarget(t *testing.T) {
 	if len(s.PauseBuckets) == 0 || phased < 2 {
 		t.Errorf("samples: %d buckets, %d of %d samples in p1", len(s.PauseBuckets), phased, len(s.Samples))
 	}
-	if r := rt.cpuReadings(start, time.Now()); len(r) < 2 || r[len(r)-1].CPUSeconds <= 0 {
+	if r := rt.CPUReadings(start, time.Now()); len(r) < 2 || r[len(r)-1].CPUSeconds <= 0 {
 		t.Errorf("cpu readings: %+v", r)
 	}
-	tools := rt.captureTools()
+	tools := rt.Captures()
 	dir := t.TempDir()
-	if err := tools.heap(filepath.Join(dir, "h.pb.gz")); err != nil {
+	if err := tools.Heap(filepath.Join(dir, "h.pb.gz")); err != nil {
 		t.Error(err)
 	}
-	if err := tools.goroutines(filepath.Join(dir, "g.txt")); err != nil {
+	if err := tools.Goroutines(filepath.Join(dir, "g.txt")); err != nil {
 		t.Error(err)
 	}
-	cpu, err := tools.startCPU(filepath.Join(dir, "c.pb.gz"))
+	cpu, err := tools.StartCPU(filepath.Join(dir, "c.pb.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tools.startCPU(filepath.Join(dir, "c2.pb.gz")); err == nil {
+	if _, err := tools.StartCPU(filepath.Join(dir, "c2.pb.gz")); err == nil {
 		t.Error("a second CPU profile started while one runs")
 	}
 	if err := cpu.Stop(); err != nil {
@@ -291,7 +291,7 @@ func TestProcessTarget(t *testing.T) {
 			t.Errorf("profile %s not written by the child: %v", f, err)
 		}
 	}
-	if cpus, _, err := pt.affinity(); err != nil || len(cpus) == 0 {
+	if cpus, _, err := pt.Affinity(); err != nil || len(cpus) == 0 {
 		t.Errorf("affinity: %v, %v", cpus, err)
 	}
 	if _, scrape := get(t, info.RESTURL+"/metrics"); !strings.Contains(scrape, `soakd_run_verdict{verdict="pass"} 1`) {
@@ -316,10 +316,10 @@ func TestProcessTarget(t *testing.T) {
 	if got := rt.Info().Exit; got != "signal: killed" {
 		t.Errorf("exit %q, want signal: killed", got)
 	}
-	if s2 := rt.samples(start); len(s2.Samples) < len(s.Samples) {
+	if s2 := rt.SamplesSince(start); len(s2.Samples) < len(s.Samples) {
 		t.Errorf("the mirror lost samples once the child died: %d, had %d", len(s2.Samples), len(s.Samples))
 	}
-	if b := rt.baseline(t.Context()); b.heapLiveWhy == "" {
+	if b := rt.Baseline(t.Context()); b.HeapLiveWhy == "" {
 		t.Error("a baseline of a dead child reads as measured")
 	}
 	if err := rt.Shutdown(context.Background()); err != nil {

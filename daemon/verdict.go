@@ -102,7 +102,7 @@ func checks(ps []report.Phase, compared map[string]bool) []report.Check {
 			}, report.Check{
 				Group: "errors", Name: "resources_measured", Title: "Resource figures measured", Phase: p.Name, Unit: "",
 				Value: b2f(p.Resources != nil), Limit: 1, Pass: p.Resources != nil, Outcome: measuredOutcome(p.Resources != nil), Detail: p.ResourcesError,
-				Definition: fmt.Sprintf("the phase had a steady window holding at least %d samples of the target", minSteadySamples),
+				Definition: fmt.Sprintf("the phase had a steady window holding at least %d samples of the target", MinSteadySamples),
 			})
 		}
 		if sr := p.Subscriptions; sr != nil {
@@ -117,9 +117,9 @@ func checks(ps []report.Phase, compared map[string]bool) []report.Check {
 		if a := p.After; a != nil {
 			c := report.Check{
 				Group: "rest", Name: "released", Title: "Connections, subscriptions and goroutines released", Phase: p.Name, Unit: "goroutines",
-				Value: float64(int64(a.Goroutines) - int64(a.BaselineGoroutines)), Limit: goroutineSlack, Pass: a.Returned,
+				Value: float64(int64(a.Goroutines) - int64(a.BaselineGoroutines)), Limit: GoroutineSlack, Pass: a.Returned,
 				Detail:     fmt.Sprintf("goroutines %d → %d, %d subscriptions still open after %.1fs", a.BaselineGoroutines, a.Goroutines, a.Subscribers, a.SettleSeconds),
-				Definition: fmt.Sprintf("after the settle period and forced GCs: no subscription open and goroutines within %d of the pre-phase baseline", goroutineSlack),
+				Definition: fmt.Sprintf("after the settle period and forced GCs: no subscription open and goroutines within %d of the pre-phase baseline", GoroutineSlack),
 			}
 			if why, ok := a.NotMeasured["goroutines"]; ok {
 				c.Value, c.Pass, c.Outcome = 0, false, kpi.OutcomeNotMeasured
@@ -128,7 +128,7 @@ func checks(ps []report.Phase, compared map[string]bool) []report.Check {
 				c.Detail = fmt.Sprintf("goroutines %d → %d after %.1fs; open subscriptions not measured: %s", a.BaselineGoroutines, a.Goroutines, a.SettleSeconds, why)
 			}
 			if a.NoForcedGC {
-				c.Definition = fmt.Sprintf("after the settle period (no GC can be forced in this target): goroutines within %d of the pre-phase baseline, read from the target's metrics endpoint", goroutineSlack)
+				c.Definition = fmt.Sprintf("after the settle period (no GC can be forced in this target): goroutines within %d of the pre-phase baseline, read from the target's metrics endpoint", GoroutineSlack)
 			}
 			cs = append(cs, c)
 		}

@@ -1,4 +1,4 @@
-package daemon
+package buildinfo
 
 import (
 	"runtime/debug"

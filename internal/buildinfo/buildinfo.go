@@ -1,4 +1,5 @@
-package daemon
+// Package buildinfo names the soakd build running, for reports and --version.
+package buildinfo
 
 import (
 	"runtime/debug"
