@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/soakd/soakd/internal/childlog"
 	"github.com/soakd/soakd/internal/exitcode"
 	"go.uber.org/zap"
 )
@@ -44,7 +45,7 @@ type commandProc struct {
 	// what names the process in messages: "the target command /usr/bin/x".
 	what   string
 	log    *zap.Logger
-	stderr *TailBuffer // the end of its standard error, quoted when it dies
+	stderr *childlog.Tail // the end of its standard error, quoted when it dies
 	files  []*boundedFile
 	// exited is closed once Wait has returned (and ProcessState is set).
 	exited chan struct{}
@@ -81,7 +82,7 @@ type procSpec struct {
 // startProcess starts spec.argv in its own process group, its output kept
 // in spec.logDir, and returns at once; a goroutine waits for it (exited).
 func startProcess(spec procSpec, log *zap.Logger) (*commandProc, error) {
-	p := &commandProc{what: spec.what, log: log, stderr: &TailBuffer{max: 4096}, exited: make(chan struct{})}
+	p := &commandProc{what: spec.what, log: log, stderr: &childlog.Tail{Max: 4096}, exited: make(chan struct{})}
 	out, err := newBoundedFile(filepath.Join(spec.logDir, TargetStdoutFile), maxTargetLog)
 	var errf *boundedFile
 	if err == nil {
@@ -208,7 +209,7 @@ func (p *commandProc) awaitReady(ctx context.Context, url string, timeout time.D
 			return fmt.Errorf("stopped waiting for the target to get ready: %w", ctx.Err())
 		case <-deadline.C:
 			return fmt.Errorf("%s (pid %d) did not answer %s with HTTP 200 within target.ready_timeout %s (last: %s)%s",
-				p.what, p.pid(), url, timeout, last, p.stderr.context())
+				p.what, p.pid(), url, timeout, last, p.stderr.Context())
 		case <-tick.C:
 		}
 	}
@@ -240,7 +241,7 @@ func (p *commandProc) exitStatus() string {
 // exitError is the error of a process that exited: its status and the tail
 // of its standard error.
 func (p *commandProc) exitError() error {
-	return fmt.Errorf("%s (pid %d) exited: %s%s", p.what, p.pid(), p.exitStatus(), p.stderr.context())
+	return fmt.Errorf("%s (pid %d) exited: %s%s", p.what, p.pid(), p.exitStatus(), p.stderr.Context())
 }
 
 // stop ends the process group: SIGTERM, grace to exit, then SIGKILL. It

@@ -1661,3 +1661,21 @@ func EffectiveYAML(c *Config) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// MinSteadySamples is the fewest target samples a steady window must hold
+// for its resource figures to count as measured: two give one delta with
+// no check on it; three let a torn or stalled sample show.
+const MinSteadySamples = 3
+
+// Limits are the KPI limits as the gate takes them.
+func (k KPIConfig) Limits() kpi.Limits {
+	return kpi.Limits{
+		CPUIncreasePoints:              k.CPUIncreasePoints,
+		GCIncreasePoints:               k.GCIncreasePoints,
+		ThroughputDecreasePercent:      k.ThroughputDecreasePercent,
+		CPUPerRequestIncreasePercent:   k.CPUPerRequestIncreasePercent,
+		AllocPerRequestIncreasePercent: k.AllocPerRequestIncreasePercent,
+		GCPauseP99IncreasePercent:      k.GCPauseP99IncreasePercent,
+		GCPauseP99FloorMs:              k.GCPauseP99FloorMs,
+	}
+}

@@ -68,7 +68,7 @@ func openExternal(ctx context.Context, cfg *Config, logDir string, log *zap.Logg
 			return nil, exitcode.With(exitcode.Usage, err)
 		}
 	case report.TargetCommand:
-		if t.proc, err = startCommand(ctx, tc, logDir, DriverSecrets(cfg), t.log); err != nil {
+		if t.proc, err = startCommand(ctx, tc, logDir, cfg.SecretEnvs(), t.log); err != nil {
 			return nil, err
 		}
 		t.pid = t.proc.pid()
@@ -138,7 +138,7 @@ func (t *ExternalTarget) exitErr(err error) error {
 			return t.proc.exitError()
 		case <-time.After(2 * time.Second):
 		}
-		return fmt.Errorf("the target command (pid %d) is gone: %w%s", t.pid, err, t.proc.stderr.context())
+		return fmt.Errorf("the target command (pid %d) is gone: %w%s", t.pid, err, t.proc.stderr.Context())
 	}
 	return fmt.Errorf("the attached target process %d disappeared (%w); soakd never stops an attached process, so something else ended it", t.pid, err)
 }
@@ -228,7 +228,10 @@ func (t *ExternalTarget) DriverArgs() []string {
 }
 
 func (t *ExternalTarget) RunMetrics() MetricsSink { return t.m }
-func (t *ExternalTarget) Hosted() bool            { return false }
+
+// Notes: the run describes a target soakd does not host from its Info
+// (externalNotes), so it adds none of its own.
+func (t *ExternalTarget) Notes() []string { return nil }
 
 // SetPhase takes a sample at the phase's edge, as the built-in sampler
 // does, so a phase's first sample is at its start.
@@ -294,7 +297,7 @@ func (t *ExternalTarget) Settle(ctx context.Context, base RestState, d time.Dura
 	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLive, ReturnedAfterSeconds: -1, NoForcedGC: true}
 	if err := PollFor(ctx, d, func() {
 		if s, ok := t.sampler.Last(); ok && a.ReturnedAfterSeconds < 0 && base.GoroutinesWhy == "" && s.Time.After(start) {
-			if st := restStateOf(s); st.GoroutinesWhy == "" && st.Goroutines <= base.Goroutines+GoroutineSlack {
+			if st := restStateOf(s); st.GoroutinesWhy == "" && st.Goroutines <= base.Goroutines+kpi.GoroutineSlack {
 				a.ReturnedAfterSeconds = time.Since(start).Seconds()
 			}
 		}
@@ -314,7 +317,7 @@ func (t *ExternalTarget) Settle(ctx context.Context, base RestState, d time.Dura
 		a.NotMeasured["heap_live_bytes"] = why
 	}
 	_, noGoroutines := a.NotMeasured["goroutines"]
-	a.Returned = !noGoroutines && a.Goroutines <= a.BaselineGoroutines+GoroutineSlack
+	a.Returned = !noGoroutines && a.Goroutines <= a.BaselineGoroutines+kpi.GoroutineSlack
 	a.SettleSeconds = time.Since(start).Seconds()
 	return a, nil
 }
@@ -342,8 +345,8 @@ func (t *ExternalTarget) Phase(res workloads.Result, cores int) report.Phase {
 	return p
 }
 
-func (t *ExternalTarget) memoryChecks(p report.Phase, m MemoryConfig) []report.Check {
-	return externalMemoryChecks(p, t.sampler.Samples(p.SteadyStart, p.SteadyEnd), m)
+func (t *ExternalTarget) MemoryData(p report.Phase) MemoryData {
+	return externalMemoryData(t.sampler.Samples(p.SteadyStart, p.SteadyEnd))
 }
 
 func (t *ExternalTarget) CPUReadings(from, to time.Time) []CPUReading {
@@ -639,118 +642,40 @@ func figureSources(ss []extsample.Sample, cores int) []report.FigureSource {
 	return out
 }
 
-// externalMemoryChecks judges the memory verdict from an external target's
-// samples of p's steady window. A rule whose figure the target does not
-// give is not measured with that reason; the live heap it judges is as of
-// the target's own GC cycles, since none can be forced.
-func externalMemoryChecks(p report.Phase, ss []extsample.Sample, m MemoryConfig) []report.Check {
+// externalMemoryData is the memory verdict's input from an external
+// target's samples of a steady window. A rule whose figure the target does
+// not give is not measured with that reason; the live heap it gives is as
+// of the target's own GC cycles, since none can be forced.
+func externalMemoryData(ss []extsample.Sample) MemoryData {
 	slices.SortFunc(ss, func(a, b extsample.Sample) int { return a.Time.Compare(b.Time) })
-	var allocSS, heapSS []profiles.Sample
+	d := MemoryData{NotMeasured: map[string]string{}, Sources: map[string]string{
+		kpi.RuleHeapReturned:       "soakd does not host the target, so no GC can be forced in it: each live heap is as of the target's own last GC cycle, read from its metrics endpoint",
+		kpi.RuleSurvivorGrowth:     "soakd does not host the target, so no GC can be forced in it: each live heap is as of the target's own last GC cycle, read from its metrics endpoint",
+		kpi.RuleSteadyAllocation:   "the allocation counter is read from the target's metrics endpoint",
+		kpi.RuleGoroutinesReturned: "the goroutine count is read from the target's metrics endpoint",
+	}}
 	allocWhy, heapWhy := "no sample in the steady window", "no sample in the steady window"
 	for _, s := range ss {
 		if f := s.Runtime.AllocBytes; f.Measured {
-			allocSS = append(allocSS, profiles.Sample{Time: s.Time, AllocBytes: uint64(f.Value)})
+			d.Alloc = append(d.Alloc, profiles.Sample{Time: s.Time, AllocBytes: uint64(f.Value)})
 		} else {
 			allocWhy = f.Reason
 		}
 		c, h := s.Runtime.GCCycles, s.Runtime.HeapLiveBytes
 		switch {
 		case c.Measured && h.Measured:
-			heapSS = append(heapSS, profiles.Sample{Time: s.Time, GCCycles: uint64(c.Value), HeapLiveBytes: uint64(h.Value)})
+			d.Heap = append(d.Heap, profiles.Sample{Time: s.Time, GCCycles: uint64(c.Value), HeapLiveBytes: uint64(h.Value)})
 		case !h.Measured:
 			heapWhy = h.Reason
 		default:
 			heapWhy = c.Reason
 		}
 	}
-	in := kpi.MemoryInput{}
-	for _, pt := range profiles.AllocRates(allocSS, m.AllocWindow) {
-		in.AllocRates = append(in.AllocRates, pt.V)
+	if len(d.Alloc) == 0 {
+		d.NotMeasured[kpi.RuleSteadyAllocation] = allocWhy
 	}
-	t0 := p.SteadyStart
-	if t0.IsZero() && len(ss) > 0 {
-		t0 = ss[0].Time
+	if len(d.Heap) == 0 {
+		d.NotMeasured[kpi.RuleSurvivorGrowth] = heapWhy
 	}
-	for _, pt := range profiles.LiveHeapAfterGC(heapSS) {
-		in.LiveHeap = append(in.LiveHeap, kpi.Sample2D{X: pt.T.Sub(t0).Seconds(), Y: pt.V})
-	}
-	why := map[string]string{}
-	if len(allocSS) == 0 {
-		why[kpi.RuleSteadyAllocation] = allocWhy
-	}
-	if len(heapSS) == 0 {
-		why[kpi.RuleSurvivorGrowth] = heapWhy
-	}
-	if a := p.After; a != nil {
-		in.BaselineHeapLive, in.AfterHeapLive = a.BaselineHeapLiveBytes, a.HeapLiveBytes
-		in.BaselineGoroutines, in.AfterGoroutines = a.BaselineGoroutines, a.Goroutines
-		if r, ok := a.NotMeasured["heap_live_bytes"]; ok {
-			why[kpi.RuleHeapReturned], in.BaselineHeapLive, in.AfterHeapLive = r, 0, 0
-		}
-		if r, ok := a.NotMeasured["goroutines"]; ok {
-			why[kpi.RuleGoroutinesReturned], in.BaselineGoroutines, in.AfterGoroutines = r, 0, 0
-		}
-	}
-	cs := judgeMemory(p, in, m)
-	for i := range cs {
-		c := &cs[i]
-		if r, ok := why[c.Name]; ok && c.Outcome == kpi.OutcomeNotMeasured {
-			c.Detail = "not measured: " + r
-		}
-		switch c.Name {
-		case kpi.RuleHeapReturned, kpi.RuleSurvivorGrowth:
-			c.Definition += "; soakd does not host the target, so no GC can be forced in it: each live heap is as of the target's own last GC cycle, read from its metrics endpoint"
-		case kpi.RuleSteadyAllocation:
-			c.Definition += "; the allocation counter is read from the target's metrics endpoint"
-		case kpi.RuleGoroutinesReturned:
-			c.Definition += "; the goroutine count is read from the target's metrics endpoint"
-		}
-	}
-	return cs
-}
-
-// externalNotes replaces the standing notes that describe the built-in
-// target (Go's collector, sampled from inside) with what holds for a
-// server sampled from outside.
-func externalNotes(info report.TargetInfo, notes []string) []string {
-	out := []string{fmt.Sprintf("The target is a server soakd does not host (kind %s, pid %d), sampled from outside: its OS figures by PID (gopsutil), its runtime figures scraped from %s. "+
-		"target.figures names every resource figure's source and definition; a figure the target does not expose is not measured, with the reason, never 0.",
-		info.Kind, info.PID, cmpOr(info.MetricsURL, "no metrics endpoint (so no runtime figures)"))}
-	out = append(out, "No GC can be forced in a target soakd does not host: phases start from whatever heap the target left, "+
-		"and the return-to-rest checks read the live heap as of the target's own last GC cycle.")
-	for _, n := range notes {
-		if strings.HasPrefix(n, "Go's collector is concurrent") {
-			continue // about the built-in target's runtime
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-// kpiFigures names the resource figure each KPI row is built on.
-var kpiFigures = map[string]string{
-	"cpu_machine_percent": "cpu_seconds", "cpu_core_percent": "cpu_seconds", "cpu_us_per_request": "cpu_seconds",
-	"gc_percent": "gc_percent", "alloc_bytes_per_request": "alloc_bytes", "gc_pause_p99_ms": "gc_pause_p99_ms",
-}
-
-// sourceKPIs says, in each KPI row's definition, where a target soakd does
-// not host gave the figure (the rows' own definitions name the built-in
-// target's runtime/metrics).
-func sourceKPIs(rows []kpi.Result, t report.TargetInfo) {
-	for i := range rows {
-		name, ok := kpiFigures[rows[i].Name]
-		if !ok {
-			continue
-		}
-		for _, f := range t.Figures {
-			if f.Name != name {
-				continue
-			}
-			if f.Measured {
-				rows[i].Definition += fmt.Sprintf("; for this target, which soakd does not host, %s is read from %s (%s)", name, f.Source, f.Definition)
-			} else {
-				rows[i].Definition += fmt.Sprintf("; for this target, which soakd does not host, %s is not measured: %s", name, f.Reason)
-			}
-		}
-	}
+	return d
 }

@@ -27,7 +27,7 @@ func nodeTarget(t *testing.T) *ExternalTarget {
 	t.Helper()
 	var files [2][]byte
 	for i, name := range []string{"node-prom-client-1.prom", "node-prom-client-2.prom"} {
-		b, err := os.ReadFile(filepath.Join("..", "extsample", "testdata", name))
+		b, err := os.ReadFile(filepath.Join("..", "internal", "extsample", "testdata", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 	}
 	// The scrape's own cost: the fixture's size every time after the first
 	// scrape, within the sampler's cost.
-	size, err := os.Stat(filepath.Join("..", "extsample", "testdata", "node-prom-client-2.prom"))
+	size, err := os.Stat(filepath.Join("..", "internal", "extsample", "testdata", "node-prom-client-2.prom"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 	}
 	p.After = &after
 	p.SteadyStart, p.SteadyEnd = start, time.Now()
-	cs := tg.memoryChecks(p, MemoryConfig{AllocSpikeFactor: 3, AllocWindow: 20 * time.Millisecond, MinGCCycles: 3, HeapReturnTolerancePercent: 10, GoroutineReturnTolerance: 2})
+	cs := memoryChecks(p, tg.MemoryData(p), MemoryConfig{AllocSpikeFactor: 3, AllocWindow: 20 * time.Millisecond, MinGCCycles: 3, HeapReturnTolerancePercent: 10, GoroutineReturnTolerance: 2})
 	i := slices.IndexFunc(cs, func(c report.Check) bool { return c.Name == kpi.RuleHeapReturned })
 	if i < 0 {
 		t.Fatalf("no heap_returned check: %+v", cs)

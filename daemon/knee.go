@@ -90,18 +90,6 @@ func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []CPUReading, 
 	return points, kpi.AttributeKnee(in)
 }
 
-// CPUReading is one reading of the target process's cumulative CPU time
-// (user + system, seconds; OK is false when it could not be read) and of
-// its threads' cumulative run-queue wait (seconds; WaitOK false when not
-// read).
-type CPUReading struct {
-	Time        time.Time
-	CPUSeconds  float64
-	OK          bool
-	WaitSeconds float64
-	WaitOK      bool
-}
-
 // cpuShareAt is the target's CPU demand over the sample interval holding
 // t, as a share of cpus CPUs: its CPU use (user + system, clamped to its
 // CPUs' capacity, since a sample's timestamp and its CPU reading are not

@@ -64,7 +64,7 @@ func TestRunReportsAffinityInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := pinnedRun(PinningConfig{})
-	if err := r.pin(); err != nil {
+	if err := r.pin(inProcess{}); err != nil {
 		t.Fatal(err)
 	}
 	if p := r.rep.Pinning; p == nil || !slices.Equal(p.TargetCPUs, allowedCPUs(t)) || !slices.Equal(p.TargetCPUs, []int{0}) {
@@ -76,7 +76,7 @@ func TestRunReportsAffinityInForce(t *testing.T) {
 
 	// Pinned by the run's config: target 1, driver 0.
 	r = pinnedRun(PinningConfig{Target: "1", Driver: "0"})
-	if err := r.pin(); err != nil {
+	if err := r.pin(inProcess{}); err != nil {
 		t.Fatal(err)
 	}
 	if p := r.rep.Pinning; p == nil || !slices.Equal(p.TargetCPUs, allowedCPUs(t)) || !slices.Equal(p.TargetCPUs, []int{1}) || !slices.Equal(p.DriverCPUs, []int{0}) {
@@ -88,7 +88,7 @@ func TestRunReportsAffinityInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = pinnedRun(PinningConfig{})
-	if err := r.pin(); err != nil {
+	if err := r.pin(inProcess{}); err != nil {
 		t.Fatal(err)
 	}
 	if r.rep.Pinning != nil || !notPinned(r) {

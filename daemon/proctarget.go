@@ -18,9 +18,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/childlog"
 	"github.com/soakd/soakd/internal/failsig"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
+	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
@@ -37,7 +39,7 @@ import (
 type processTarget struct {
 	log    *zap.Logger
 	proc   *commandProc
-	relay  *LineLogger
+	relay  *childlog.Lines
 	ready  TargetReady
 	token  string
 	client *http.Client
@@ -94,7 +96,7 @@ func startProcessTarget(ctx context.Context, cfg *Config, exe, logDir string, lo
 		}},
 	}
 	t.m = &remoteMetrics{t: t}
-	t.relay = &LineLogger{log: log.With(zap.String("source", "target")), what: "target output"}
+	t.relay = &childlog.Lines{Log: log.With(zap.String("source", "target")), What: "target output"}
 	tap := &firstLine{ch: make(chan string, 1)}
 	argv := []string{exe, "target", "--config", f.Name(), "--log-format", "json"}
 	// The child pushes its own profiles (it keeps the Pyroscope password
@@ -157,7 +159,7 @@ func (t *processTarget) awaitReady(ctx context.Context, tap *firstLine, timeout 
 	case <-ctx.Done():
 		return fmt.Errorf("stopped waiting for the target to get ready: %w", ctx.Err())
 	case <-deadline.C:
-		return fmt.Errorf("the target process (pid %d) did not serve within target.ready_timeout %s%s", t.proc.pid(), timeout, t.proc.stderr.context())
+		return fmt.Errorf("the target process (pid %d) did not serve within target.ready_timeout %s%s", t.proc.pid(), timeout, t.proc.stderr.Context())
 	}
 }
 
@@ -331,7 +333,15 @@ func (t *processTarget) Shutdown(ctx context.Context) error {
 
 func (t *processTarget) DriverArgs() []string    { return []string{"--target", t.ready.URL} }
 func (t *processTarget) RunMetrics() MetricsSink { return t.m }
-func (t *processTarget) Hosted() bool            { return true }
+
+// SeparateProcess is true: the child is not the orchestrator.
+func (t *processTarget) SeparateProcess() bool { return true }
+
+// Notes say the target runs as a process of its own.
+func (t *processTarget) Notes() []string {
+	return []string{fmt.Sprintf("The built-in target runs as a process of its own (soakd target, pid %d), the child of the orchestrating soakd (pid %d): "+
+		"soakd's reports, logs, history and decoding of the drivers' results are not in the measured heap, GC or CPU.", t.ready.PID, os.Getpid())}
+}
 
 // SetPhase marks the child's samples from now on as the phase's.
 func (t *processTarget) SetPhase(name string) {
@@ -342,7 +352,7 @@ func (t *processTarget) SetPhase(name string) {
 
 // Baseline forces GCs in the child and returns its state.
 func (t *processTarget) Baseline(ctx context.Context) RestState {
-	var r CtlRest
+	var r Rest
 	if err := t.call(ctx, http.MethodPost, "baseline", nil, &r); err != nil {
 		why := "the target process did not answer: " + err.Error()
 		return RestState{GoroutinesWhy: why, HeapLiveWhy: why}
@@ -371,9 +381,10 @@ func (t *processTarget) Phase(res workloads.Result, cores int) report.Phase {
 	return newPhase(t, res, cores)
 }
 
-func (t *processTarget) memoryChecks(p report.Phase, m MemoryConfig) []report.Check {
+func (t *processTarget) MemoryData(p report.Phase) MemoryData {
 	t.refresh()
-	return memoryChecks(p, t.Samples(p.SteadyStart, p.SteadyEnd), m)
+	ss := t.Samples(p.SteadyStart, p.SteadyEnd)
+	return MemoryData{Alloc: ss, Heap: ss}
 }
 
 func (t *processTarget) CPUReadings(from, to time.Time) []CPUReading {
@@ -482,4 +493,13 @@ func (m *remoteMetrics) CheckResults(checks []metrics.CheckOutcome) {
 }
 func (m *remoteMetrics) RunVerdict(verdict string) {
 	m.send(CtlMetrics{Op: OpRunVerdict, Verdict: verdict})
+}
+
+// RelationalTotals asks the target process for its relational tally.
+func (t *processTarget) RelationalTotals(ctx context.Context) (map[string]relational.Totals, error) {
+	var tot map[string]relational.Totals
+	if err := t.call(ctx, http.MethodGet, "relational", nil, &tot); err != nil {
+		return nil, err
+	}
+	return tot, nil
 }

@@ -54,8 +54,8 @@ func TestRelationalBadDSN(t *testing.T) {
 	if !strings.Contains(err.Error(), "$SOAKD_TEST_BAD_DSN (relational.dsn_env) is not a PostgreSQL connection string") || strings.Contains(err.Error(), ":pw@") {
 		t.Fatalf("error %q: want it to name the variable, and not to show the password", err)
 	}
-	if !slices.Contains(DriverSecrets(cfg), "SOAKD_TEST_BAD_DSN") {
-		t.Errorf("drivers would inherit the DSN: secrets %v", DriverSecrets(cfg))
+	if !slices.Contains(cfg.SecretEnvs(), "SOAKD_TEST_BAD_DSN") {
+		t.Errorf("drivers would inherit the DSN: secrets %v", cfg.SecretEnvs())
 	}
 }
 

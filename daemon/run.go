@@ -208,16 +208,9 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 		}
 		r.ownsTarget = true
 	}
-	switch t := r.target.(type) {
-	case *processTarget:
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The built-in target runs as a process of its own (soakd target, pid %d), the child of the orchestrating soakd (pid %d): "+
-			"soakd's reports, logs, history and decoding of the drivers' results are not in the measured heap, GC or CPU.", t.ready.PID, os.Getpid()))
-	case *Target:
-		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The built-in target runs inside the orchestrating soakd process (pid %d, target.in_process): "+
-			"its heap, GC and CPU also carry soakd's reports, logs and decoding of the drivers' results.", os.Getpid()))
-	}
-	if r.target.Hosted() {
-		if err := r.pin(); err != nil {
+	r.rep.Notes = append(r.rep.Notes, r.target.Notes()...)
+	if p, hosted := r.target.(Pinnable); hosted {
+		if err := r.pin(p); err != nil {
 			_, err = r.abort(err)
 			return r, nil, err
 		}
@@ -238,7 +231,7 @@ func startRun(ctx context.Context, cfg *Config, opts RunOptions) (*run, []planne
 		_, err = r.abort(err)
 		return r, nil, err
 	}
-	if !r.target.Hosted() && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
+	if _, hosted := r.target.(Pinnable); !hosted && r.cfg.Profiling.Pyroscope.ServerAddress != "" {
 		// Pyroscope profiles this process, which is not the target.
 		r.cfg.Profiling.Pyroscope.ServerAddress = ""
 		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles the built-in target's process, which is not the target.")
@@ -328,7 +321,7 @@ func (r *run) settled(ran []planned, round int) bool {
 	if _, ok := gqlBy[round]; !ok {
 		return false
 	}
-	kpis, _, err := evaluateKPIs(restBy, gqlBy, round, s.LookConfidence(), r.cfg.KPIs.limits())
+	kpis, _, err := evaluateKPIs(restBy, gqlBy, round, s.LookConfidence(), r.cfg.KPIs.Limits())
 	if err != nil {
 		return false
 	}
@@ -384,7 +377,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		relBefore, relErr = rel.RelationalTotals(phaseCtx)
 	}
 	var series report.SeriesRecorder
-	res, driver, err := runDriver(phaseCtx, r.log, r.opts.Executable, r.target.DriverArgs(), r.cfg.Pinning.Driver, DriverSecrets(r.cfg), spec, func(p workloads.Progress) {
+	res, driver, err := runDriver(phaseCtx, r.log, r.opts.Executable, r.target.DriverArgs(), r.cfg.Pinning.Driver, r.cfg.SecretEnvs(), spec, func(p workloads.Progress) {
 		series.Add(p)
 		capt.progress(p)
 		pr.update(p)
@@ -463,9 +456,9 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	var rounds []report.Round
 	var err error
 	if r.noControl() {
-		kpis, rounds, err = graphqlOnlyKPIs(gqlBy, r.cfg.KPIs.limits())
+		kpis, rounds, err = graphqlOnlyKPIs(gqlBy, r.cfg.KPIs.Limits())
 	} else {
-		kpis, rounds, err = evaluateKPIs(restBy, gqlBy, len(restBy), s.LookConfidence(), r.cfg.KPIs.limits())
+		kpis, rounds, err = evaluateKPIs(restBy, gqlBy, len(restBy), s.LookConfidence(), r.cfg.KPIs.Limits())
 	}
 	if err != nil {
 		return r.abort(err)
@@ -496,7 +489,7 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	rep.Checks = checks(rep.Phases, compared)
 	if name := r.prof.MemoryPhase; name != "" {
 		if p, ok := rep.PhaseNamed(name); ok {
-			rep.Checks = append(rep.Checks, r.target.memoryChecks(p, r.cfg.Memory)...)
+			rep.Checks = append(rep.Checks, memoryChecks(p, r.target.MemoryData(p), r.cfg.Memory)...)
 		}
 	}
 	rep.Overhead, rep.OverheadBasis = r.overhead(overheadCaptures(restBy, gqlBy, captures))
@@ -622,11 +615,7 @@ func (r *run) abort(err error) (*report.Report, error) {
 // kernel (pin.Affinity), so a mask left by an earlier pin or set outside
 // soakd (taskset, a cgroup cpuset) is reported too; drivers started
 // unpinned inherit soakd's mask.
-func (r *run) pin() error {
-	var target Pinnable = ThisProcess{}
-	if ht, ok := r.target.(Pinnable); ok {
-		target = ht
-	}
+func (r *run) pin(target Pinnable) error {
 	pc := r.cfg.Pinning
 	var driver []int
 	if pc.Target != "" {
@@ -640,7 +629,7 @@ func (r *run) pin() error {
 		if err := target.PinCPUs(t); err != nil {
 			return fmt.Errorf("cannot pin the target to CPUs %v: %w", t, err)
 		}
-		if _, child := r.target.(*processTarget); child {
+		if target.SeparateProcess() {
 			// The orchestrator's own work (decoding the drivers' output,
 			// writing reports) stays off the target's CPUs.
 			if err := pin.Process(driver); err != nil {
@@ -739,64 +728,6 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 		RESTSamples: b.RESTSamples, GraphQLSamples: b.GraphQLSamples, SampleRateHz: b.SampleRateHz}
 }
 
-// newPhase joins a driver result with the target's figures over the
-// phase's steady window and, for a max-load phase, over its peak window.
-//
-// A phase without a steady window has no resource figures: falling back to
-// the whole phase would give a shorter phase more data than a longer one
-// (whose window exists but holds few samples), so "more work never yields
-// less data" holds only if no fallback is measured.
-func newPhase(s sampleSource, res workloads.Result, cores int) report.Phase {
-	return newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) { return summarize(s, from, to, cores) }, res)
-}
-
-// newPhaseFrom is newPhase with the target's figures over a window given by
-// sum.
-func newPhaseFrom(sum func(from, to time.Time) (*profiles.Summary, error), res workloads.Result) report.Phase {
-	var (
-		steady *profiles.Summary
-		serr   error
-	)
-	if res.SteadyFallback {
-		serr = fmt.Errorf("no steady window (%s): lengthen the phase (more iterations) or shorten ramp_up, trim_head and trim_tail", res.SteadyFallbackReason)
-	} else {
-		steady, serr = sum(res.SteadyStart, res.SteadyEnd)
-	}
-	p := report.NewPhase(res, steady, serr)
-	if ml := res.MaxLoad; ml != nil {
-		p.MaxLoad = &report.MaxLoad{MaxLoadResult: *ml}
-		if ml.PeakWindowEnd.After(ml.PeakWindowStart) {
-			peak, err := sum(ml.PeakWindowStart, ml.PeakWindowEnd)
-			p.MaxLoad.PeakResources = peak
-			if err != nil {
-				p.MaxLoad.PeakResourcesError = err.Error()
-			}
-		} else {
-			p.MaxLoad.PeakResourcesError = "no peak window: no window was judged before the phase ended"
-		}
-	}
-	return p
-}
-
-// MinSteadySamples is the fewest target samples a steady window must hold
-// for its resource figures to count as measured: two give one delta with
-// no check on it; three let a torn or stalled sample show.
-const MinSteadySamples = 3
-
-// summarize reduces the target's samples inside [from, to] to resource
-// figures.
-func summarize(s sampleSource, from, to time.Time, cores int) (*profiles.Summary, error) {
-	ss := s.Samples(from, to)
-	if len(ss) < MinSteadySamples {
-		return nil, fmt.Errorf("only %d samples in the %.1fs steady window (at least %d needed): lower sampler.interval or lengthen the phase", len(ss), to.Sub(from).Seconds(), MinSteadySamples)
-	}
-	sum, err := profiles.Summarize(ss, s.PauseBuckets(), cores)
-	if err != nil {
-		return nil, err
-	}
-	return &sum, nil
-}
-
 // offeredLoadNote says when the compared phases do not offer the same load
 // (as in seed 002's documented think times), which makes throughput and CPU %
 // comparisons unequal; per-request figures stay comparable.
@@ -855,18 +786,6 @@ func saturationNotes(ps []report.Phase) []string {
 	return notes
 }
 
-func (k KPIConfig) limits() kpi.Limits {
-	return kpi.Limits{
-		CPUIncreasePoints:              k.CPUIncreasePoints,
-		GCIncreasePoints:               k.GCIncreasePoints,
-		ThroughputDecreasePercent:      k.ThroughputDecreasePercent,
-		CPUPerRequestIncreasePercent:   k.CPUPerRequestIncreasePercent,
-		AllocPerRequestIncreasePercent: k.AllocPerRequestIncreasePercent,
-		GCPauseP99IncreasePercent:      k.GCPauseP99IncreasePercent,
-		GCPauseP99FloorMs:              k.GCPauseP99FloorMs,
-	}
-}
-
 func host() report.Host {
 	return report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: buildinfo.Version()}
 }
@@ -917,5 +836,51 @@ func (p *progress) update(pr workloads.Progress) {
 func (p *progress) done() {
 	if p.terminal {
 		fmt.Fprintln(p.w)
+	}
+}
+
+// externalNotes replaces the standing notes that describe the built-in
+// target (Go's collector, sampled from inside) with what holds for a
+// server sampled from outside.
+func externalNotes(info report.TargetInfo, notes []string) []string {
+	out := []string{fmt.Sprintf("The target is a server soakd does not host (kind %s, pid %d), sampled from outside: its OS figures by PID (gopsutil), its runtime figures scraped from %s. "+
+		"target.figures names every resource figure's source and definition; a figure the target does not expose is not measured, with the reason, never 0.",
+		info.Kind, info.PID, cmpOr(info.MetricsURL, "no metrics endpoint (so no runtime figures)"))}
+	out = append(out, "No GC can be forced in a target soakd does not host: phases start from whatever heap the target left, "+
+		"and the return-to-rest checks read the live heap as of the target's own last GC cycle.")
+	for _, n := range notes {
+		if strings.HasPrefix(n, "Go's collector is concurrent") {
+			continue // about the built-in target's runtime
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// kpiFigures names the resource figure each KPI row is built on.
+var kpiFigures = map[string]string{
+	"cpu_machine_percent": "cpu_seconds", "cpu_core_percent": "cpu_seconds", "cpu_us_per_request": "cpu_seconds",
+	"gc_percent": "gc_percent", "alloc_bytes_per_request": "alloc_bytes", "gc_pause_p99_ms": "gc_pause_p99_ms",
+}
+
+// sourceKPIs says, in each KPI row's definition, where a target soakd does
+// not host gave the figure (the rows' own definitions name the built-in
+// target's runtime/metrics).
+func sourceKPIs(rows []kpi.Result, t report.TargetInfo) {
+	for i := range rows {
+		name, ok := kpiFigures[rows[i].Name]
+		if !ok {
+			continue
+		}
+		for _, f := range t.Figures {
+			if f.Name != name {
+				continue
+			}
+			if f.Measured {
+				rows[i].Definition += fmt.Sprintf("; for this target, which soakd does not host, %s is read from %s (%s)", name, f.Source, f.Definition)
+			} else {
+				rows[i].Definition += fmt.Sprintf("; for this target, which soakd does not host, %s is not measured: %s", name, f.Reason)
+			}
+		}
 	}
 }

@@ -2,15 +2,13 @@ package daemon
 
 import (
 	"context"
-	"os"
-	"strconv"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
-	"github.com/soakd/soakd/internal/pin"
 	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
@@ -40,9 +38,9 @@ type RunTarget interface {
 	DriverArgs() []string
 	// RunMetrics are soakd's own series (phase marker, KPI results).
 	RunMetrics() MetricsSink
-	// Hosted is true for the built-in target, in process or not: soakd
-	// pins it (hostedTarget); it pushes its own profiles to Pyroscope.
-	Hosted() bool
+	// Notes are what the report must say about this kind of target
+	// (where it runs, what its figures carry).
+	Notes() []string
 	// Baseline forces GCs where it can and returns the state a phase starts from.
 	Baseline(ctx context.Context) RestState
 	// SetPhase marks the samples taken from now on as the phase's.
@@ -51,8 +49,9 @@ type RunTarget interface {
 	Settle(ctx context.Context, base RestState, d time.Duration) (report.After, error)
 	// Phase joins a driver result with the target's figures over its windows.
 	Phase(res workloads.Result, cores int) report.Phase
-	// memoryChecks judges the memory verdict of phase p.
-	memoryChecks(p report.Phase, m MemoryConfig) []report.Check
+	// MemoryData is what the target measured over phase p's steady window
+	// for the memory verdict, which the run judges.
+	MemoryData(p report.Phase) MemoryData
 	// SamplesSince are the SamplesSince since from, for SamplesSince.json.
 	SamplesSince(from time.Time) *report.Samples
 	// Captures are the profiles the target can give.
@@ -69,7 +68,6 @@ type RelationalSource interface {
 }
 
 var (
-	_ RelationalSource = (*Target)(nil)
 	_ RelationalSource = (*processTarget)(nil)
 )
 
@@ -85,15 +83,20 @@ type MetricsSink interface {
 	RunVerdict(verdict string)
 }
 
-// Pinnable is what soakd does to the built-in target's process beyond
-// RunTarget: pin it and read back its CPUs.
+// Pinnable is a target soakd hosts (the built-in one, in a process of its
+// own or in soakd's): soakd pins it to the CPUs pinning.target names and
+// reads back the CPUs its threads may run on. A target that is not
+// Pinnable is one soakd does not host: it is not pinned, and Pyroscope (which
+// profiles the built-in target's process) is off for it.
 type Pinnable interface {
 	PinCPUs(cpus []int) error
 	Affinity() (cpus []int, uniform bool, err error)
+	// SeparateProcess is true when the target runs in a process other
+	// than the orchestrator's, which then keeps off the target's CPUs.
+	SeparateProcess() bool
 }
 
 var (
-	_ Pinnable = (*Target)(nil)
 	_ Pinnable = (*processTarget)(nil)
 )
 
@@ -125,119 +128,6 @@ type Captures struct {
 // CPUProfiler is a CPU profile in progress.
 type CPUProfiler interface{ Stop() error }
 
-// The built-in target's side of RunTarget.
-
-var _ RunTarget = (*Target)(nil)
-
-// Info describes the built-in target.
-func (t *Target) Info() report.TargetInfo {
-	u := t.URL()
-	ws := "ws" + u[len("http"):] + "/graphql"
-	return report.TargetInfo{
-		Kind: report.TargetBuiltin, PID: os.Getpid(), Scenario: t.scenario,
-		GraphQLURL: u + "/graphql", GraphQLWSURL: ws, RESTURL: u,
-		Runtime: "go", RuntimeBasis: "the built-in target, in soakd's own process (target.in_process)",
-		Figures: builtinFigures(os.Getpid()),
-	}
-}
-
-// builtinFigures are the built-in target's figure sources: runtime/metrics
-// read in process, and the OS by PID.
-func builtinFigures(pid int) []report.FigureSource {
-	osSrc := "os: gopsutil, pid " + strconv.Itoa(pid)
-	rm := func(name, metric, def string) report.FigureSource {
-		return report.FigureSource{Name: name, Source: "runtime/metrics " + metric + " (in process)", Definition: def, Measured: true}
-	}
-	return []report.FigureSource{
-		{Name: "cpu_seconds", Source: osSrc, Definition: "user+system CPU seconds the process used in the window, from the OS", Measured: true},
-		{Name: "gc_percent", Source: "runtime/metrics /cpu/classes/gc/total:cpu-seconds ÷ /cpu/classes/total:cpu-seconds (in process)", Definition: "GC CPU seconds ÷ CPU seconds available to the runtime × 100, both differenced over the window", Measured: true},
-		rm("gc_cycles", "/gc/cycles/total:gc-cycles", "GC cycles completed in the window"),
-		rm("gc_forced_cycles", "/gc/cycles/forced:gc-cycles", "GC cycles forced with runtime.GC in the window"),
-		rm("gc_pause_p99_ms", "/sched/pauses/total/gc:seconds", "99th percentile stop-the-world GC pause in the window (histogram bucket upper bound)"),
-		rm("alloc_bytes", "/gc/heap/allocs:bytes", "bytes allocated on the heap in the window"),
-		rm("alloc_objects", "/gc/heap/allocs:objects", "heap allocations in the window"),
-		rm("heap_live_bytes", "/gc/heap/live:bytes", "heap bytes marked live by the last GC cycle"),
-		rm("heap_goal_bytes", "/gc/heap/goal:bytes", "heap size at which the next GC cycle starts"),
-		rm("heap_objects", "/gc/heap/objects:objects", "objects live or unswept in the heap"),
-		rm("goroutines", "/sched/goroutines:goroutines", "live goroutines"),
-		{Name: "rss_bytes", Source: osSrc, Definition: "resident set size, from the OS", Measured: true},
-		{Name: "threads", Source: osSrc, Definition: "OS threads of the process, from the OS", Measured: true},
-		{Name: "fds", Source: osSrc, Definition: "open file descriptors of the process, from the OS", Measured: true},
-	}
-}
-
-// Done is closed when the server stops serving on its own.
-func (t *Target) Done() <-chan struct{} { return t.failed.Done() }
-
-// Err says why the server stopped serving; nil while it serves.
-func (t *Target) Err() error { return t.failed.Err() }
-
-func (t *Target) DriverArgs() []string    { return []string{"--target", t.URL()} }
-func (t *Target) RunMetrics() MetricsSink { return t.Metrics }
-func (t *Target) Hosted() bool            { return true }
-func (t *Target) SetPhase(name string)    { t.Sampler.SetPhase(name) }
-
-func (t *Target) PinCPUs(cpus []int) error                        { return ThisProcess{}.PinCPUs(cpus) }
-func (t *Target) Affinity() (cpus []int, uniform bool, err error) { return ThisProcess{}.Affinity() }
-
-// ThisProcess is soakd's own process as a hostedTarget.
-type ThisProcess struct{}
-
-func (ThisProcess) PinCPUs(cpus []int) error                        { return pin.Process(cpus) }
-func (ThisProcess) Affinity() (cpus []int, uniform bool, err error) { return pin.Affinity() }
-
-// Baseline forces GCs, so each phase starts from the same heap state, and
-// samples.
-func (t *Target) Baseline(context.Context) RestState {
-	ForceGC()
-	s := t.Sampler.SampleNow()
-	return RestState{Goroutines: s.Goroutines, HeapLive: s.HeapLiveBytes}
-}
-
-func (t *Target) Settle(ctx context.Context, base RestState, d time.Duration) (report.After, error) {
-	return settle(ctx, t, base, d)
-}
-
-func (t *Target) Phase(res workloads.Result, cores int) report.Phase {
-	return newPhase(t.Sampler, res, cores)
-}
-
-func (t *Target) memoryChecks(p report.Phase, m MemoryConfig) []report.Check {
-	return memoryChecks(p, t.Sampler.Samples(p.SteadyStart, p.SteadyEnd), m)
-}
-
-func (t *Target) CPUReadings(from, to time.Time) []CPUReading {
-	return cpuReadingsOf(t.Sampler.Samples(from, to))
-}
-
-// cpuReadingsOf are the built-in sampler's CPU readings of ss.
-func cpuReadingsOf(ss []profiles.Sample) []CPUReading {
-	out := make([]CPUReading, len(ss))
-	for i, smp := range ss {
-		out[i] = CPUReading{Time: smp.Time, CPUSeconds: smp.UserCPUSeconds + smp.SystemCPUSeconds, OK: !smp.ProcMissing,
-			WaitSeconds: smp.RunqueueWaitSeconds, WaitOK: !smp.RunqueueWaitMissing}
-	}
-	return out
-}
-
-func (t *Target) SamplesSince(from time.Time) *report.Samples {
-	return &report.Samples{PauseBuckets: t.Sampler.PauseBuckets(), Samples: t.Sampler.Samples(from, time.Now().Add(time.Hour))}
-}
-
-func (t *Target) Captures() Captures {
-	return Captures{
-		Heap:       profiles.HeapProfile,
-		Goroutines: profiles.GoroutineDump,
-		StartCPU: func(path string) (CPUProfiler, error) {
-			p, err := profiles.StartCPUProfile(path)
-			if err != nil {
-				return nil, err
-			}
-			return p, nil
-		},
-	}
-}
-
 // OpenTarget opens the target cfg.Target names: the built-in target, as a
 // process of its own (`exe target`, its output in logDir) or, with
 // target.in_process or no soakd binary to start (exe ""), in this process
@@ -258,7 +148,89 @@ func OpenTarget(ctx context.Context, cfg *Config, exe, logDir string, log *zap.L
 		if err != nil {
 			return nil, err
 		}
-		return t, nil
+		return InProcess(t), nil
 	}
 	return openExternal(ctx, cfg, logDir, log)
+}
+
+// CPUReading is one reading of the target process's cumulative CPU time
+// (user + system, seconds; OK is false when it could not be read) and of
+// its threads' cumulative run-queue wait (seconds; WaitOK false when not
+// read).
+type CPUReading struct {
+	Time        time.Time
+	CPUSeconds  float64
+	OK          bool
+	WaitSeconds float64
+	WaitOK      bool
+}
+
+// newPhase joins a driver result with the target's figures over the
+// phase's steady window and, for a max-load phase, over its peak window.
+//
+// A phase without a steady window has no resource figures: falling back to
+// the whole phase would give a shorter phase more data than a longer one
+// (whose window exists but holds few samples), so "more work never yields
+// less data" holds only if no fallback is measured.
+func newPhase(s sampleSource, res workloads.Result, cores int) report.Phase {
+	return newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) { return summarize(s, from, to, cores) }, res)
+}
+
+// newPhaseFrom is newPhase with the target's figures over a window given by
+// sum.
+func newPhaseFrom(sum func(from, to time.Time) (*profiles.Summary, error), res workloads.Result) report.Phase {
+	var (
+		steady *profiles.Summary
+		serr   error
+	)
+	if res.SteadyFallback {
+		serr = fmt.Errorf("no steady window (%s): lengthen the phase (more iterations) or shorten ramp_up, trim_head and trim_tail", res.SteadyFallbackReason)
+	} else {
+		steady, serr = sum(res.SteadyStart, res.SteadyEnd)
+	}
+	p := report.NewPhase(res, steady, serr)
+	if ml := res.MaxLoad; ml != nil {
+		p.MaxLoad = &report.MaxLoad{MaxLoadResult: *ml}
+		if ml.PeakWindowEnd.After(ml.PeakWindowStart) {
+			peak, err := sum(ml.PeakWindowStart, ml.PeakWindowEnd)
+			p.MaxLoad.PeakResources = peak
+			if err != nil {
+				p.MaxLoad.PeakResourcesError = err.Error()
+			}
+		} else {
+			p.MaxLoad.PeakResourcesError = "no peak window: no window was judged before the phase ended"
+		}
+	}
+	return p
+}
+
+// summarize reduces the target's samples inside [from, to] to resource
+// figures.
+func summarize(s sampleSource, from, to time.Time, cores int) (*profiles.Summary, error) {
+	ss := s.Samples(from, to)
+	if len(ss) < MinSteadySamples {
+		return nil, fmt.Errorf("only %d samples in the %.1fs steady window (at least %d needed): lower sampler.interval or lengthen the phase", len(ss), to.Sub(from).Seconds(), MinSteadySamples)
+	}
+	sum, err := profiles.Summarize(ss, s.PauseBuckets(), cores)
+	if err != nil {
+		return nil, err
+	}
+	return &sum, nil
+}
+
+// MemoryData is what a target measured over a phase's steady window for
+// the memory verdict (kpi.MemoryVerdict): the target gathers it, the run
+// judges it.
+type MemoryData struct {
+	// Alloc are the samples carrying the cumulative heap allocation
+	// (AllocBytes), in time order; Heap those carrying GC cycles and the
+	// live heap (GCCycles, HeapLiveBytes). The built-in target's samples
+	// carry both.
+	Alloc, Heap []profiles.Sample
+	// NotMeasured gives, by memory rule (kpi.Rule*), why the target could
+	// not give its figure.
+	NotMeasured map[string]string
+	// Sources gives, by memory rule, a clause added to its definition
+	// saying where a target soakd does not host gave the figure.
+	Sources map[string]string
 }

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"errors"
+	"maps"
 	"slices"
 	"strings"
 
@@ -84,4 +86,41 @@ func seed000Section(defs map[workloads.Operation]workloads.OperationDef, phases 
 		return nil
 	}
 	return s
+}
+
+// databaseFigures is a phase's database work from two readings of the
+// target's relational tally, before and after the phase's driver ran, per
+// request the driver completed (requests): a chatty operation's calls
+// count as one request, and calls_per_request says how many HTTP requests
+// each was. errBefore or errAfter make every figure not measured.
+func databaseFigures(before, after map[string]relational.Totals, errBefore, errAfter error, requests int64) *report.Database {
+	d := &report.Database{Endpoints: []string{}}
+	if err := errors.Join(errBefore, errAfter); err != nil {
+		d.NotMeasured = "cannot read the target's relational tally: " + err.Error()
+		return d
+	}
+	for _, ep := range slices.Sorted(maps.Keys(after)) {
+		a, b := after[ep], before[ep]
+		if a.Requests == b.Requests {
+			continue
+		}
+		d.Endpoints = append(d.Endpoints, ep)
+		d.HTTPRequests += a.Requests - b.Requests
+		d.Queries += a.Queries - b.Queries
+		d.Rows += a.Rows - b.Rows
+		d.Seconds += (a.Time - b.Time).Seconds()
+	}
+	switch {
+	case requests <= 0:
+		d.NotMeasured = "the phase completed no request"
+	case d.HTTPRequests == 0:
+		d.NotMeasured = "the phase sent no request to the relational scenario's endpoints"
+	default:
+		n := float64(requests)
+		d.CallsPerRequest = float64(d.HTTPRequests) / n
+		d.QueriesPerRequest = float64(d.Queries) / n
+		d.RowsPerRequest = float64(d.Rows) / n
+		d.MsPerRequest = d.Seconds * 1000 / n
+	}
+	return d
 }

@@ -130,7 +130,7 @@ func TestNeedScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tg.Shutdown(context.Background()) }()
-	r = &run{cfg: cfg.Clone(), prof: cfg.Profiles["seed-000"], opts: RunOptions{Target: tg}}
+	r = &run{cfg: cfg.Clone(), prof: cfg.Profiles["seed-000"], opts: RunOptions{Target: InProcess(tg)}}
 	if err := r.needScenario("seed-000"); exitcode.Of(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "the running target is target.scenario donut") {
 		t.Errorf("a running donut target: got %v, want a usage error naming its scenario", err)
 	}

@@ -22,9 +22,6 @@ import (
 	"github.com/soakd/soakd/internal/report"
 )
 
-// TokenEnv is the environment variable that overrides api.token.
-const TokenEnv = "SOAKD_CONTROL_TOKEN"
-
 // ServeOptions configure `soakd serve`.
 type ServeOptions struct {
 	// Executable is the soakd binary started as the driver.
@@ -160,28 +157,6 @@ func Serve(ctx context.Context, cfg *Config, opts ServeOptions) error {
 		serveErr = errors.Join(serveErr, err)
 	}
 	return serveErr
-}
-
-// OpenHistory opens cfg.DataDir's history, taking the data directory's
-// lock before anything else reads or writes it. Every failure, a directory
-// in use by another daemon included, carries exitcode.Usage: nothing ran. A
-// directory that takes no writes gives a read-only store, not an error.
-func OpenHistory(cfg *Config, opts history.Options) (*history.Store, error) {
-	store, err := history.Open(cfg.DataDir, opts)
-	if _, locked := errors.AsType[*history.LockedError](err); locked {
-		return nil, exitcode.With(exitcode.Usage, err)
-	}
-	if err != nil {
-		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
-	}
-	return store, nil
-}
-
-// CloseHistory releases the data directory's lock on the way out.
-func CloseHistory(store *history.Store, log *zap.Logger) {
-	if err := store.Close(); err != nil {
-		log.Warn("history", zap.Error(err))
-	}
 }
 
 // runOptions are the options every run of the daemon shares.

@@ -5,23 +5,12 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
 
-// GoroutineSlack is how many goroutines above the pre-phase baseline still
-// count as "returned": the runtime and net/http may keep one or two (a timer,
-// an idle-connection reaper) that are not the phase's.
-const GoroutineSlack = 2
-
 // settleCheck is how often the target's state is checked while settling.
 const settleCheck = 100 * time.Millisecond
-
-// returned reports whether the target is back at its pre-phase state: no
-// subscription left open and no more goroutines than before, give or take
-// goroutineSlack.
-func returned(baseGoroutines, goroutines uint64, subscribers int) bool {
-	return subscribers == 0 && goroutines <= baseGoroutines+GoroutineSlack
-}
 
 // ForceGC runs two collections: sync.Pool keeps its contents through one GC
 // in a victim cache (net/http pools a reader and writer per connection), so
@@ -31,15 +20,15 @@ func ForceGC() {
 	runtime.GC()
 }
 
-// settle waits d after a phase (the target rests before the next one and
+// Settle waits d after a phase (the target rests before the next one and
 // the driver's connections close), watching for the target to return to its
 // pre-phase state, then forces a GC and takes the sample that closes the
 // phase. It reports the state before and after.
-func settle(ctx context.Context, t *Target, base RestState, d time.Duration) (report.After, error) {
+func (t *Target) Settle(ctx context.Context, base Rest, d time.Duration) (report.After, error) {
 	start := time.Now()
-	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLive, ReturnedAfterSeconds: -1}
+	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLiveBytes, ReturnedAfterSeconds: -1}
 	if err := PollFor(ctx, d, func() {
-		if a.ReturnedAfterSeconds < 0 && returned(base.Goroutines, uint64(runtime.NumGoroutine()), t.Service.Broker.Stats().Subscribers) {
+		if a.ReturnedAfterSeconds < 0 && kpi.Returned(base.Goroutines, uint64(runtime.NumGoroutine()), t.Service.Broker.Stats().Subscribers) {
 			a.ReturnedAfterSeconds = time.Since(start).Seconds()
 		}
 	}); err != nil {
@@ -48,7 +37,7 @@ func settle(ctx context.Context, t *Target, base RestState, d time.Duration) (re
 	ForceGC()
 	s := t.Sampler.SampleNow()
 	a.Goroutines, a.HeapLiveBytes, a.Subscribers = s.Goroutines, s.HeapLiveBytes, t.Service.Broker.Stats().Subscribers
-	a.Returned = returned(base.Goroutines, s.Goroutines, a.Subscribers)
+	a.Returned = kpi.Returned(base.Goroutines, s.Goroutines, a.Subscribers)
 	a.SettleSeconds = time.Since(start).Seconds()
 	return a, nil
 }
@@ -70,4 +59,12 @@ func PollFor(ctx context.Context, d time.Duration, check func()) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// Baseline forces GCs, so each phase starts from the same heap state, and
+// returns the state the phase must return to.
+func (t *Target) Baseline() Rest {
+	ForceGC()
+	s := t.Sampler.SampleNow()
+	return Rest{Goroutines: s.Goroutines, HeapLiveBytes: s.HeapLiveBytes}
 }

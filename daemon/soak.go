@@ -398,3 +398,25 @@ func pause(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// OpenHistory opens cfg.DataDir's history, taking the data directory's
+// lock before anything else reads or writes it. Every failure, a directory
+// in use by another daemon included, carries exitcode.Usage: nothing ran. A
+// directory that takes no writes gives a read-only store, not an error.
+func OpenHistory(cfg *Config, opts history.Options) (*history.Store, error) {
+	store, err := history.Open(cfg.DataDir, opts)
+	if _, locked := errors.AsType[*history.LockedError](err); locked {
+		return nil, exitcode.With(exitcode.Usage, err)
+	}
+	if err != nil {
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+	}
+	return store, nil
+}
+
+// CloseHistory releases the data directory's lock on the way out.
+func CloseHistory(store *history.Store, log *zap.Logger) {
+	if err := store.Close(); err != nil {
+		log.Warn("history", zap.Error(err))
+	}
+}

@@ -304,3 +304,15 @@ func inject(c InjectConfig, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// Done is closed when the server stops serving on its own.
+func (t *Target) Done() <-chan struct{} { return t.failed.Done() }
+
+// Err says why the server stopped serving; nil while it serves.
+func (t *Target) Err() error { return t.failed.Err() }
+
+// SetPhase marks the samples taken from now on as phase name's.
+func (t *Target) SetPhase(name string) { t.Sampler.SetPhase(name) }
+
+// Scenario is target.scenario, what the server serves.
+func (t *Target) Scenario() string { return t.scenario }

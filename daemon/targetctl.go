@@ -34,11 +34,6 @@ import (
 // listener, on loopback, whose every request must carry the token the
 // orchestrator passed in TargetTokenEnv.
 
-// TargetTokenEnv is the environment variable `soakd target` reads its
-// control token from. Without it the control surface refuses every
-// request (the token is then random and known to nobody).
-const TargetTokenEnv = "SOAKD_TARGET_TOKEN"
-
 // ControlPrefix is the path every control endpoint lives under.
 const ControlPrefix = "/soakd/"
 
@@ -157,7 +152,7 @@ func (c *targetControl) release() {
 type (
 	CtlPath   struct{ Path string }
 	CtlPhase  struct{ Name string }
-	CtlRest   struct{ Goroutines, HeapLiveBytes uint64 }
+	Rest      struct{ Goroutines, HeapLiveBytes uint64 }
 	CtlSettle struct {
 		BaselineGoroutines, BaselineHeapLiveBytes uint64
 		Duration                                  time.Duration
@@ -271,8 +266,7 @@ func (c *targetControl) phase(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *targetControl) baseline(w http.ResponseWriter, r *http.Request) {
-	st := c.t.Baseline(r.Context())
-	reply(w, CtlRest{Goroutines: st.Goroutines, HeapLiveBytes: st.HeapLive})
+	reply(w, c.t.Baseline())
 }
 
 func (c *targetControl) settle(w http.ResponseWriter, r *http.Request) {
@@ -280,7 +274,7 @@ func (c *targetControl) settle(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &s) {
 		return
 	}
-	a, err := c.t.Settle(r.Context(), RestState{Goroutines: s.BaselineGoroutines, HeapLive: s.BaselineHeapLiveBytes}, s.Duration)
+	a, err := c.t.Settle(r.Context(), Rest{Goroutines: s.BaselineGoroutines, HeapLiveBytes: s.BaselineHeapLiveBytes}, s.Duration)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

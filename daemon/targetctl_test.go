@@ -152,7 +152,7 @@ func TestTargetControlSurface(t *testing.T) {
 		t.Errorf("samples after %s: HTTP %d (%v) %+v", last, code, err, s)
 	}
 	code, body = ctlDo(t, ready.ControlURL, "s3cret", "POST", "/soakd/baseline", "")
-	var rest CtlRest
+	var rest Rest
 	if err := json.Unmarshal([]byte(body), &rest); code != http.StatusOK || err != nil || rest.Goroutines == 0 || rest.HeapLiveBytes == 0 {
 		t.Errorf("baseline: HTTP %d %s", code, body)
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
@@ -117,9 +118,9 @@ func checks(ps []report.Phase, compared map[string]bool) []report.Check {
 		if a := p.After; a != nil {
 			c := report.Check{
 				Group: "rest", Name: "released", Title: "Connections, subscriptions and goroutines released", Phase: p.Name, Unit: "goroutines",
-				Value: float64(int64(a.Goroutines) - int64(a.BaselineGoroutines)), Limit: GoroutineSlack, Pass: a.Returned,
+				Value: float64(int64(a.Goroutines) - int64(a.BaselineGoroutines)), Limit: kpi.GoroutineSlack, Pass: a.Returned,
 				Detail:     fmt.Sprintf("goroutines %d → %d, %d subscriptions still open after %.1fs", a.BaselineGoroutines, a.Goroutines, a.Subscribers, a.SettleSeconds),
-				Definition: fmt.Sprintf("after the settle period and forced GCs: no subscription open and goroutines within %d of the pre-phase baseline", GoroutineSlack),
+				Definition: fmt.Sprintf("after the settle period and forced GCs: no subscription open and goroutines within %d of the pre-phase baseline", kpi.GoroutineSlack),
 			}
 			if why, ok := a.NotMeasured["goroutines"]; ok {
 				c.Value, c.Pass, c.Outcome = 0, false, kpi.OutcomeNotMeasured
@@ -128,7 +129,7 @@ func checks(ps []report.Phase, compared map[string]bool) []report.Check {
 				c.Detail = fmt.Sprintf("goroutines %d → %d after %.1fs; open subscriptions not measured: %s", a.BaselineGoroutines, a.Goroutines, a.SettleSeconds, why)
 			}
 			if a.NoForcedGC {
-				c.Definition = fmt.Sprintf("after the settle period (no GC can be forced in this target): goroutines within %d of the pre-phase baseline, read from the target's metrics endpoint", GoroutineSlack)
+				c.Definition = fmt.Sprintf("after the settle period (no GC can be forced in this target): goroutines within %d of the pre-phase baseline, read from the target's metrics endpoint", kpi.GoroutineSlack)
 			}
 			cs = append(cs, c)
 		}
@@ -143,28 +144,53 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// memoryChecks judges the memory-profile phase: steady allocation, no
-// survivor growth and the return to the pre-phase state. ss are the
-// samples of p's steady window; the live-heap points are timed from the
-// window's start (the first sample when p has none), where memory.warmup
-// starts. Each check carries its rule's outcome.
-func memoryChecks(p report.Phase, ss []profiles.Sample, m MemoryConfig) []report.Check {
+// memoryChecks judges the memory-profile phase p from what the target
+// measured over its steady window (d): steady allocation, no survivor
+// growth and the return to the pre-phase state. The live-heap points are
+// timed from the window's start (the first sample when p has none), where
+// memory.warmup starts. Each check carries its rule's outcome; a rule whose
+// figure was not measured (by the target, or after the phase) says why.
+func memoryChecks(p report.Phase, d MemoryData, m MemoryConfig) []report.Check {
 	in := kpi.MemoryInput{}
-	for _, pt := range profiles.AllocRates(ss, m.AllocWindow) {
+	for _, pt := range profiles.AllocRates(d.Alloc, m.AllocWindow) {
 		in.AllocRates = append(in.AllocRates, pt.V)
 	}
 	t0 := p.SteadyStart
-	if t0.IsZero() && len(ss) > 0 {
-		t0 = ss[0].Time
+	if t0.IsZero() {
+		for _, ss := range [][]profiles.Sample{d.Alloc, d.Heap} {
+			if len(ss) > 0 && (t0.IsZero() || ss[0].Time.Before(t0)) {
+				t0 = ss[0].Time
+			}
+		}
 	}
-	for _, pt := range profiles.LiveHeapAfterGC(ss) {
+	for _, pt := range profiles.LiveHeapAfterGC(d.Heap) {
 		in.LiveHeap = append(in.LiveHeap, kpi.Sample2D{X: pt.T.Sub(t0).Seconds(), Y: pt.V})
+	}
+	why := maps.Clone(d.NotMeasured)
+	if why == nil {
+		why = map[string]string{}
 	}
 	if a := p.After; a != nil {
 		in.BaselineHeapLive, in.AfterHeapLive = a.BaselineHeapLiveBytes, a.HeapLiveBytes
 		in.BaselineGoroutines, in.AfterGoroutines = a.BaselineGoroutines, a.Goroutines
+		if r, ok := a.NotMeasured["heap_live_bytes"]; ok {
+			why[kpi.RuleHeapReturned], in.BaselineHeapLive, in.AfterHeapLive = r, 0, 0
+		}
+		if r, ok := a.NotMeasured["goroutines"]; ok {
+			why[kpi.RuleGoroutinesReturned], in.BaselineGoroutines, in.AfterGoroutines = r, 0, 0
+		}
 	}
-	return judgeMemory(p, in, m)
+	cs := judgeMemory(p, in, m)
+	for i := range cs {
+		c := &cs[i]
+		if r, ok := why[c.Name]; ok && c.Outcome == kpi.OutcomeNotMeasured {
+			c.Detail = "not measured: " + r
+		}
+		if src, ok := d.Sources[c.Name]; ok {
+			c.Definition += "; " + src
+		}
+	}
+	return cs
 }
 
 // judgeMemory runs the memory verdict on in and turns its rules into checks
