@@ -2,8 +2,11 @@
 GO    ?= go
 BIN   := bin/soakd
 PKGS  := ./...
+# The unit tests: every package but the end-to-end suite (internal/e2e),
+# which make e2e runs alone.
+UNIT   = $(shell $(GO) list ./... | grep -v /internal/e2e)
 
-.PHONY: all build run test vet fmt-check generate check-generate fuzz dashboards stack clean gate-check bench-driver
+.PHONY: all build run test e2e vet fmt-check generate check-generate fuzz dashboards stack clean gate-check bench-driver
 
 all: build
 
@@ -21,9 +24,14 @@ run: build
 	  *) echo "make run: soakd run exited $$code (2 bad usage or configuration, 3 aborted): no verdict"; exit $$code;; \
 	esac
 
-## test: format, vet, generated-code and race-enabled tests (what CI runs)
+## test: format, vet, generated-code check and the race-enabled unit tests (CI runs it, then make e2e)
 test: fmt-check vet check-generate
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 $(UNIT)
+
+## e2e: the end-to-end suite (internal/e2e): builds bin/soakd's twin once and runs it as a user
+## would, alone on the machine (-p 1), since it measures CPU and GC (CI runs it after make test)
+e2e:
+	$(GO) test -count=1 -p 1 -timeout 60m ./internal/e2e
 
 vet:
 	$(GO) vet $(PKGS)
@@ -44,7 +52,7 @@ check-generate:
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./daemon -run '^$$' -fuzz FuzzLoadConfig -fuzztime $(FUZZTIME)
+	$(GO) test ./daemon/config -run '^$$' -fuzz FuzzLoadConfig -fuzztime $(FUZZTIME)
 	$(GO) test ./control -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/graph -run '^$$' -fuzz FuzzGraphQLRequest -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/graph -run '^$$' -fuzz FuzzGraphQLLimits -fuzztime $(FUZZTIME)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/schemas"
@@ -89,7 +89,7 @@ func documents() map[string]document {
 	return map[string]document{
 		schemas.Report: {reflect.TypeFor[report.Report](), "soakd report.json",
 			"A run's report: written into the run directory after every phase (status running) and at the end. docs/reports.md: report.json."},
-		schemas.Soak: {reflect.TypeFor[daemon.SoakReport](), "soakd soak.json",
+		schemas.Soak: {reflect.TypeFor[run.SoakReport](), "soakd soak.json",
 			"A soak's cycles and drift verdict, rewritten in data_dir after every cycle. docs/operations.md: Long soaks and drift."},
 		schemas.Compare: {reflect.TypeFor[report.Comparison](), "soakd compare --format json",
 			"Two runs compared phase by phase and metric by metric, with the verdict soakd compare exits with. docs/reports.md: soakd compare output."},
@@ -139,9 +139,9 @@ func enums() map[string][]any {
 		"report.CompareRow.metric":       strs("throughput_rps", "cpu_us_per_request", "alloc_bytes_per_request", "gc_percent", "latency_p99_ms", "heap_live_bytes_max", "cpu_per_request_vs_control"),
 		"report.CompareRow.unit":         strs("req/s", "µs", "B", "%", "ms", "×"),
 		"report.CompareRow.change_unit":  strs("points", "percent"),
-		"daemon.SoakReport.status":       status,
-		"daemon.SoakReport.verdict":      verdicts,
-		"daemon.Cycle.verdict":           strs(kpi.Pass, kpi.Fail, kpi.Inconclusive, report.VerdictAborted),
+		"run.SoakReport.status":       status,
+		"run.SoakReport.verdict":      verdicts,
+		"run.Cycle.verdict":           strs(kpi.Pass, kpi.Fail, kpi.Inconclusive, report.VerdictAborted),
 	}
 }
 
@@ -150,7 +150,7 @@ func enums() map[string][]any {
 func consts() map[string]any {
 	return map[string]any{
 		"report.Report.schema_version":     report.SchemaVersion,
-		"daemon.SoakReport.schema_version": daemon.SoakSchemaVersion,
+		"run.SoakReport.schema_version": run.SoakSchemaVersion,
 		"report.Comparison.schema_version": report.CompareSchemaVersion,
 		"workloads.Message.version":        workloads.MessageVersion,
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/control"
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/donut"
 	"github.com/soakd/soakd/internal/graph"
 	"github.com/soakd/soakd/internal/kpi"
@@ -44,7 +44,7 @@ func embeddedOperations(t *testing.T) map[workloads.Operation]workloads.Operatio
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := daemon.LoadConfig(b, nil, "config.yaml")
+	cfg, err := config.LoadConfig(b, nil, "config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Command benchdriver measures the load driver's CPU per request against
 // wrk's (issue 12): `make bench-driver` (scripts/bench-driver.sh) runs it.
 //
-// It starts soakd's built-in target (daemon.StartTarget, the embedded
+// It starts soakd's built-in target (builtin.StartTarget, the embedded
 // config.yaml read from the working directory) in a child process pinned to
 // one CPU, then for each operation runs alternating rounds of `soakd drive`
 // and wrk, each pinned to another CPU, with the same connections, no think
@@ -33,7 +33,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/soakd/soakd/daemon"
+	"github.com/soakd/soakd/daemon/builtin"
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -113,7 +114,7 @@ func serveTarget() error {
 		return err
 	}
 	ctx := context.Background()
-	t, err := daemon.StartTarget(ctx, cfg, zap.NewNop())
+	t, err := builtin.StartTarget(ctx, cfg, zap.NewNop())
 	if err != nil {
 		return err
 	}
@@ -124,12 +125,12 @@ func serveTarget() error {
 
 // builtinConfig loads the repository's config.yaml for the built-in target
 // on a free loopback port.
-func builtinConfig() (*daemon.Config, error) {
+func builtinConfig() (*config.Config, error) {
 	defaults, err := os.ReadFile("config.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("run from the repository root: %w", err)
 	}
-	return daemon.LoadConfig(defaults, []byte("server:\n  listen: 127.0.0.1:0\nsampler:\n  interval: 1s\n"), "bench")
+	return config.LoadConfig(defaults, []byte("server:\n  listen: 127.0.0.1:0\nsampler:\n  interval: 1s\n"), "bench")
 }
 
 // measurement is one tool's run.

@@ -1,0 +1,142 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOperationProblems: an unknown operation in a phase is named with the
+// defined ones; a bad template, a missing secret variable, an arm mismatch
+// and an unknown key each get their key path and line.
+func TestOperationProblems(t *testing.T) {
+	ps := problems(t, `
+operations:
+  broken:
+    rest: {path: "/x/{{idd}}"}
+    data: {id: {range: [1, 5]}}
+  secret:
+    rest: {path: "/s"}
+    headers_env: {Authorization: SOAKD_TEST_SURELY_UNSET}
+  typo:
+    rest: {path: "/t", methd: GET}
+profiles:
+  m:
+    request_timeout: 5s
+    compare: {rest: r, graphql: g}
+    phases:
+      - name: r
+        arm: rest
+        users: [{operation: rest-gett, users: 1, iterations: 1}, {operation: graphql-query, users: 1, iterations: 1}]
+      - name: g
+        arm: graphql
+        users: [{operation: graphql-query, users: 1, iterations: 1}]
+`)
+	has(t, ps, "operations.typo.rest.methd", 10, "unknown key; allowed keys here: method, path, body")
+	if t.Failed() {
+		return // the strict decoding stops before validation
+	}
+	ps = problems(t, `
+operations:
+  broken:
+    rest: {path: "/x/{{idd}}"}
+    data: {id: {range: [1, 5]}}
+  secret:
+    rest: {path: "/s"}
+    headers_env: {Authorization: SOAKD_TEST_SURELY_UNSET}
+profiles:
+  m:
+    request_timeout: 5s
+    compare: {rest: r, graphql: g}
+    phases:
+      - name: r
+        arm: rest
+        users: [{operation: rest-gett, users: 1, iterations: 1}, {operation: graphql-query, users: 1, iterations: 1}]
+      - name: g
+        arm: graphql
+        users: [{operation: graphql-query, users: 1, iterations: 1}]
+`)
+	has(t, ps, "operations.broken.rest.path", 4, `uses {{idd}}, which is not a variable of the operation; its variables: id`)
+	has(t, ps, "operations.secret.headers_env.Authorization", 8, "the environment variable SOAKD_TEST_SURELY_UNSET is not set")
+	has(t, ps, "profiles.m.phases[0].users[0].operation", 16,
+		`unknown operation "rest-gett"; defined operations: add, broken, donut-updates, graphql-mutation, graphql-query, rest-get, rest-put, secret`)
+	has(t, ps, "profiles.m.phases[0].users[1].operation", 16, "graphql-query is a graphql operation; it does not belong in a rest phase")
+	for _, p := range ps {
+		if strings.HasPrefix(p.Path, "profiles.m.phases") && strings.Contains(p.Path, "operations.") {
+			t.Errorf("an operation's problem repeated under a phase: %v", p)
+		}
+	}
+}
+
+// TestOperationsFromAUserFile: a user file's operations join the embedded
+// ones (redefining one replaces it whole); CSV data is read relative to the
+// file, sent to the driver with its values, and a broken CSV file is a
+// problem naming its line; the secret header's value is in no spec.
+func TestOperationsFromAUserFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("ids.csv", "id,label\n3,three\n5,five\n")
+	t.Setenv("SOAKD_TEST_TOKEN", "Bearer hidden-value")
+	cfgPath := write("soak.yaml", `
+operations:
+  rest-get:
+    rest: {path: "/api/donuts/{{id}}"}
+    data: {id: {csv: ids.csv, column: id, pick: round-robin}}
+    headers_env: {Authorization: SOAKD_TEST_TOKEN}
+    expect: {json: {data.donut.id: "{{id}}"}}
+default_profile: mine
+profiles:
+  mine:
+    request_timeout: 5s
+    compare: {rest: r, graphql: g}
+    phases:
+      - name: r
+        arm: rest
+        users: [{operation: rest-get, users: 1, iterations: 10}]
+      - name: g
+        arm: graphql
+        users: [{operation: add, users: 1, iterations: 10}]
+`)
+	user, _ := os.ReadFile(cfgPath)
+	cfg, err := LoadConfig(defaults(t), user, cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Operations["rest-get"]; len(got.Data) != 1 || got.Expect.NoGraphQLErrors || got.Headers != nil {
+		t.Errorf("rest-get kept keys of the embedded definition: %+v", got)
+	}
+	specs := cfg.Phases(cfg.Profiles["mine"], "run")
+	rest := specs[0]
+	if len(rest.Operations) != 1 {
+		t.Errorf("the REST phase's spec carries %d operations, want the one it uses", len(rest.Operations))
+	}
+	d := rest.Operations["rest-get"].Data["id"]
+	if want := filepath.Join(dir, "ids.csv"); d.CSV != want || strings.Join(d.List, ",") != "3,5" {
+		t.Errorf("CSV data: got %s %v, want %s with 3,5", d.CSV, d.List, want)
+	}
+	if err := rest.Validate(); err != nil {
+		t.Errorf("the spec: %v", err)
+	}
+	b, _ := json.Marshal(specs)
+	if strings.Contains(string(b), "hidden-value") {
+		t.Errorf("a spec holds the secret header's value: %s", b)
+	}
+	if y, _ := EffectiveYAML(cfg); strings.Contains(string(y), "hidden-value") || strings.Contains(string(y), "five") {
+		t.Errorf("soakd config shows a secret or the CSV's values:\n%s", y)
+	}
+
+	write("ids.csv", "id,label\n3,three\n5\n")
+	_, err = LoadConfig(defaults(t), user, cfgPath)
+	if err == nil || !strings.Contains(err.Error(), "operations.rest-get.data.id.csv: "+filepath.Join(dir, "ids.csv")+": line 3: wrong number of fields") {
+		t.Errorf("a broken CSV file: got %v, want its line named", err)
+	}
+}

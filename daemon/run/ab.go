@@ -1,0 +1,293 @@
+package run
+
+import (
+	"github.com/soakd/soakd/daemon/config"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
+)
+
+// ABOptions configure an A/B session (RunAB): one profile run on two
+// builds of the target in one session.
+type ABOptions struct {
+	// Profile, Executable (the soakd binary started as the driver, the same
+	// for both sides), Log, Stderr and Terminal as for a run; OutDir is the
+	// session's directory (default runs/<session>), RunID the session's id
+	// (default the UTC start time). Stdout receives the comparison.
+	RunOptions
+	// Old and New configure the two sides: the build compared against and
+	// the candidate (the same file with different target or inject keys).
+	Old, New *config.Config
+}
+
+// ABResult is what an A/B session produced: each side's report (nil when
+// that side never started) and the comparison of new against old.
+type ABResult struct {
+	Old, New   *report.Report
+	Comparison report.Comparison
+	// Dir is the session's directory: old/, new/, compare.json, compare.md.
+	Dir string
+}
+
+// Files of an A/B session's directory, beside old/ and new/.
+const (
+	ABCompareJSON     = "compare.json"
+	ABCompareMarkdown = "compare.md"
+)
+
+// abSide is one side of a session as it runs.
+type abSide struct {
+	name     string // report.ABOld or report.ABNew
+	r        *run
+	captures map[string]*capture
+	ran      []planned
+}
+
+// RunAB measures two builds of the target in one session: both targets
+// are started (each side's config opens its own: two command lines, two
+// ports), then every phase of the profile runs on one build and at once on
+// the other, which goes first alternating phase by phase (A B B A …, the
+// first drawn at random), so a machine that drifts during the session, as
+// a shared VM does by tens of percent within an hour, drifts under both
+// builds alike. Each side writes a complete run directory (old/, new/,
+// report.json's ab saying which side it is); soakd compare then pairs their
+// rounds (report.CompareRuns with Paired), and the session writes that
+// comparison as compare.json and compare.md and prints it. Adaptive rounds
+// do not apply: each side runs the profile's rounds. The error carries the
+// comparison's exit code: nil (pass), exitcode.Fail, exitcode.Inconclusive; exitcode.Usage
+// or exitcode.Aborted when the session could not be compared.
+func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
+	if opts.Target != nil {
+		return nil, exitcode.Usagef("an A/B session starts its own two targets: it cannot run on a daemon's target")
+	}
+	if opts.Old == nil || opts.New == nil {
+		return nil, errors.New("an A/B session needs both sides' configs")
+	}
+	if err := abConflicts(opts.Old, opts.New); err != nil {
+		return nil, err
+	}
+	start := time.Now().UTC()
+	session := cmp.Or(opts.RunID, start.Format("20060102T150405Z"))
+	res := &ABResult{Dir: cmp.Or(opts.OutDir, filepath.Join("runs", session))}
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	sides := []*abSide{{name: report.ABOld}, {name: report.ABNew}}
+	var sessionPlans []planned
+	for _, s := range sides {
+		cfg := opts.Old.Clone()
+		if s.name == report.ABNew {
+			cfg = opts.New.Clone()
+		}
+		// One look at the profile's rounds on each side; the comparison,
+		// not either side's KPIs, is the session's verdict.
+		name := cmp.Or(opts.Profile, cfg.DefaultProfile)
+		if p, ok := cfg.Profiles[name]; ok && p.MaxRounds != 0 {
+			p.MaxRounds = 0
+			cfg.Profiles[name] = p
+		}
+		cfg.Metrics.Linger = 0
+		ro := opts.RunOptions
+		ro.RunID = session + "-" + s.name
+		ro.OutDir = filepath.Join(res.Dir, s.name)
+		ro.Stdout = nil
+		ro.Log = log.With(zap.String("side", s.name))
+		r, plans, err := startRun(ctx, cfg, ro)
+		if r != nil {
+			defer r.close(ctx)
+		}
+		s.r = r
+		if err != nil {
+			// The side that did start (the old one, when the new one
+			// cannot) is marked aborted too, never left running.
+			res.Old, res.New = sideReports(sides)
+			return res, abAbort(sides, s, err)
+		}
+		s.captures = map[string]*capture{}
+		r.rep.AB = &report.ABSide{Session: session, Side: s.name, Other: session + "-" + report.OtherSide(s.name)}
+		if s.name == report.ABOld {
+			sessionPlans = plans // the old side's plan is the session's
+		} else if err := samePlans(sessionPlans, plans); err != nil {
+			res.Old, res.New = sideReports(sides)
+			return res, abAbort(sides, s, exitcode.With(exitcode.Usage, err))
+		}
+	}
+	oldFirst := rand.IntN(2) == 0
+	var order strings.Builder
+	for i, pl := range sessionPlans {
+		// A B, B A, A B, …: over two phases each build goes first once.
+		pair := []*abSide{sides[0], sides[1]}
+		if (i%2 == 1) == oldFirst {
+			pair[0], pair[1] = pair[1], pair[0]
+		}
+		for _, s := range pair {
+			order.WriteString(strings.ToUpper(s.name[:1]))
+			c, err := s.r.runPhase(ctx, pl.spec, pl.role)
+			if c != nil {
+				s.captures[pl.spec.Name] = c
+			}
+			if err != nil {
+				res.Old, res.New = sideReports(sides)
+				return res, abAbort(sides, s, err)
+			}
+			s.ran = append(s.ran, pl)
+		}
+		order.WriteString(" ")
+	}
+	for _, s := range sides {
+		s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf("A/B session %s: this is its %s side; the %s side is %s. Each phase ran on both builds back to back, in this order (O old, N new, phase by phase): %s. Both sides were driven by the same soakd binary.",
+			session, s.name, report.OtherSide(s.name), s.r.rep.AB.Other, strings.TrimSpace(order.String())))
+		if _, err := s.r.finish(ctx, s.ran, s.captures); err != nil && exitcode.Of(err) != exitcode.Fail && exitcode.Of(err) != exitcode.Inconclusive {
+			res.Old, res.New = sideReports(sides)
+			return res, abAbort(sides, s, err)
+		}
+	}
+	res.Old, res.New = sideReports(sides)
+	lim := opts.New.Compare.Limits()
+	lim.Confidence = opts.New.KPIs.Confidence
+	res.Comparison = report.CompareRuns(res.Old, res.New, lim)
+	if err := writeComparisonFiles(res.Dir, res.Comparison); err != nil {
+		return res, exitcode.With(exitcode.Aborted, err)
+	}
+	log.Info("A/B session done", zap.String("session", session), zap.String("dir", res.Dir), zap.String("verdict", res.Comparison.Verdict))
+	switch res.Comparison.Verdict {
+	case kpi.Pass:
+		return res, nil
+	case kpi.Fail:
+		return res, exitcode.With(exitcode.Fail, errors.New("the comparison is fail: "+strings.Join(res.Comparison.Reasons(), "; ")))
+	}
+	return res, exitcode.With(exitcode.Inconclusive, errors.New("the comparison is inconclusive: "+strings.Join(res.Comparison.Reasons(), "; ")))
+}
+
+// sideReports returns the sides' reports, nil for a side not started.
+func sideReports(sides []*abSide) (old, new *report.Report) {
+	for _, s := range sides {
+		if s.r == nil {
+			continue
+		}
+		if s.name == report.ABOld {
+			old = s.r.rep
+		} else {
+			new = s.r.rep
+		}
+	}
+	return old, new
+}
+
+// abAbort marks every side still running aborted, naming the side that
+// failed, and returns the failing side's error with its exit code
+// (exitcode.Aborted unless err carries another, exitcode.Usage for a side that could
+// not start as configured).
+func abAbort(sides []*abSide, failed *abSide, err error) error {
+	code := exitcode.Of(err) // abort wraps err as aborted; a usage error stays one
+	for _, s := range sides {
+		if s.r == nil || s.r.rep.Status != report.StatusRunning {
+			continue // not started, or aborted already by startRun
+		}
+		if s == failed {
+			_, err = s.r.abort(err)
+			continue
+		}
+		_, _ = s.r.abort(fmt.Errorf("the A/B session stopped: its %s side failed: %w", failed.name, err))
+	}
+	return exitcode.With(code, fmt.Errorf("A/B session, %s side: %w", failed.name, err))
+}
+
+// samePlans refuses sides whose profiles would run different phases: the
+// session compares each phase with its namesake.
+func samePlans(old, new []planned) error {
+	names := func(ps []planned) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.spec.Name
+		}
+		return out
+	}
+	if o, n := names(old), names(new); !slices.Equal(o, n) {
+		return fmt.Errorf("the two sides run different phases (old: %s; new: %s): give both sides the same profile, rounds and phases, and put what differs between the builds under target: or inject:",
+			strings.Join(o, ", "), strings.Join(n, ", "))
+	}
+	return nil
+}
+
+// abConflicts refuses two sides that would meet on one server: the same
+// built-in target on one fixed address (the second could not listen), or
+// two servers soakd does not host that share a host:port it loads, waits
+// on or scrapes, or one attached process. A side file is decoded key by key on
+// top of --config, so a URL it leaves out keeps --config's: both sides
+// would then send that load to, or read those figures from, one server,
+// and a second command's ready_url could answer for the first.
+func abConflicts(old, new *config.Config) error {
+	builtin := func(c *config.Config) bool { return c.Target.Kind == "" || c.Target.Kind == report.TargetBuiltin }
+	if builtin(old) && builtin(new) && old.Server.Listen == new.Server.Listen && !strings.HasSuffix(old.Server.Listen, ":0") {
+		return exitcode.Usagef("both sides of the A/B session would serve the built-in target on server.listen %s: give one side another address (or port 0, a free port each)", old.Server.Listen)
+	}
+	if !old.Target.External() || !new.Target.External() {
+		return nil
+	}
+	o, n := old.Target, new.Target
+	// host is a URL's host:port, "" when unset or unparsable (Validate
+	// names a bad URL): two servers cannot share one, whatever the paths.
+	host := func(raw string) string {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return ""
+		}
+		return u.Host
+	}
+	var shared []string
+	for _, k := range []struct{ key, old, new string }{
+		{"graphql_url", host(o.GraphQLURL), host(n.GraphQLURL)},
+		{"graphql_ws_url", host(o.GraphQLWSURL), host(n.GraphQLWSURL)}, // unset: graphql_url's
+		{"rest_url", host(o.RESTURL), host(n.RESTURL)},
+		{"metrics_url", host(o.MetricsURL), host(n.MetricsURL)},
+		{"pprof_url", host(o.PprofURL), host(n.PprofURL)},
+		{"ready_url", host(o.ReadyURL), host(n.ReadyURL)},
+		{"pid_file", o.PIDFile, n.PIDFile},
+		{"pid", strconv.Itoa(o.PID), strconv.Itoa(n.PID)},
+	} {
+		if k.old != "" && k.old != "0" && k.old == k.new {
+			shared = append(shared, "target."+k.key+" ("+k.old+")")
+		}
+	}
+	if len(shared) > 0 {
+		return exitcode.Usagef("both sides of the A/B session name one server in %s: give each side its own (a target: key a side file leaves out keeps --config's value, so a side file repeats every URL with its own port)",
+			strings.Join(shared, ", "))
+	}
+	return nil
+}
+
+// writeComparisonFiles writes the session's comparison as compare.json
+// and compare.md in dir, each atomically.
+func writeComparisonFiles(dir string, c report.Comparison) error {
+	js, err := c.JSON()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create the session directory: %w", err)
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, ABCompareJSON), js, 0o644); err != nil {
+		return fmt.Errorf("cannot write %s: %w", ABCompareJSON, err)
+	}
+	if err := report.WriteFileAtomic(filepath.Join(dir, ABCompareMarkdown), []byte(c.Markdown()), 0o644); err != nil {
+		return fmt.Errorf("cannot write %s: %w", ABCompareMarkdown, err)
+	}
+	return nil
+}

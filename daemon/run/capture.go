@@ -1,0 +1,126 @@
+package run
+
+import (
+	"github.com/soakd/soakd/daemon/target"
+	"github.com/soakd/soakd/daemon/config"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/workloads"
+)
+
+// capture takes a phase's pprof files in the run directory: a heap profile
+// before, a CPU profile over the steady window (for a closed phase: from
+// the first progress report with every user active to the first with one
+// finished; otherwise the whole phase), a heap profile and a goroutine
+// dump after. Failures are logged, never fatal: profiles are evidence, not
+// the measurement.
+type capture struct {
+	dir   string
+	phase string
+	cfg   config.ProfilingConfig
+	tools target.Captures
+	log   *zap.Logger
+	users int // users of a closed phase with a known count; 0 otherwise
+	files []string
+
+	cpu      target.CPUProfiler
+	cpuFile  string
+	started  bool
+	stopped  bool
+	startReq int64
+	stopReq  int64
+}
+
+func newCapture(dir string, spec workloads.Phase, cfg config.ProfilingConfig, tools target.Captures, log *zap.Logger) *capture {
+	c := &capture{dir: dir, phase: spec.Name, cfg: cfg, tools: tools, log: log.With(zap.String("phase", spec.Name))}
+	if spec.Model == "" || spec.Model == workloads.Closed {
+		c.users = spec.Users()
+	}
+	return c
+}
+
+func (c *capture) path(kind string) string { return filepath.Join(c.dir, c.phase+"."+kind) }
+
+// before runs just before the driver starts.
+func (c *capture) before() {
+	if c.cfg.Heap {
+		c.write("heap-before.pb.gz", c.tools.Heap)
+	}
+	if c.users == 0 {
+		c.startCPU(0)
+	}
+}
+
+// progress follows the driver's reports to bracket the steady window.
+func (c *capture) progress(p workloads.Progress) {
+	if c.users == 0 {
+		return
+	}
+	if !c.started && p.ActiveUsers >= int64(c.users) {
+		c.startCPU(p.Requests)
+	} else if c.started && !c.stopped && p.ActiveUsers < int64(c.users) {
+		c.stopCPU(p.Requests)
+	}
+}
+
+// after runs once the phase has settled; requests is the phase's total.
+func (c *capture) after(requests int64) {
+	if c.started && !c.stopped {
+		c.stopCPU(requests)
+	}
+	if c.cfg.Heap {
+		c.write("heap-after.pb.gz", c.tools.Heap)
+	}
+	if c.cfg.Goroutines {
+		c.write("goroutine-after.txt", c.tools.Goroutines)
+	}
+}
+
+// cpuProfile returns the CPU profile's path and the requests completed
+// while it ran, or "" when none was taken.
+func (c *capture) cpuProfile() (string, int64) {
+	if !c.stopped || c.cpuFile == "" {
+		return "", 0
+	}
+	return c.cpuFile, c.stopReq - c.startReq
+}
+
+func (c *capture) startCPU(requests int64) {
+	c.started = true
+	if !c.cfg.CPU || c.tools.StartCPU == nil {
+		return
+	}
+	p, err := c.tools.StartCPU(c.path("cpu.pb.gz"))
+	if err != nil {
+		c.log.Warn("no cpu profile for this phase", zap.Error(err))
+		return
+	}
+	c.cpu, c.startReq = p, requests
+}
+
+func (c *capture) stopCPU(requests int64) {
+	c.stopped = true
+	if c.cpu == nil {
+		return
+	}
+	if err := c.cpu.Stop(); err != nil {
+		c.log.Warn("cpu profile lost", zap.Error(err))
+		return
+	}
+	c.stopReq = requests
+	c.cpuFile = c.path("cpu.pb.gz")
+	c.files = append(c.files, filepath.Base(c.cpuFile))
+}
+
+func (c *capture) write(kind string, f func(string) error) {
+	if f == nil {
+		return // the target offers no such capture (captureTools.missing says why)
+	}
+	if err := f(c.path(kind)); err != nil {
+		c.log.Warn("profile not written", zap.String("kind", kind), zap.Error(err))
+		return
+	}
+	c.files = append(c.files, c.phase+"."+kind)
+}

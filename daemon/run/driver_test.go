@@ -1,0 +1,36 @@
+package run
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/internal/testkit"
+
+	"slices"
+)
+
+// TestDriverEnvHasNoSecrets checks that a driver process does not inherit
+// the secrets soakd reads from its environment (the control token, the
+// Pyroscope password), and does inherit the rest.
+func TestDriverEnvHasNoSecrets(t *testing.T) {
+	t.Setenv(config.TokenEnv, "control-secret")
+	t.Setenv("SOAKD_TEST_PYROSCOPE_PASSWORD", "pyroscope-secret")
+	t.Setenv("SOAKD_TEST_KEPT", "kept")
+	cfg := testkit.Config(t, "profiling:\n  pyroscope:\n    basic_auth_password_env: SOAKD_TEST_PYROSCOPE_PASSWORD\n")
+	cmd := driverCommand(t.Context(), "/bin/true", []string{"--target", "http://127.0.0.1:1"}, "1", cfg.SecretEnvs())
+	if cmd.Env == nil {
+		t.Fatal("cmd.Env is nil: the driver inherits the whole environment")
+	}
+	for _, kv := range cmd.Env {
+		if strings.Contains(kv, "secret") {
+			t.Errorf("the driver's environment holds %q", kv)
+		}
+	}
+	if !slices.Contains(cmd.Env, "SOAKD_TEST_KEPT=kept") {
+		t.Errorf("the driver's environment lost SOAKD_TEST_KEPT: %v", cmd.Env)
+	}
+	if want := []string{"/bin/true", "drive", "--target", "http://127.0.0.1:1", "--spec", "-", "--log-format", "json", "--cpus", "1"}; !slices.Equal(cmd.Args, want) {
+		t.Errorf("args = %q, want %q", cmd.Args, want)
+	}
+}

@@ -1,0 +1,437 @@
+package run
+
+import (
+	"github.com/soakd/soakd/daemon/target"
+	"github.com/soakd/soakd/daemon/config"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
+)
+
+// SoakFile is the soak's own record in the data directory: every cycle's
+// figures and the drift verdict, rewritten after each cycle.
+const SoakFile = "soak.json"
+
+// SoakSchemaVersion is the version of soak.json's layout
+// (schemas/soak.schema.json); it changes only when a field changes meaning
+// or disappears.
+const SoakSchemaVersion = 1
+
+// SoakReport is soak.json.
+type SoakReport struct {
+	// SchemaVersion is SoakSchemaVersion.
+	SchemaVersion int       `json:"schema_version"`
+	Soak          string    `json:"soak"`
+	Profile       string    `json:"profile"`
+	StartedAt     time.Time `json:"started_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	// Status is running, complete or aborted.
+	Status string `json:"status"`
+	// Verdict combines the drift rules, the KPIs over every cycle's rounds
+	// (KPIs), and each cycle's checks (memory, delivery, errors, return to
+	// rest): pass when all pass, fail when one fails, inconclusive otherwise.
+	Verdict string          `json:"verdict"`
+	Cycles  []Cycle         `json:"cycles"`
+	Drift   []kpi.DriftRule `json:"drift"`
+	// KPIs are the GraphQL-vs-REST rows judged with every round of every
+	// finished cycle as one sample (interleaved rounds, repeated over
+	// hours): a soak of one-round cycles still gets intervals. Empty until
+	// a cycle finished.
+	KPIs  []kpi.Result `json:"kpis,omitempty"`
+	Notes []string     `json:"notes,omitempty"`
+}
+
+// Cycle is one soak cycle: its run and the figures drift rules watch.
+type Cycle struct {
+	kpi.CycleFigures
+	// Verdict is the cycle's own run verdict (its KPIs over its own rounds,
+	// and its checks).
+	Verdict string `json:"verdict"`
+	// Checks is the outcome of the cycle's checks alone (pass, fail,
+	// inconclusive; "" for a cycle without a report): what the soak's
+	// verdict takes from the cycle, its KPIs being judged over all cycles.
+	Checks kpi.Outcome `json:"checks,omitempty"`
+	Error  string      `json:"error,omitempty"`
+	// rounds are the cycle's per-round KPI rows (point values).
+	rounds [][]kpi.Result
+}
+
+// SoakOptions configure a soak.
+type SoakOptions struct {
+	RunOptions
+	// Cycles and Duration bound the soak (0: unbounded on that axis; one
+	// of them must be set).
+	Cycles   int
+	Duration time.Duration
+}
+
+// soaker runs cycles on one long-lived target and judges drift.
+type soaker struct {
+	cfg    *config.Config
+	store  *history.Store
+	target target.RunTarget
+	log    *zap.Logger
+	rep    SoakReport
+	// claim, when set, takes the daemon's one run slot for a cycle (so the
+	// control API sees it running and can stop it).
+	claim Claim
+}
+
+// Claim takes the daemon's one run slot for the run id (so the control
+// API sees it running and can stop it): the context the run goes on under,
+// and the release of the slot.
+type Claim func(ctx context.Context, id string) (context.Context, func(), error)
+
+// SoakOn is Soak on a target and a history the caller opened and keeps
+// (the daemon's scheduled soak): each cycle takes the run slot through
+// claim.
+func SoakOn(ctx context.Context, cfg *config.Config, store *history.Store, t target.RunTarget, claim Claim, log *zap.Logger, opts SoakOptions) (*SoakReport, error) {
+	s := &soaker{cfg: cfg, store: store, target: t, log: log, claim: claim}
+	return s.run(ctx, opts)
+}
+
+// Soak runs the soak profile in cycles on one target until the cycle count
+// or the duration is reached (or ctx ends), keeping every cycle's run in the
+// data directory and judging drift across cycles. A cycle whose driver
+// failed is recorded and the soak goes on; an interrupted soak returns
+// exitcode.Aborted. The error carries the soak's exit code.
+func Soak(ctx context.Context, cfg *config.Config, opts SoakOptions) (*SoakReport, error) {
+	if opts.Cycles <= 0 && opts.Duration <= 0 {
+		return nil, exitcode.Usagef("a soak needs a number of cycles or a duration (soak.cycles, soak.duration, --cycles, --duration)")
+	}
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	store, err := OpenHistory(cfg, history.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer CloseHistory(store, log)
+	if err := store.ReadOnly(); err != nil {
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot soak in data_dir %s: %w: %w", cfg.DataDir, history.ErrReadOnly, err))
+	}
+	if err := soakNeedsRESTTwin(cfg, opts); err != nil {
+		return nil, err
+	}
+	target, err := target.OpenTarget(ctx, cfg, opts.Executable, cfg.DataDir, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := target.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("target shutdown", zap.Error(err))
+		}
+	}()
+	s := &soaker{cfg: cfg, store: store, target: target, log: log}
+	return s.run(ctx, opts)
+}
+
+// soakProfile names the profile a soak runs: --profile, else soak.profile,
+// else default_profile.
+func soakProfile(cfg *config.Config, opts SoakOptions) string {
+	return cmp.Or(opts.Profile, cfg.Soak.Profile, cfg.DefaultProfile)
+}
+
+// soakNeedsRESTTwin refuses, before the target starts, a soak whose profile
+// drives REST phases against a target without a REST twin (needsRESTTwin);
+// every cycle would be refused alike.
+func soakNeedsRESTTwin(cfg *config.Config, opts SoakOptions) error {
+	name := soakProfile(cfg, opts)
+	p, ok := cfg.Profiles[name]
+	if !ok {
+		return nil // each cycle says so
+	}
+	arms := opts.Arms
+	if arms == (Arms{}) {
+		arms = DefaultArms()
+	}
+	plans, err := plan(cfg.Phases(p, ""), p.Compare, p.Rounds, arms)
+	if err != nil {
+		return nil // each cycle says so
+	}
+	return needsRESTTwin(cfg.Target, name, plans)
+}
+
+func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
+	profile := soakProfile(s.cfg, opts)
+	start := time.Now().UTC()
+	s.rep = SoakReport{SchemaVersion: SoakSchemaVersion, Soak: start.Format("20060102T150405Z"), Profile: profile, StartedAt: start, Status: report.StatusRunning, Cycles: []Cycle{}}
+	for n := 1; opts.Cycles == 0 || n <= opts.Cycles; n++ {
+		if opts.Duration > 0 && time.Since(start) >= opts.Duration {
+			break
+		}
+		if n > 1 && s.cfg.Soak.Pause > 0 {
+			if err := pause(ctx, s.cfg.Soak.Pause); err != nil {
+				return s.finish(ctx.Err())
+			}
+		}
+		c, interrupted := s.cycle(ctx, opts.RunOptions, profile, n)
+		s.rep.Cycles = append(s.rep.Cycles, c)
+		s.judge()
+		if err := s.write(); err != nil {
+			return s.finish(err)
+		}
+		if removed, err := s.store.Prune(s.cfg.Retention.KeepLast, s.cfg.Retention.MaxAge, time.Now()); err != nil {
+			s.log.Warn("retention", zap.Error(err))
+		} else if len(removed) > 0 {
+			s.log.Info("retention removed runs", zap.Strings("runs", removed))
+		}
+		if interrupted {
+			return s.finish(errors.New("the soak was interrupted"))
+		}
+	}
+	return s.finish(nil)
+}
+
+// cycle runs one cycle of profile as its own run in the history.
+func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int) (Cycle, bool) {
+	id := fmt.Sprintf("%s-c%04d", s.rep.Soak, n)
+	c := Cycle{CycleFigures: kpi.CycleFigures{Cycle: n, Run: id}}
+	outer := ctx // the soak's; a stop through the API ends only this cycle
+	if s.claim != nil {
+		runCtx, release, err := s.claim(ctx, id)
+		for err != nil && ctx.Err() == nil {
+			// A run started through the API holds the slot: wait for it.
+			if perr := pause(ctx, time.Second); perr != nil {
+				break
+			}
+			runCtx, release, err = s.claim(ctx, id)
+		}
+		if err != nil {
+			c.Verdict, c.Error = report.VerdictAborted, err.Error()
+			return c, true
+		}
+		defer release()
+		ctx = runCtx
+	}
+	dir, err := s.store.NewRun(id, profile)
+	if err != nil {
+		c.Verdict, c.Error = report.VerdictAborted, err.Error()
+		return c, false
+	}
+	ro.Profile, ro.OutDir, ro.RunID, ro.Target, ro.Log = profile, dir, id, s.target, s.log.With(zap.Int("cycle", n))
+	s.log.Info("soak cycle started", zap.Int("cycle", n), zap.String("run", id))
+	rep, err := RunSuite(ctx, s.cfg, ro)
+	if _, ferr := s.store.Finish(id, err); ferr != nil {
+		s.log.Warn("history", zap.Error(ferr))
+	}
+	if rep != nil {
+		c.Verdict = rep.Verdict
+		c.CycleFigures = cycleFigures(rep, n)
+		c.Checks = checksOutcome(rep)
+		for _, rd := range rep.Rounds {
+			c.rounds = append(c.rounds, rd.KPIs)
+		}
+	}
+	if code := exitcode.Of(err); err != nil && code != exitcode.Fail && code != exitcode.Inconclusive {
+		c.Error = err.Error()
+		// A failed driver fails the cycle, not the soak; an interrupted
+		// soak ends.
+		return c, outer.Err() != nil
+	}
+	return c, false
+}
+
+// cycleFigures takes the drift figures from a cycle's report: the state
+// after its last phase settled, its largest RSS, and the GraphQL arm's GC %
+// and CPU per request.
+func cycleFigures(rep *report.Report, n int) kpi.CycleFigures {
+	f := kpi.CycleFigures{Cycle: n, Run: rep.Run}
+	for _, p := range rep.Phases {
+		if p.After != nil {
+			f.HeapLiveBytes, f.Goroutines = float64(p.After.HeapLiveBytes), float64(p.After.Goroutines)
+		}
+		if p.Resources != nil {
+			f.RSSBytes = max(f.RSSBytes, float64(p.Resources.RSSBytesMax))
+		}
+	}
+	for _, k := range rep.KPIs {
+		switch k.Name {
+		case "gc_percent":
+			f.GCPercent = k.GraphQL
+		case "cpu_us_per_request":
+			f.CPUMicrosPerRequest = k.GraphQL
+		}
+	}
+	return f
+}
+
+func (s *soaker) judge() {
+	d := s.cfg.Soak.Drift
+	var figs []kpi.CycleFigures
+	for _, c := range s.rep.Cycles {
+		if c.Error == "" {
+			figs = append(figs, c.CycleFigures)
+		}
+	}
+	s.rep.Drift = kpi.Drift(figs, kpi.DriftLimits{
+		BaselineCycles: d.BaselineCycles, HeapLiveRatio: d.HeapLiveRatio, RSSRatio: d.RSSRatio,
+		CPUPerRequestRatio: d.CPUPerRequestRatio, GoroutinesIncrease: d.GoroutinesIncrease, GCPercentIncreasePoints: d.GCPercentIncreasePoints,
+	})
+	// The KPIs over every finished cycle's rounds.
+	var rounds [][]kpi.Result
+	for _, c := range s.rep.Cycles {
+		if c.Error == "" {
+			rounds = append(rounds, c.rounds...)
+		}
+	}
+	s.rep.KPIs = nil
+	kpiOutcome := kpi.OutcomeNotMeasured
+	if len(rounds) > 0 {
+		if agg, err := kpi.Aggregate(rounds, s.cfg.KPIs.Confidence); err == nil {
+			s.rep.KPIs, kpiOutcome = agg, kpi.Outcome(kpi.Verdict(agg))
+		} else {
+			s.log.Warn("the soak's KPIs over cycles", zap.Error(err))
+		}
+	}
+	// Drift failing, the KPIs over the cycles failing, or a cycle's checks
+	// failing (or the cycle aborting) fails the soak; anything not yet
+	// conclusive (too few cycles for drift or for the KPIs' intervals)
+	// makes it inconclusive at best.
+	os := []kpi.Outcome{kpi.OutcomePass, kpi.DriftOutcome(s.rep.Drift), kpiOutcome}
+	for _, c := range s.rep.Cycles {
+		switch {
+		case c.Error != "" || c.Checks == "":
+			os = append(os, kpi.OutcomeFail)
+		default:
+			os = append(os, c.Checks)
+		}
+	}
+	s.rep.Verdict = string(kpi.Combine(os...))
+}
+
+// checksOutcome combines the outcomes of rep's checks (not its KPI rows):
+// a check without an outcome counts by its pass flag; an aborted run fails.
+func checksOutcome(rep *report.Report) kpi.Outcome {
+	if rep.Status == report.StatusAborted {
+		return kpi.OutcomeFail
+	}
+	os := []kpi.Outcome{kpi.OutcomePass}
+	for _, c := range rep.Checks {
+		switch {
+		case c.Outcome != "":
+			os = append(os, c.Outcome)
+		case c.Pass:
+			os = append(os, kpi.OutcomePass)
+		default:
+			os = append(os, kpi.OutcomeFail)
+		}
+	}
+	return kpi.Combine(os...)
+}
+
+func (s *soaker) write() error {
+	s.rep.UpdatedAt = time.Now().UTC()
+	b, err := json.MarshalIndent(s.rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cannot encode %s: %w", SoakFile, err)
+	}
+	return report.WriteFileAtomic(filepath.Join(s.cfg.DataDir, SoakFile), append(b, '\n'), 0o644)
+}
+
+// finish writes the final soak.json and maps the outcome to an exit code.
+func (s *soaker) finish(err error) (*SoakReport, error) {
+	s.rep.Status = report.StatusComplete
+	if err != nil {
+		s.rep.Status, s.rep.Verdict = report.StatusAborted, report.VerdictAborted
+		s.rep.Notes = append(s.rep.Notes, err.Error())
+	}
+	if len(s.rep.Cycles) == 0 && err == nil {
+		s.rep.Verdict = report.VerdictAborted
+		err = errors.New("no cycle ran")
+	}
+	if werr := s.write(); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	switch {
+	case err != nil:
+		return &s.rep, exitcode.With(exitcode.Aborted, err)
+	case s.rep.Verdict == kpi.Inconclusive:
+		return &s.rep, exitcode.With(exitcode.Inconclusive, errors.New("the soak's verdict is inconclusive"))
+	case s.rep.Verdict != kpi.Pass:
+		return &s.rep, exitcode.With(exitcode.Fail, errors.New("the soak's verdict is fail"))
+	}
+	return &s.rep, nil
+}
+
+// Table prints the soak's cycles and drift rules.
+func (r *SoakReport) Table(w io.Writer) {
+	fmt.Fprintf(w, "soak %s: %d cycles of %s\n", r.Soak, len(r.Cycles), r.Profile)
+	for _, c := range r.Cycles {
+		fmt.Fprintf(w, "  cycle %d %s: %s (checks %s)  live heap %.1f MiB  rss %.1f MiB  goroutines %.0f  gc %.2f %%  cpu %.1f µs/req %s\n",
+			c.Cycle, c.Run, c.Verdict, c.Checks, c.HeapLiveBytes/(1<<20), c.RSSBytes/(1<<20), c.Goroutines, c.GCPercent, c.CPUMicrosPerRequest, c.Error)
+	}
+	for _, k := range r.KPIs {
+		if !k.Gated {
+			continue
+		}
+		res := string(k.Outcome)
+		if k.Outcome != kpi.OutcomePass {
+			res = strings.ToUpper(res)
+		}
+		line := fmt.Sprintf("  kpi %-22s %s over %d rounds", k.Name, res, k.Rounds)
+		if k.Interval != nil && k.Interval.Finite() {
+			line += fmt.Sprintf(": %+.2f %s [%+.2f, %+.2f]", k.Interval.Center, k.DeltaUnit, k.Interval.Lo, k.Interval.Hi)
+		}
+		if k.Reason != "" {
+			line += " (" + k.Reason + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, d := range r.Drift {
+		res := string(d.Outcome)
+		if d.Outcome != kpi.OutcomePass {
+			res = strings.ToUpper(res)
+		}
+		fmt.Fprintf(w, "  drift %-22s %s  %s\n", d.Name, res, d.Detail)
+	}
+	fmt.Fprintf(w, "soak verdict: %s\n", r.Verdict)
+}
+
+// pause waits d or until ctx is done.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// OpenHistory opens cfg.DataDir's history, taking the data directory's
+// lock before anything else reads or writes it. Every failure, a directory
+// in use by another daemon included, carries exitcode.Usage: nothing ran. A
+// directory that takes no writes gives a read-only store, not an error.
+func OpenHistory(cfg *config.Config, opts history.Options) (*history.Store, error) {
+	store, err := history.Open(cfg.DataDir, opts)
+	if _, locked := errors.AsType[*history.LockedError](err); locked {
+		return nil, exitcode.With(exitcode.Usage, err)
+	}
+	if err != nil {
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot open data_dir %s: %w", cfg.DataDir, err))
+	}
+	return store, nil
+}
+
+// CloseHistory releases the data directory's lock on the way out.
+func CloseHistory(store *history.Store, log *zap.Logger) {
+	if err := store.Close(); err != nil {
+		log.Warn("history", zap.Error(err))
+	}
+}

@@ -1,0 +1,237 @@
+package run
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
+
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/workloads"
+)
+
+func TestChecks(t *testing.T) {
+	ps := []report.Phase{
+		{Name: "r", Requests: 100, Errors: 0, Resources: &profiles.Summary{}, After: &report.After{BaselineGoroutines: 15, Goroutines: 15, Returned: true}},
+		{Name: "g", Requests: 100, Errors: 2, ResourcesError: "only 1 sample",
+			Subscriptions: &workloads.SubscriptionResult{Expected: 10, Received: 9, Lost: 1},
+			After:         &report.After{BaselineGoroutines: 15, Goroutines: 30, Subscribers: 3}},
+		{Name: "other", Errors: 50},
+	}
+	cs := checks(ps, map[string]bool{"r": true, "g": true})
+	got := map[string]bool{}
+	for _, c := range cs {
+		got[c.Phase+"/"+c.Name] = c.Pass
+	}
+	want := map[string]bool{
+		"r/no_failed_requests": true, "r/resources_measured": true, "r/released": true,
+		"g/no_failed_requests": false, "g/resources_measured": false, "g/exact_delivery": false, "g/released": false,
+	}
+	if len(got) != len(want) {
+		t.Errorf("got checks %v, want %v (errors of a phase not compared are not a check)", got, want)
+	}
+	for k, v := range want {
+		if p, ok := got[k]; !ok || p != v {
+			t.Errorf("%s: got %v (present %v), want %v", k, p, ok, v)
+		}
+	}
+}
+
+func TestEvaluateKPIsRounds(t *testing.T) {
+	l := kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}
+	phase := func(name string, cpu float64) report.Phase {
+		return report.Phase{Name: name, ThroughputRPS: 100, Resources: &profiles.Summary{CPUMachinePercent: cpu, CPUKnown: true, GCPercentKnown: true, GCPauses: 2}}
+	}
+	rest := map[int]report.Phase{1: phase("r#1", 10), 2: phase("r#2", 10), 3: phase("r#3", 10), 4: phase("r#4", 10)}
+	gql := map[int]report.Phase{1: phase("g#1", 22), 2: phase("g#2", 24), 3: phase("g#3", 21), 4: phase("g#4", 23)}
+	kpis, rounds, err := evaluateKPIs(rest, gql, 4, kpi.DefaultConfidence, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rounds) != 4 || rounds[1].Verdict != kpi.Fail {
+		t.Errorf("rounds: %+v", rounds)
+	}
+	for _, k := range kpis {
+		if k.Name == "cpu_machine_percent" && (k.Outcome != kpi.OutcomeFail || k.Interval == nil || k.Interval.Lo <= 5) {
+			t.Errorf("CPU +12.5 ± 1.3 points over 4 rounds must fail with its interval: %+v", k)
+		}
+	}
+	if verdict(kpis, nil) != kpi.Fail {
+		t.Errorf("verdict: got %s, want fail", verdict(kpis, nil))
+	}
+	if _, _, err := evaluateKPIs(rest, map[int]report.Phase{1: gql[1]}, 3, kpi.DefaultConfidence, l); err == nil {
+		t.Errorf("a round without its GraphQL phase must be an error")
+	}
+	// One round is inconclusive however large the difference.
+	one, _, err := evaluateKPIs(rest, gql, 1, kpi.DefaultConfidence, l)
+	if err != nil || kpi.Verdict(one) != kpi.Inconclusive {
+		t.Errorf("one round: %v %v", kpi.Verdict(one), err)
+	}
+	// A phase without resources: its figures are not measured, not 0.
+	bare := map[int]report.Phase{1: {Name: "g", ThroughputRPS: 100, ResourcesError: "only 1 samples"}, 2: gql[2], 3: gql[3], 4: gql[4]}
+	nm, _, _ := evaluateKPIs(rest, bare, 4, kpi.DefaultConfidence, l)
+	for _, k := range nm {
+		if k.Name == "cpu_machine_percent" && (k.Outcome != kpi.OutcomeNotMeasured || !strings.Contains(k.Reason, "only 1 samples")) {
+			t.Errorf("missing resources must read not measured: %+v", k)
+		}
+	}
+	if v := verdict(nm, []report.Check{{Pass: true}}); v != kpi.Fail && v != kpi.Inconclusive {
+		t.Errorf("verdict with a not-measured KPI: %s", v)
+	}
+	if v := verdict([]kpi.Result{}, []report.Check{{Pass: false, Outcome: kpi.OutcomeNotMeasured}}); v != kpi.Inconclusive {
+		t.Errorf("a not-measured check makes the verdict inconclusive, got %s", v)
+	}
+}
+
+func TestCycleFigures(t *testing.T) {
+	rep := &report.Report{
+		Run: "x",
+		Phases: []report.Phase{
+			{Resources: &profiles.Summary{RSSBytesMax: 30}, After: &report.After{HeapLiveBytes: 5, Goroutines: 15}},
+			{Resources: &profiles.Summary{RSSBytesMax: 40}, After: &report.After{HeapLiveBytes: 7, Goroutines: 16}},
+		},
+		KPIs: []kpi.Result{{Name: "gc_percent", GraphQL: 3}, {Name: "cpu_us_per_request", GraphQL: 120}},
+	}
+	f := cycleFigures(rep, 4)
+	want := kpi.CycleFigures{Cycle: 4, Run: "x", HeapLiveBytes: 7, RSSBytes: 40, Goroutines: 16, GCPercent: 3, CPUMicrosPerRequest: 120}
+	if f != want {
+		t.Errorf("got %+v, want %+v (the last phase's state, the largest RSS, the GraphQL arm's figures)", f, want)
+	}
+}
+
+func TestOfferedLoadNote(t *testing.T) {
+	p := config.Profile{Compare: config.Compare{REST: "r", GraphQL: "g"}, Phases: []config.PhaseConfig{
+		{Name: "r", Think: workloads.Think{Max: 15 * time.Millisecond}, Users: []workloads.UserGroup{{Users: 2, Iterations: 3}}},
+		{Name: "g", Think: workloads.Think{Max: 30 * time.Millisecond}, Users: []workloads.UserGroup{{Users: 2, Iterations: 3}}},
+	}}
+	if offeredLoadNote(p) == "" {
+		t.Errorf("different think times must be noted")
+	}
+	p.Phases[0].Think = p.Phases[1].Think
+	if n := offeredLoadNote(p); n != "" {
+		t.Errorf("identical offered load must not be noted: %s", n)
+	}
+}
+
+func TestProgressFraction(t *testing.T) {
+	closed := workloads.Phase{Groups: []workloads.UserGroup{{Users: 2, Iterations: 50}}}
+	if f := fraction(closed, workloads.Progress{Requests: 25}); f != 0.25 {
+		t.Errorf("closed: got %v, want 0.25", f)
+	}
+	ramping := workloads.Phase{Model: workloads.Ramping, Duration: 10 * time.Second, Groups: []workloads.UserGroup{{Users: 1}}}
+	if f := fraction(ramping, workloads.Progress{ElapsedSeconds: 5, Requests: 1e6}); f != 0.5 {
+		t.Errorf("ramping: got %v, want 0.5 (by time)", f)
+	}
+	if f := fraction(ramping, workloads.Progress{ElapsedSeconds: 50}); f != 1 {
+		t.Errorf("capped at 1, got %v", f)
+	}
+}
+
+func TestDriverUsage(t *testing.T) {
+	u := driverUsage{CPU: 2 * time.Second, Wall: 4 * time.Second}
+	if got := u.MachinePercent(2); got != 25 {
+		t.Errorf("2 cpu-s over 4 s on 2 cores: got %v %%, want 25", got)
+	}
+	if got := (driverUsage{CPU: time.Second}).MachinePercent(2); got != 0 {
+		t.Errorf("no wall time: got %v, want 0", got)
+	}
+}
+
+func TestMemoryChecks(t *testing.T) {
+	m := config.MemoryConfig{AllocSpikeFactor: 3, AllocWindow: 2 * time.Second, LiveHeapSlopeMaxBytesPerMin: 1 << 20,
+		Warmup: 5 * time.Second, MinGCCycles: 8, MinSpan: 10 * time.Second,
+		HeapReturnTolerancePercent: 10, HeapReturnToleranceBytes: 1 << 20, GoroutineReturnTolerance: 2}
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// samples returns one sample a second for n seconds from start, a GC cycle in each, the live heap
+	// climbing 2 MB a second until climb seconds from start (warm-up) and flat after.
+	samples := func(n int, climb float64) []profiles.Sample {
+		ss := make([]profiles.Sample, n)
+		for i := range ss {
+			s := float64(i)
+			ss[i] = profiles.Sample{Time: start.Add(time.Duration(i) * time.Second), GCCycles: uint64(i),
+				AllocBytes: uint64(i) * 10e6, HeapLiveBytes: uint64(40e6 + 2e6*min(s, climb))}
+		}
+		return ss
+	}
+	after := &report.After{BaselineGoroutines: 10, Goroutines: 10, BaselineHeapLiveBytes: 40e6, HeapLiveBytes: 41e6}
+	f := func(name string, p report.Phase, ss []profiles.Sample, want map[string]kpi.Outcome, wantDetail string) {
+		t.Helper()
+		got := map[string]kpi.Outcome{}
+		for _, c := range memoryChecks(p, target.MemoryData{Alloc: ss, Heap: ss}, m) {
+			if c.Group != "memory" || c.Phase != p.Name || c.Pass != (c.Outcome == kpi.OutcomePass) {
+				t.Errorf("%s: got check %+v, want group memory, phase %s, pass only with outcome pass", name, c, p.Name)
+			}
+			got[c.Name] = kpi.Outcome(c.Outcome)
+			if c.Name == kpi.RuleSurvivorGrowth && !strings.Contains(c.Detail, wantDetail) {
+				t.Errorf("%s: got survivor_growth detail %q, want it to contain %q", name, c.Detail, wantDetail)
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: got outcomes %v, want %v", name, got, want)
+		}
+	}
+	all := func(o kpi.Outcome) map[string]kpi.Outcome {
+		return map[string]kpi.Outcome{kpi.RuleSteadyAllocation: o, kpi.RuleSurvivorGrowth: o, kpi.RuleHeapReturned: o,
+			kpi.RuleGoroutinesReturned: o}
+	}
+	// The warm-up counts from the start of the steady window: the climb of its first 5 s is ignored. The
+	// first live-heap point is the second sample's (a GC cycle is seen between two samples).
+	f("warm-up then flat", report.Phase{Name: "mem", SteadyStart: start, After: after}, samples(30, 5),
+		all(kpi.OutcomePass), "25 GC cycles over 24.0s after the 5s warm-up (4 earlier cycles ignored)")
+	// Without a steady start, the window starts at the first sample.
+	f("no steady start", report.Phase{Name: "mem", After: after}, samples(30, 5), all(kpi.OutcomePass),
+		"25 GC cycles over 24.0s after the 5s warm-up (4 earlier cycles ignored)")
+	// A steady window that starts 3 s before the first sample: only the point at 4 s is in the warm-up.
+	f("steady start before the samples", report.Phase{Name: "mem", SteadyStart: start.Add(-3 * time.Second), After: after},
+		samples(30, 0), all(kpi.OutcomePass), "28 GC cycles over 27.0s after the 5s warm-up (1 earlier cycles ignored)")
+	// A climb that goes on past the warm-up is growth.
+	climbing := all(kpi.OutcomePass)
+	climbing[kpi.RuleSurvivorGrowth] = kpi.OutcomeFail
+	f("climbing all along", report.Phase{Name: "mem", SteadyStart: start, After: after}, samples(30, 30), climbing,
+		"the live heap grows")
+	// A scaled-down phase: 12 s leave 7 cycles over 6 s after the warm-up, and no post-phase figures.
+	short := all(kpi.OutcomeNotMeasured)
+	short[kpi.RuleSteadyAllocation] = kpi.OutcomePass
+	f("too short", report.Phase{Name: "mem", SteadyStart: start}, samples(12, 5), short,
+		"not measured: 7 GC cycles over 6.0s after the 5s warm-up (4 earlier cycles ignored); need at least 8 "+
+			"cycles (min_gc_cycles) and need a span of at least 10s (min_span); lengthen the phase or lower warmup")
+}
+
+// TestMemoryChecksNotMeasured: a figure the target could not give (after
+// the phase, or in its samples) makes its rule not measured with the
+// target's reason, and a target's source clause reaches the definition.
+func TestMemoryChecksNotMeasured(t *testing.T) {
+	p := report.Phase{Name: "memory-profile", After: &report.After{
+		BaselineGoroutines: 10, Goroutines: 10,
+		NotMeasured: map[string]string{"heap_live_bytes": "the Node target exposes no heap-after-GC figure"},
+	}}
+	d := target.MemoryData{
+		NotMeasured: map[string]string{kpi.RuleSurvivorGrowth: "no sample in the steady window"},
+		Sources:     map[string]string{kpi.RuleHeapReturned: "no GC can be forced in it"},
+	}
+	cs := memoryChecks(p, d, config.MemoryConfig{AllocSpikeFactor: 3, AllocWindow: 20 * time.Millisecond, MinGCCycles: 3, HeapReturnTolerancePercent: 10, GoroutineReturnTolerance: 2})
+	i := slices.IndexFunc(cs, func(c report.Check) bool { return c.Name == kpi.RuleHeapReturned })
+	if i < 0 {
+		t.Fatalf("no heap_returned check: %+v", cs)
+	}
+	if c := cs[i]; c.Outcome != kpi.OutcomeNotMeasured || !strings.Contains(c.Detail, "not measured: the Node target exposes no heap-after-GC figure") ||
+		!strings.Contains(c.Definition, "no GC can be forced") {
+		t.Errorf("heap_returned: %+v", c)
+	}
+	for _, c := range cs {
+		if c.Outcome == kpi.OutcomeNotMeasured && !strings.HasPrefix(c.Detail, "not measured") {
+			t.Errorf("%s not measured without its reason: %q", c.Name, c.Detail)
+		}
+	}
+	p.After.NotMeasured["goroutines"] = "the target gives no goroutines figure"
+	rel := checks([]report.Phase{p}, map[string]bool{})
+	if len(rel) != 1 || rel[0].Name != "released" || rel[0].Outcome != kpi.OutcomeNotMeasured || !strings.Contains(rel[0].Detail, "gives no goroutines figure") {
+		t.Errorf("released: %+v", rel)
+	}
+}

@@ -1,0 +1,683 @@
+package target
+
+import (
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/builtin"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/extsample"
+	"github.com/soakd/soakd/internal/failsig"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/metrics"
+	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/profiles"
+	"github.com/soakd/soakd/workloads"
+)
+
+// ExternalTarget is a server soakd does not host: attached to by PID, or
+// started from a command (and stopped at the end). It is sampled from
+// outside (extsample): the OS's view of its process by PID, its runtime's
+// figures scraped from its Prometheus endpoint. soakd cannot force its GC
+// nor profile it in process.
+type ExternalTarget struct {
+	cfg      config.TargetConfig
+	pid      int
+	ep       workloads.Endpoints
+	sampler  *extsample.Sampler
+	interval time.Duration
+	m        *metrics.Metrics
+	log      *zap.Logger
+	failed   *failsig.Signal
+	proc     *commandProc // kind command; nil for attach
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+var _ RunTarget = (*ExternalTarget)(nil)
+
+// openExternal opens a target soakd does not host: for attach, the
+// process named by target.pid or target.pid_file; for command, a process it
+// starts (its output kept in logDir) and waits for until target.ready_url
+// answers.
+func openExternal(ctx context.Context, cfg *config.Config, logDir string, log *zap.Logger) (RunTarget, error) {
+	tc := cfg.Target
+	ep := workloads.Endpoints{GraphQL: tc.GraphQLURL, GraphQLWS: tc.GraphQLWSURL, REST: tc.RESTURL}
+	ws, err := ep.WebsocketURL()
+	if err != nil {
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target: %w", err))
+	}
+	ep.GraphQLWS = ws
+	t := &ExternalTarget{cfg: tc, ep: ep, interval: cfg.Sampler.Interval, log: log.Named("target"), failed: failsig.New(),
+		m: metrics.New(prometheus.NewRegistry())}
+	switch tc.Kind {
+	case report.TargetAttach:
+		if t.pid, err = attachPID(tc); err != nil {
+			return nil, exitcode.With(exitcode.Usage, err)
+		}
+	case report.TargetCommand:
+		if t.proc, err = startCommand(ctx, tc, logDir, cfg.SecretEnvs(), t.log); err != nil {
+			return nil, err
+		}
+		t.pid = t.proc.pid()
+	default:
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.kind %q is not a target soakd does not host", tc.Kind))
+	}
+	rt := extsample.RuntimeUnknown
+	if tc.Runtime != "auto" {
+		rt = extsample.Runtime(tc.Runtime)
+	}
+	sampler, err := extsample.New(ctx, extsample.Options{
+		PID: int32(t.pid), Endpoint: tc.MetricsURL, Runtime: rt, Interval: cfg.Sampler.Interval,
+		// A scrape may take longer than a short interval on a loaded
+		// machine; the next tick then waits for it.
+		Timeout:    min(max(cfg.Sampler.Interval, 500*time.Millisecond), extsample.DefaultTimeout),
+		MaxSamples: min(cfg.Sampler.MaxSamples, extsample.MaxMaxSamples),
+	})
+	if err != nil {
+		t.stopProcess()
+		if errors.Is(err, extsample.ErrExited) && tc.Kind == report.TargetAttach {
+			return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.pid: cannot attach: %w", err))
+		}
+		return nil, fmt.Errorf("cannot sample the target: %w", err)
+	}
+	t.sampler = sampler
+	if s, err := sampler.SampleNow(ctx); err != nil {
+		if errors.Is(err, extsample.ErrExited) {
+			t.stopProcess()
+			return nil, fmt.Errorf("the target process %d exited before the run started: %w", t.pid, t.exitErr(err))
+		}
+		t.log.Warn("the first sample of the target is incomplete: the figures it lacks are not measured", zap.String("error", s.Error))
+	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	t.stop = stop
+	t.wg.Go(func() {
+		err := sampler.Run(sctx)
+		if err == nil || !errors.Is(err, extsample.ErrExited) || (t.proc != nil && t.proc.stopping.Load()) {
+			return
+		}
+		t.failed.Set(t.exitErr(err))
+	})
+	if t.proc != nil {
+		t.wg.Go(func() {
+			select {
+			case <-t.proc.exited:
+				if !t.proc.stopping.Load() {
+					t.failed.Set(t.proc.exitError())
+				}
+			case <-sctx.Done():
+			}
+		})
+	}
+	t.log.Info("target opened", zap.String("kind", tc.Kind), zap.Int("pid", t.pid), zap.String("graphql", ep.GraphQL),
+		zap.String("rest", ep.REST), zap.String("metrics", tc.MetricsURL))
+	return t, nil
+}
+
+// exitErr says why the target process is gone: for a command, its exit
+// status and the tail of its standard error; for an attached process, that
+// it disappeared.
+func (t *ExternalTarget) exitErr(err error) error {
+	if t.proc != nil {
+		// The process is soakd's child: its exit status comes with Wait,
+		// which the exit just seen is about to return.
+		select {
+		case <-t.proc.exited:
+			return t.proc.exitError()
+		case <-time.After(2 * time.Second):
+		}
+		return fmt.Errorf("the target command (pid %d) is gone: %w%s", t.pid, err, t.proc.stderr.Context())
+	}
+	return fmt.Errorf("the attached target process %d disappeared (%w); soakd never stops an attached process, so something else ended it", t.pid, err)
+}
+
+// attachPID returns the PID target.pid names, or reads it from
+// target.pid_file.
+func attachPID(tc config.TargetConfig) (int, error) {
+	if tc.PIDFile == "" {
+		return tc.PID, nil
+	}
+	b, err := os.ReadFile(tc.PIDFile)
+	if err != nil {
+		return 0, fmt.Errorf("target.pid_file: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("target.pid_file %s does not hold a process id (got %q)", tc.PIDFile, strings.TrimSpace(string(b)))
+	}
+	if pid == os.Getpid() {
+		return 0, fmt.Errorf("target.pid_file %s names soakd itself (pid %d)", tc.PIDFile, pid)
+	}
+	return pid, nil
+}
+
+// Info describes the target and where each of its figures comes from.
+func (t *ExternalTarget) Info() report.TargetInfo {
+	info := report.TargetInfo{
+		Kind: t.cfg.Kind, PID: t.pid, GraphQLURL: t.ep.GraphQL, GraphQLWSURL: t.ep.GraphQLWS, RESTURL: t.ep.REST,
+		MetricsURL: t.cfg.MetricsURL, PprofURL: t.cfg.PprofURL,
+	}
+	if t.cfg.Runtime != "auto" {
+		info.Runtime, info.RuntimeBasis = t.cfg.Runtime, "set in target.runtime"
+	}
+	if t.proc != nil {
+		info.Argv = slices.Clone(t.cfg.Argv)
+		info.Exit = t.proc.exitStatus()
+	}
+	if t.sampler == nil {
+		return info
+	}
+	all := t.sampler.Samples(time.Time{}, time.Now().Add(time.Hour))
+	if len(all) == 0 {
+		return info
+	}
+	last := all[len(all)-1]
+	if rt := last.Runtime.Runtime; rt != extsample.RuntimeUnknown {
+		info.Runtime, info.RuntimeBasis = string(rt), last.Runtime.RuntimeBasis
+	}
+	info.Figures = figureSources(all, runtime.NumCPU())
+	return info
+}
+
+// Done is closed when the target process is gone.
+func (t *ExternalTarget) Done() <-chan struct{} { return t.failed.Done() }
+
+// Err says why the target stopped; nil while it runs.
+func (t *ExternalTarget) Err() error { return t.failed.Err() }
+
+// Shutdown stops sampling and, for a command, stops the process (SIGTERM,
+// target.stop_grace, SIGKILL). An attached process is left running.
+func (t *ExternalTarget) Shutdown(ctx context.Context) error {
+	if t.stop != nil {
+		t.stop()
+	}
+	t.wg.Wait()
+	if t.proc != nil {
+		return t.proc.stop(ctx, t.cfg.StopGrace)
+	}
+	return nil
+}
+
+// stopProcess stops a command target that failed to open.
+func (t *ExternalTarget) stopProcess() {
+	if t.proc != nil {
+		if err := t.proc.stop(context.Background(), t.cfg.StopGrace); err != nil {
+			t.log.Warn("target stop", zap.Error(err))
+		}
+	}
+}
+
+func (t *ExternalTarget) DriverArgs() []string {
+	args := []string{"--graphql-url", t.ep.GraphQL, "--graphql-ws-url", t.ep.GraphQLWS}
+	if t.ep.REST != "" { // none without a REST twin: its GraphQL-only phases need none
+		args = append(args, "--rest-url", t.ep.REST)
+	}
+	return args
+}
+
+func (t *ExternalTarget) RunMetrics() MetricsSink { return t.m }
+
+// Notes: the run describes a target soakd does not host from its Info
+// (externalNotes), so it adds none of its own.
+func (t *ExternalTarget) Notes() []string { return nil }
+
+// SetPhase takes a sample at the phase's edge, as the built-in sampler
+// does, so a phase's first sample is at its start.
+func (t *ExternalTarget) SetPhase(string) {
+	_, _ = t.sampler.SampleNow(context.Background())
+}
+
+// Baseline samples the target; no GC can be forced in another process.
+func (t *ExternalTarget) Baseline(ctx context.Context) RestState {
+	s, _ := t.sampler.SampleNow(ctx)
+	return restStateOf(s)
+}
+
+// restStateOf reads the live heap and goroutines of an external sample.
+func restStateOf(s extsample.Sample) RestState {
+	var st RestState
+	if f := s.Runtime.HeapLiveBytes; f.Measured {
+		st.HeapLive = uint64(f.Value)
+	} else {
+		st.HeapLiveWhy = f.Reason
+	}
+	g := extraFigure(s, "goroutines")
+	if g.Measured {
+		st.Goroutines = uint64(g.Value)
+	} else {
+		st.GoroutinesWhy = g.Reason
+	}
+	return st
+}
+
+// extraFigure returns the runtime-specific figure name of s, or a figure
+// not measured saying the runtime gives none.
+func extraFigure(s extsample.Sample, name string) extsample.Figure {
+	for _, f := range s.Runtime.Extra {
+		if f.Name == name {
+			return f
+		}
+	}
+	rt := string(s.Runtime.Runtime)
+	if rt == "" {
+		rt = "unknown"
+	}
+	reason := fmt.Sprintf("the target's runtime (%s) gives no %s figure", rt, name)
+	if s.Endpoint == "" {
+		reason = "no metrics endpoint (target.metrics_url) is set"
+	} else if s.Runtime.GCCycles.Reason != "" && !s.Runtime.GCCycles.Measured && s.Runtime.Runtime == extsample.RuntimeUnknown {
+		reason = s.Runtime.GCCycles.Reason
+	}
+	return extsample.Figure{Name: name, Source: "prometheus endpoint", Definition: extraDefinitions[name], Reason: reason}
+}
+
+// extraDefinitions define the runtime-specific figures soakd reads.
+var extraDefinitions = map[string]string{
+	"goroutines":      "live goroutines (a Go runtime's figure)",
+	"heap_goal_bytes": "heap size at which the next GC cycle starts (a Go runtime's figure)",
+}
+
+// Settle waits d after a phase, watching the periodic samples for the
+// goroutines to come back to the baseline, then samples. It cannot force a
+// GC: the live heap it reports is as of the target's own last GC cycle.
+func (t *ExternalTarget) Settle(ctx context.Context, base RestState, d time.Duration) (report.After, error) {
+	start := time.Now()
+	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLive, ReturnedAfterSeconds: -1, NoForcedGC: true}
+	if err := builtin.PollFor(ctx, d, func() {
+		if s, ok := t.sampler.Last(); ok && a.ReturnedAfterSeconds < 0 && base.GoroutinesWhy == "" && s.Time.After(start) {
+			if st := restStateOf(s); st.GoroutinesWhy == "" && st.Goroutines <= base.Goroutines+kpi.GoroutineSlack {
+				a.ReturnedAfterSeconds = time.Since(start).Seconds()
+			}
+		}
+	}); err != nil {
+		return a, err
+	}
+	s, _ := t.sampler.SampleNow(ctx)
+	after := restStateOf(s)
+	a.Goroutines, a.HeapLiveBytes = after.Goroutines, after.HeapLive
+	a.NotMeasured = map[string]string{
+		"subscribers": "the open subscriptions of a target soakd does not host are not visible from outside",
+	}
+	if why := cmpOr(base.GoroutinesWhy, after.GoroutinesWhy); why != "" {
+		a.NotMeasured["goroutines"] = why
+	}
+	if why := cmpOr(base.HeapLiveWhy, after.HeapLiveWhy); why != "" {
+		a.NotMeasured["heap_live_bytes"] = why
+	}
+	_, noGoroutines := a.NotMeasured["goroutines"]
+	a.Returned = !noGoroutines && a.Goroutines <= a.BaselineGoroutines+kpi.GoroutineSlack
+	a.SettleSeconds = time.Since(start).Seconds()
+	return a, nil
+}
+
+// cmpOr returns the first non-empty string.
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Phase joins a driver result with the target's figures over the steady
+// window (and a max-load Phase's peak window).
+func (t *ExternalTarget) Phase(res workloads.Result, cores int) report.Phase {
+	var win *extsample.Window
+	p := newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) {
+		sum, w, err := summarizeExternal(t.sampler.Samples(from, to), to.Sub(from), cores)
+		if win == nil {
+			win = w // the steady window's, summarised first
+		}
+		return sum, err
+	}, res)
+	p.ResourceFigures = win
+	return p
+}
+
+func (t *ExternalTarget) MemoryData(p report.Phase) MemoryData {
+	return externalMemoryData(t.sampler.Samples(p.SteadyStart, p.SteadyEnd))
+}
+
+func (t *ExternalTarget) CPUReadings(from, to time.Time) []CPUReading {
+	ss := t.sampler.Samples(from, to)
+	out := make([]CPUReading, len(ss))
+	for i, smp := range ss {
+		u, k := smp.OS.UserCPUSeconds, smp.OS.SystemCPUSeconds
+		out[i] = CPUReading{Time: smp.Time, CPUSeconds: u.Value + k.Value, OK: u.Measured && k.Measured}
+	}
+	return out
+}
+
+func (t *ExternalTarget) SamplesSince(from time.Time) *report.Samples {
+	return &report.Samples{External: t.sampler.Samples(from, time.Now().Add(time.Hour))}
+}
+
+// Captures fetches a Go target's heap profile and goroutine dump from
+// target.pprof_url; a CPU profile over the steady window needs in-process
+// control of when it starts and stops, so none is taken.
+func (t *ExternalTarget) Captures() Captures {
+	base := t.cfg.PprofURL
+	if base == "" {
+		return Captures{Missing: "no pprof files: soakd does not host the target and target.pprof_url is not set"}
+	}
+	base = strings.TrimRight(base, "/") + "/"
+	return Captures{
+		Heap:       func(path string) error { return fetchProfile(base+"heap", path) },
+		Goroutines: func(path string) error { return fetchProfile(base+"goroutine?debug=2", path) },
+		Missing: "no CPU profiles (so no overhead breakdown): a CPU profile over the steady window needs in-process control of its start and stop; " +
+			"heap profiles and goroutine dumps are fetched from " + base,
+	}
+}
+
+// maxProfileBytes bounds a profile fetched over HTTP.
+const maxProfileBytes = 64 << 20
+
+// fetchProfile GETs url and stores the body at path.
+func fetchProfile(url, path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxProfileBytes+1))
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	if len(b) > maxProfileBytes {
+		return fmt.Errorf("GET %s: over %d bytes", url, maxProfileBytes)
+	}
+	return report.WriteFileAtomic(path, b, 0o644)
+}
+
+// goodEnds returns the first and last samples of ss that read without
+// error, or ss's own ends when fewer than two did: a window's figures are
+// then not measured with the failed reading's reason.
+func goodEnds(ss []extsample.Sample) (extsample.Sample, extsample.Sample) {
+	first, last := -1, -1
+	for i, s := range ss {
+		if s.Error != "" {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+	}
+	if first < 0 || first == last {
+		return ss[0], ss[len(ss)-1]
+	}
+	return ss[first], ss[last]
+}
+
+// summarizeExternal reduces an external target's samples over a window
+// (want long) to the summary the KPIs read, and returns the window's
+// figures with their sources. A figure the target does not give is in
+// Summary.NotMeasured with the reason, never a 0 taken for a value.
+func summarizeExternal(ss []extsample.Sample, want time.Duration, cores int) (*profiles.Summary, *extsample.Window, error) {
+	slices.SortFunc(ss, func(a, b extsample.Sample) int { return a.Time.Compare(b.Time) })
+	if len(ss) < config.MinSteadySamples {
+		return nil, nil, fmt.Errorf("only %d samples in the %.1fs steady window (at least %d needed): lower sampler.interval or lengthen the phase", len(ss), want.Seconds(), config.MinSteadySamples)
+	}
+	first, last := goodEnds(ss)
+	w, err := extsample.Between(first, last, cores)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum := &profiles.Summary{WindowSeconds: w.Seconds, Samples: len(ss), Cores: cores, FDsMax: -1, ThreadsMax: -1, NotMeasured: map[string]string{}}
+	miss := func(key, why string) {
+		if why == "" {
+			why = "not given by the target"
+		}
+		sum.NotMeasured[key] = why
+		sum.Notes = append(sum.Notes, key+" not measured: "+why)
+	}
+	if f := w.CPUSeconds; f.Measured {
+		sum.CPUKnown = true
+		sum.CPUSeconds, sum.CPUMachinePercent, sum.CPUCorePercent = f.Value, w.CPUMachinePercent.Value, w.CPUCorePercent.Value
+	} else {
+		miss("cpu_seconds", f.Reason)
+	}
+	if f := w.GCPercent; f.Measured {
+		sum.GCPercentKnown, sum.GCPercent = true, f.Value
+	} else {
+		miss("gc_percent", f.Reason)
+	}
+	if f := w.GCCycles; f.Measured {
+		sum.GCCycles = uint64(f.Value)
+		if sum.GCCycles > 0 {
+			sum.GCIntervalMeanSeconds = w.Seconds / float64(sum.GCCycles)
+		}
+		externalGCIntervalMax(sum, ss)
+	} else {
+		miss("gc_cycles", f.Reason)
+	}
+	forced := "the target's runtime does not split forced collections from the others"
+	for _, k := range w.GCKinds {
+		if k.Kind == "forced" {
+			if k.Cycles.Measured {
+				forced = ""
+				sum.GCForcedCycles = uint64(k.Cycles.Value)
+				if sum.GCForcedCycles <= sum.GCCycles {
+					sum.GCAutomaticCycles = sum.GCCycles - sum.GCForcedCycles
+				}
+			} else {
+				forced = k.Cycles.Reason
+			}
+		}
+	}
+	if forced != "" {
+		miss("gc_forced_cycles", forced)
+	}
+	const noPauses = "the external sampler reads no GC pause histogram (the Prometheus series give pause totals at best)"
+	for _, k := range []string{"gc_pauses", "gc_pause_p50_ms", "gc_pause_p99_ms", "gc_pause_max_ms"} {
+		miss(k, noPauses)
+	}
+	if f := w.AllocBytes; f.Measured {
+		sum.AllocBytes = uint64(f.Value)
+		sum.AllocBytesPerSecond = w.AllocBytesPerSecond.Value
+	} else {
+		miss("alloc_bytes", f.Reason)
+	}
+	miss("alloc_objects", "the Prometheus series of the runtimes extsample reads give no count of allocated objects")
+	miss("heap_objects", "the Prometheus series of the runtimes extsample reads give no count of heap objects")
+	var heapWhy, goalWhy, goroutinesWhy, rssWhy string
+	var heapSeen, goalSeen, goroutinesSeen, rssSeen bool
+	var cost, scrapeCost, scrapeBytes float64
+	var scrapes int
+	for _, s := range ss {
+		cost += float64(s.CostNanoseconds)
+		if s.ScrapeNanoseconds > 0 {
+			scrapes++
+			scrapeCost += float64(s.ScrapeNanoseconds)
+			scrapeBytes += float64(s.ScrapeBytes)
+			sum.ScrapeCostMaxUs = max(sum.ScrapeCostMaxUs, float64(s.ScrapeNanoseconds)/1e3)
+		}
+		if f := s.Runtime.HeapLiveBytes; f.Measured {
+			heapSeen = true
+			sum.HeapLiveBytesMax = max(sum.HeapLiveBytesMax, uint64(f.Value))
+		} else {
+			heapWhy = f.Reason
+		}
+		if f := extraFigure(s, "heap_goal_bytes"); f.Measured {
+			goalSeen = true
+			sum.HeapGoalBytesMax = max(sum.HeapGoalBytesMax, uint64(f.Value))
+		} else {
+			goalWhy = f.Reason
+		}
+		if f := extraFigure(s, "goroutines"); f.Measured {
+			goroutinesSeen = true
+			sum.GoroutinesMax = max(sum.GoroutinesMax, uint64(f.Value))
+		} else {
+			goroutinesWhy = f.Reason
+		}
+		if f := s.OS.RSSBytes; f.Measured {
+			rssSeen = true
+			sum.RSSBytesMax = max(sum.RSSBytesMax, uint64(f.Value))
+		} else {
+			rssWhy = f.Reason
+		}
+		if f := s.OS.FDs; f.Measured {
+			sum.FDsMax = max(sum.FDsMax, int32(f.Value))
+		}
+		if f := s.OS.Threads; f.Measured {
+			sum.ThreadsMax = max(sum.ThreadsMax, int32(f.Value))
+		}
+	}
+	if f := last.Runtime.HeapLiveBytes; f.Measured {
+		sum.HeapLiveBytesLast = uint64(f.Value)
+	}
+	for _, m := range []struct {
+		seen     bool
+		key, why string
+	}{{heapSeen, "heap_live_bytes", heapWhy}, {goalSeen, "heap_goal_bytes", goalWhy}, {goroutinesSeen, "goroutines", goroutinesWhy}, {rssSeen, "rss_bytes", rssWhy}} {
+		if !m.seen {
+			miss(m.key, m.why)
+		}
+	}
+	if sum.FDsMax < 0 {
+		miss("fds", last.OS.FDs.Reason)
+	}
+	if sum.ThreadsMax < 0 {
+		miss("threads", last.OS.Threads.Reason)
+	}
+	meanCost := cost / float64(len(ss))
+	sum.SamplerCostMeanUs = meanCost / 1e3
+	spacing := ss[len(ss)-1].Time.Sub(ss[0].Time).Seconds() / float64(len(ss)-1)
+	if spacing > 0 {
+		sum.SamplerCorePercent = meanCost / 1e9 / spacing * 100
+	}
+	if scrapes > 0 {
+		sum.ScrapeCostMeanUs = scrapeCost / float64(scrapes) / 1e3
+		sum.ScrapeBytesMean = scrapeBytes / float64(scrapes)
+		if spacing > 0 {
+			sum.ScrapeCorePercent = sum.ScrapeCostMeanUs / 1e6 / spacing * 100
+		}
+	}
+	return sum, &w, nil
+}
+
+// externalGCIntervalMax fills GCIntervalMaxSeconds from the samples at which
+// the GC cycle count advanced, as the built-in summary does.
+func externalGCIntervalMax(sum *profiles.Summary, ss []extsample.Sample) {
+	var prev time.Time
+	var prevCycles float64
+	havePrev, seen := false, 0
+	for _, s := range ss {
+		f := s.Runtime.GCCycles
+		if !f.Measured {
+			continue
+		}
+		if havePrev && f.Value > prevCycles {
+			if seen > 0 {
+				sum.GCIntervalMaxSeconds = max(sum.GCIntervalMaxSeconds, s.Time.Sub(prev).Seconds())
+			}
+			prev = s.Time
+			seen++
+		}
+		prevCycles, havePrev = f.Value, true
+	}
+	if seen < 2 {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("gc_interval_max_seconds not measured: %d sample(s) in the window saw a gc cycle complete, need 2", seen))
+	}
+}
+
+// figureSources says where each resource figure of an external target
+// comes from, from its samples so far: the window from the first to the
+// last good sample, or the last sample's own figures when there is no
+// window yet.
+func figureSources(ss []extsample.Sample, cores int) []report.FigureSource {
+	first, last := goodEnds(ss)
+	src := func(name string, f extsample.Figure) report.FigureSource {
+		return report.FigureSource{Name: name, Source: f.Source, Definition: f.Definition, Measured: f.Measured, Reason: f.Reason}
+	}
+	var out []report.FigureSource
+	if w, err := extsample.Between(first, last, cores); err == nil {
+		out = append(out, src("cpu_seconds", w.CPUSeconds), src("gc_percent", w.GCPercent), src("gc_cycles", w.GCCycles))
+		forced := extsample.Figure{Source: "prometheus endpoint", Definition: "GC cycles forced by the application in the window",
+			Reason: "the target's runtime does not split forced collections from the others"}
+		for _, k := range w.GCKinds {
+			if k.Kind == "forced" {
+				forced = k.Cycles
+			}
+		}
+		out = append(out, src("gc_forced_cycles", forced), src("alloc_bytes", w.AllocBytes))
+	} else {
+		out = append(out, src("cpu_seconds", last.OS.UserCPUSeconds), src("gc_seconds", last.Runtime.GCSeconds),
+			src("gc_cycles", last.Runtime.GCCycles), src("alloc_bytes", last.Runtime.AllocBytes))
+	}
+	out = append(out,
+		report.FigureSource{Name: "gc_pause_p99_ms", Source: "none", Definition: "99th percentile stop-the-world GC pause",
+			Reason: "the external sampler reads no GC pause histogram (the Prometheus series give pause totals at best)"},
+		report.FigureSource{Name: "alloc_objects", Source: "none", Definition: "heap allocations in the window",
+			Reason: "the Prometheus series of the runtimes extsample reads give no count of allocated objects"},
+		src("heap_live_bytes", last.Runtime.HeapLiveBytes), src("heap_used_bytes", last.Runtime.HeapUsedBytes),
+		src("heap_goal_bytes", extraFigure(last, "heap_goal_bytes")), src("goroutines", extraFigure(last, "goroutines")),
+		src("rss_bytes", last.OS.RSSBytes), src("threads", last.OS.Threads), src("fds", last.OS.FDs),
+	)
+	for _, x := range last.Runtime.Extra {
+		if x.Name != "goroutines" && x.Name != "heap_goal_bytes" {
+			out = append(out, src(x.Name, x))
+		}
+	}
+	return out
+}
+
+// externalMemoryData is the memory verdict's input from an external
+// target's samples of a steady window. A rule whose figure the target does
+// not give is not measured with that reason; the live heap it gives is as
+// of the target's own GC cycles, since none can be forced.
+func externalMemoryData(ss []extsample.Sample) MemoryData {
+	slices.SortFunc(ss, func(a, b extsample.Sample) int { return a.Time.Compare(b.Time) })
+	d := MemoryData{NotMeasured: map[string]string{}, Sources: map[string]string{
+		kpi.RuleHeapReturned:       "soakd does not host the target, so no GC can be forced in it: each live heap is as of the target's own last GC cycle, read from its metrics endpoint",
+		kpi.RuleSurvivorGrowth:     "soakd does not host the target, so no GC can be forced in it: each live heap is as of the target's own last GC cycle, read from its metrics endpoint",
+		kpi.RuleSteadyAllocation:   "the allocation counter is read from the target's metrics endpoint",
+		kpi.RuleGoroutinesReturned: "the goroutine count is read from the target's metrics endpoint",
+	}}
+	allocWhy, heapWhy := "no sample in the steady window", "no sample in the steady window"
+	for _, s := range ss {
+		if f := s.Runtime.AllocBytes; f.Measured {
+			d.Alloc = append(d.Alloc, profiles.Sample{Time: s.Time, AllocBytes: uint64(f.Value)})
+		} else {
+			allocWhy = f.Reason
+		}
+		c, h := s.Runtime.GCCycles, s.Runtime.HeapLiveBytes
+		switch {
+		case c.Measured && h.Measured:
+			d.Heap = append(d.Heap, profiles.Sample{Time: s.Time, GCCycles: uint64(c.Value), HeapLiveBytes: uint64(h.Value)})
+		case !h.Measured:
+			heapWhy = h.Reason
+		default:
+			heapWhy = c.Reason
+		}
+	}
+	if len(d.Alloc) == 0 {
+		d.NotMeasured[kpi.RuleSteadyAllocation] = allocWhy
+	}
+	if len(d.Heap) == 0 {
+		d.NotMeasured[kpi.RuleSurvivorGrowth] = heapWhy
+	}
+	return d
+}

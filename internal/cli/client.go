@@ -1,0 +1,374 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/report"
+)
+
+// client is what a control API command needs: the API client and where the
+// API is, for messages.
+type client struct {
+	*api.Client
+}
+
+// clientFlags adds --api and --config to cmd and returns a function that
+// builds the control API client from them: --api (default: the config's
+// api.listen) and the token in SOAKD_CONTROL_TOKEN or api.token.
+func (c *cli) clientFlags(cmd *cobra.Command) func() (client, error) {
+	var configPath, base string
+	configFlagUsage(cmd, &configPath, "YAML file decoded on top of the embedded config.yaml (for api.listen and api.token)")
+	apiFlag(cmd, &base)
+	return func() (client, error) {
+		cfg, err := c.loadConfig(configPath)
+		if err != nil {
+			return client{}, err
+		}
+		for _, w := range cfg.Warnings {
+			fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
+		}
+		return newClient(cfg, base)
+	}
+}
+
+// apiFlag adds --api to cmd.
+func apiFlag(cmd *cobra.Command, base *string) {
+	cmd.Flags().StringVar(base, "api", "", "control API base URL (default: http://<api.listen>)")
+}
+
+// newClient builds the control API client at base (default: the config's
+// api.listen) with the token in SOAKD_CONTROL_TOKEN or api.token.
+func newClient(cfg *config.Config, base string) (client, error) {
+	if base == "" {
+		base = "http://" + cfg.API.Listen
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return client{}, exitcode.Usagef("--api must be an http:// or https:// URL such as http://127.0.0.1:7070 (got %q)", base)
+	}
+	token := cfg.API.Token
+	if env := os.Getenv(config.TokenEnv); env != "" {
+		token = env
+	}
+	return client{&api.Client{BaseURL: base, Token: token, HTTP: &http.Client{Timeout: clientTimeout}}}, nil
+}
+
+// clientCommand builds a control API client command: its --api and
+// --config flags, and run called with the client they give.
+func (c *cli) clientCommand(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cl client, args []string) error) *cobra.Command {
+	cmd := &cobra.Command{Use: use, DisableFlagsInUseLine: true, Short: short, Args: args}
+	newClient := c.clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := newClient()
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), cl, args)
+	}
+	return cmd
+}
+
+// clientTimeout bounds each control API call of the client commands: the
+// API answers from memory and disk, so a daemon that takes longer is stuck
+// or unreachable.
+const clientTimeout = 30 * time.Second
+
+// clientError gives a control API error the exit code of its kind
+// (docs/operations.md, "Exit codes"): unreachable 5, refused token 6, unknown run 7, a run
+// already in progress 8, the daemon unable to record runs now (503) 9, a
+// request the daemon refused as invalid 2.
+func (cl client) clientError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if ae, ok := errors.AsType[*api.APIError](err); ok {
+		switch {
+		case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden:
+			return exitcode.With(exitcode.Unauthorized, fmt.Errorf("%w (set SOAKD_CONTROL_TOKEN or api.token to the daemon's token)", err))
+		case ae.Status == http.StatusNotFound:
+			return exitcode.With(exitcode.NotFound, err)
+		case ae.RunningID != "":
+			return exitcode.With(exitcode.Busy, err)
+		case ae.Status == http.StatusServiceUnavailable:
+			return exitcode.With(exitcode.Unavailable, err)
+		case ae.Status == http.StatusBadRequest || ae.Status == http.StatusConflict:
+			return exitcode.With(exitcode.Usage, err)
+		}
+		return err
+	}
+	if _, ok := errors.AsType[*url.Error](err); ok {
+		return exitcode.With(exitcode.Unreachable, fmt.Errorf("%w (is soakd serve running there? set --api or api.listen)", err))
+	}
+	return err
+}
+
+func (c *cli) runsCmd() *cobra.Command {
+	return c.clientCommand("runs [--api URL]", "List the runs a soakd serve knows, newest first", exactArgs(0, "no arguments"), func(ctx context.Context, cl client, _ []string) error {
+		runs, err := cl.List(ctx)
+		if err != nil {
+			return cl.clientError(err)
+		}
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPROFILE\tSTATUS\tVERDICT\tSTARTED\tBASELINE")
+		for _, r := range runs {
+			base := ""
+			if r.Baseline {
+				base = "baseline"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), base)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		cl.readOnlyNote(ctx, c.stdout)
+		return nil
+	})
+}
+
+// readOnlyNote prints why the daemon's history is read-only, when it is.
+// A daemon that cannot say (an older one, without /v1/history) gets no
+// note: the command's own answer has already been printed.
+func (cl client) readOnlyNote(ctx context.Context, w io.Writer) {
+	if h, err := cl.History(ctx); err == nil && h.ReadOnly {
+		fmt.Fprintf(w, "history is read-only, no run can start: %s\n", h.Reason)
+	}
+}
+
+// pickRun returns the id given, or else the running run (for stop) or the
+// newest run (for status).
+func (cl client) pickRun(ctx context.Context, args []string, running bool) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	runs, err := cl.List(ctx)
+	if err != nil {
+		return "", cl.clientError(err)
+	}
+	for _, r := range runs {
+		if !running || r.Status == "running" {
+			return r.ID, nil
+		}
+	}
+	if running {
+		return "", exitcode.Usagef("no run is in progress")
+	}
+	return "", exitcode.Usagef("no run yet")
+}
+
+func (c *cli) statusCmd() *cobra.Command {
+	return c.clientCommand("status [ID] [--api URL]", "Show a run (default: the newest) with its KPI table and reasons", maxArgs(1, "one run id"), func(ctx context.Context, cl client, args []string) error {
+		id, err := cl.pickRun(ctx, args, false)
+		if err != nil {
+			return err
+		}
+		_, err = cl.show(ctx, c.stdout, id)
+		return err
+	})
+}
+
+// show prints run id's summary and, once it has one, its KPI table with
+// every reason; it returns the summary.
+func (cl client) show(ctx context.Context, w io.Writer, id string) (api.RunSummary, error) {
+	r, raw, err := cl.Get(ctx, id)
+	if err != nil {
+		return api.RunSummary{}, cl.clientError(err)
+	}
+	fmt.Fprintf(w, "run %s (%s): %s, verdict %q, started %s, dir %s\n", r.ID, r.Profile, r.Status, r.Verdict, r.StartedAt.Format(time.RFC3339), r.Dir)
+	if r.Reason != "" {
+		fmt.Fprintf(w, "  reason: %s\n", r.Reason)
+	}
+	var rep report.Report
+	if raw != nil && json.Unmarshal(raw, &rep) == nil && len(rep.KPIs) > 0 {
+		if err := rep.Table(w); err != nil { // the table ends with every reason
+			return r, err
+		}
+	} else {
+		for _, why := range r.Reasons {
+			fmt.Fprintf(w, "  - %s\n", why)
+		}
+	}
+	cl.readOnlyNote(ctx, w)
+	return r, nil
+}
+
+func (c *cli) stopCmd() *cobra.Command {
+	return c.clientCommand("stop [ID] [--api URL]", "Stop a run gracefully (default: the one in progress)", maxArgs(1, "one run id"), func(ctx context.Context, cl client, args []string) error {
+		id, err := cl.pickRun(ctx, args, true)
+		if err != nil {
+			return err
+		}
+		if err := cl.Stop(ctx, id); err != nil {
+			return cl.clientError(err)
+		}
+		fmt.Fprintf(c.stdout, "stopping run %s\n", id)
+		return nil
+	})
+}
+
+func (c *cli) baselineCmd() *cobra.Command {
+	return c.clientCommand("baseline ID [--api URL]", "Mark a run as the baseline retention keeps", exactArgs(1, "one run id"), func(ctx context.Context, cl client, args []string) error {
+		if err := cl.SetBaseline(ctx, args[0]); err != nil {
+			return cl.clientError(err)
+		}
+		fmt.Fprintf(c.stdout, "run %s is the baseline\n", args[0])
+		return nil
+	})
+}
+
+func (c *cli) startCmd() *cobra.Command {
+	var profile, overridesFile string
+	var sets []string
+	var wait bool
+	var poll time.Duration
+	cmd := &cobra.Command{
+		Use:                   "start [--profile NAME] [--set KEY=VALUE]... [--overrides FILE] [--wait] [--api URL]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Start a run on a soakd serve; with --wait, exit with its verdict",
+		Long: `Start a run on a running soakd serve and print its id.
+
+--set KEY=VALUE overrides one configuration key for this run only, the key a
+dotted path as in config.yaml and the value YAML (so numbers, booleans and
+durations keep their types): --set kpis.cpu_increase_points=7. --overrides
+FILE gives a YAML document of overrides; --set entries apply on top of it.
+The daemon refuses keys a running target cannot honour, naming each.
+
+--wait polls the run until it ends, prints its KPI table and exits with its
+verdict's code, as soakd run does: a CI job can gate on a daemon.`,
+		Args: exactArgs(0, "no arguments"),
+	}
+	newClient := c.clientFlags(cmd)
+	cmd.Flags().StringVar(&profile, "profile", "", "profile to run (default: the daemon's default_profile)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override KEY=VALUE for this run (repeatable), e.g. --set kpis.cpu_increase_points=7")
+	cmd.Flags().StringVar(&overridesFile, "overrides", "", "YAML file of overrides for this run")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to end and exit with its verdict")
+	cmd.Flags().DurationVar(&poll, "poll", 2*time.Second, "with --wait, how often to ask for the run's status")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var doc []byte
+		if overridesFile != "" {
+			b, err := readYAMLFile("--overrides", overridesFile)
+			if err != nil {
+				return err
+			}
+			doc = b
+		}
+		overrides, err := buildOverrides(doc, sets)
+		if err != nil {
+			return err
+		}
+		if poll <= 0 {
+			return exitcode.Usagef("--poll must be positive (got %s)", poll)
+		}
+		cl, err := newClient()
+		if err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		sum, err := cl.Start(ctx, api.StartRequest{Profile: profile, Overrides: overrides})
+		if err != nil {
+			return cl.clientError(err)
+		}
+		fmt.Fprintf(c.stdout, "started run %s (profile %s)\n", sum.ID, sum.Profile)
+		if !wait {
+			return nil
+		}
+		return cl.wait(ctx, c.stdout, sum.ID, poll)
+	}
+	return cmd
+}
+
+// wait polls run id every poll until it is no longer running, then prints
+// it and returns its verdict as an exit code.
+func (cl client) wait(ctx context.Context, w io.Writer, id string, poll time.Duration) error {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		r, _, err := cl.Get(ctx, id)
+		if err != nil {
+			return cl.clientError(err)
+		}
+		if r.Status != "running" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return exitcode.With(exitcode.Aborted, fmt.Errorf("stopped waiting for run %s (it goes on; soakd stop %s ends it): %w", id, id, ctx.Err()))
+		case <-t.C:
+		}
+	}
+	r, err := cl.show(ctx, w, id)
+	if err != nil {
+		return err
+	}
+	return verdictError(r.Verdict)
+}
+
+// buildOverrides merges a YAML document of overrides (may be nil) and
+// --set KEY=VALUE entries (applied on top, in order) into one YAML
+// document. A key is a dotted path of mapping keys; a value is parsed as
+// YAML, so 7 is a number, true a boolean and 2s a string the config turns
+// into a duration.
+func buildOverrides(doc []byte, sets []string) (string, error) {
+	root := map[string]any{}
+	if len(bytes.TrimSpace(doc)) > 0 {
+		if err := yaml.Unmarshal(doc, &root); err != nil {
+			return "", exitcode.With(exitcode.Usage, fmt.Errorf("--overrides is not a YAML mapping: %w", err))
+		}
+	}
+	for _, s := range sets {
+		key, raw, ok := strings.Cut(s, "=")
+		if !ok || key == "" {
+			return "", exitcode.Usagef("--set %q: want KEY=VALUE, e.g. kpis.cpu_increase_points=7", s)
+		}
+		path := strings.Split(key, ".")
+		if slices.Contains(path, "") {
+			return "", exitcode.Usagef("--set %q: the key has an empty part", s)
+		}
+		var v any
+		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
+			return "", exitcode.Usagef("--set %q: the value is not YAML: %v", s, err)
+		}
+		m := root
+		for i, k := range path[:len(path)-1] {
+			next, exists := m[k]
+			if !exists {
+				nm := map[string]any{}
+				m[k] = nm
+				m = nm
+				continue
+			}
+			nm, isMap := next.(map[string]any)
+			if !isMap {
+				return "", exitcode.Usagef("--set %q: %s is already set to a value, not a mapping", s, strings.Join(path[:i+1], "."))
+			}
+			m = nm
+		}
+		m[path[len(path)-1]] = v
+	}
+	if len(root) == 0 {
+		return "", nil
+	}
+	out, err := yaml.Marshal(root)
+	if err != nil {
+		return "", fmt.Errorf("cannot encode the overrides: %w", err)
+	}
+	return string(out), nil
+}

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/internal/buildinfo"
+	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/report"
+)
+
+func (c *cli) configCmd() *cobra.Command {
+	var configPath string
+	cmd := &cobra.Command{
+		Use:                   "config [--config FILE]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Validate the configuration and print the effective YAML",
+		Long: `Validate the configuration and print the effective configuration (the
+embedded config.yaml with --config decoded on top) as YAML on standard output:
+a document soakd accepts as --config. api.token is printed as <redacted>.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(*cobra.Command, []string) error {
+			cfg, err := c.loadConfig(configPath)
+			if err != nil {
+				return err
+			}
+			for _, w := range cfg.Warnings {
+				fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
+			}
+			out, err := config.EffectiveYAML(cfg)
+			if err != nil {
+				return err
+			}
+			source := "the embedded config.yaml"
+			if configPath != "" {
+				source += " with " + configPath + " on top"
+			}
+			fmt.Fprintf(c.stdout, "# soakd %s: effective configuration (%s); valid; default profile %q\n", buildinfo.Version(), source, cfg.DefaultProfile)
+			_, err = c.stdout.Write(out)
+			return err
+		},
+	}
+	configFlag(cmd, &configPath)
+	return cmd
+}
+
+func (c *cli) reportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                   "report DIR",
+		DisableFlagsInUseLine: true,
+		Short:                 "Re-render a run's reports from report.json; exit with its verdict",
+		Args:                  exactArgs(1, "one run directory"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			dir := args[0]
+			rep, err := report.Read(filepath.Join(dir, report.JSONFile))
+			if err != nil {
+				return exitcode.With(exitcode.Usage, err)
+			}
+			var samples *report.Samples
+			if s, err := report.ReadSamples(filepath.Join(dir, report.SamplesFile)); err == nil {
+				samples = s
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return exitcode.With(exitcode.Usage, err)
+			}
+			if err := rep.Write(dir, samples); err != nil {
+				return err
+			}
+			if err := rep.Table(c.stdout); err != nil {
+				return err
+			}
+			return verdictError(rep.Verdict)
+		},
+	}
+}
+
+// Output formats of soakd compare.
+const (
+	formatText     = "text"
+	formatJSON     = "json"
+	formatJUnit    = "junit"
+	formatMarkdown = "markdown"
+)
+
+func (c *cli) compareCmd() *cobra.Command {
+	var configPath, base, format string
+	cmd := &cobra.Command{
+		Use:                   "compare [--config FILE] [--format text|json|junit|markdown] [--api URL] OLD NEW",
+		DisableFlagsInUseLine: true,
+		Short:                 "Compare two runs metric by metric; exit 0, 1 or 4",
+		Long: `Compare two runs metric by metric and exit 0 (pass), 1 (fail) or 4
+(inconclusive).
+
+OLD and NEW are each a run directory, a report.json file, or the id of a run
+of a soakd serve, fetched from its control API (--api, default
+http://<api.listen>); "baseline" names the run the daemon keeps as its
+baseline (soakd baseline ID marks it). An argument that names a file or a
+directory is read from disk.
+
+--format text (the default) prints the table for a terminal; json one
+document (schemas/compare.schema.json); junit a junit.xml for CI servers;
+markdown a section for a pull request.`,
+		Args: exactArgs(2, "two runs: OLD NEW (run directories, report.json files, run ids of a soakd serve, or baseline)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			cfg, err := c.loadConfig(configPath)
+			if err != nil {
+				return err
+			}
+			for _, w := range cfg.Warnings {
+				fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
+			}
+			var reps [2]*report.Report
+			for i, arg := range args {
+				if reps[i], err = c.compareInput(cmd.Context(), cfg, base, arg); err != nil {
+					return err
+				}
+			}
+			lim := cfg.Compare.Limits()
+			lim.Confidence = cfg.KPIs.Confidence
+			cmp := report.CompareRuns(reps[0], reps[1], lim)
+			if err := writeComparison(c.stdout, cmp, format); err != nil {
+				return err
+			}
+			return verdictError(cmp.Verdict)
+		},
+	}
+	configFlagUsage(cmd, &configPath, "YAML file decoded on top of the embedded config.yaml (for the compare: limits, and api.listen and api.token for run ids)")
+	apiFlag(cmd, &base)
+	cmd.Flags().StringVar(&format, "format", formatText, "output: text (a table), json, junit (junit.xml) or markdown")
+	return cmd
+}
+
+// baselineArg is the compare argument that names the daemon's baseline run.
+const baselineArg = "baseline"
+
+// compareInput reads one side of a comparison: a report.json file, a run
+// directory, or else a run id (or "baseline") fetched from the control API
+// at base.
+func (c *cli) compareInput(ctx context.Context, cfg *config.Config, base, arg string) (*report.Report, error) {
+	if st, err := os.Stat(arg); err == nil {
+		path := arg
+		if st.IsDir() {
+			path = filepath.Join(arg, report.JSONFile)
+		}
+		rep, err := report.Read(path)
+		if err != nil {
+			return nil, exitcode.With(exitcode.Usage, err)
+		}
+		return rep, nil
+	}
+	if strings.ContainsRune(arg, os.PathSeparator) || strings.HasSuffix(arg, ".json") {
+		return nil, exitcode.Usagef("%s: no such file or directory (give a run directory, a report.json, or the id of a run of a soakd serve)", arg)
+	}
+	cl, err := newClient(cfg, base)
+	if err != nil {
+		return nil, err
+	}
+	id := arg
+	if arg == baselineArg {
+		runs, err := cl.List(ctx)
+		if err != nil {
+			return nil, cl.clientError(err)
+		}
+		id = ""
+		for _, r := range runs {
+			if r.Baseline {
+				id = r.ID
+				break
+			}
+		}
+		if id == "" {
+			return nil, exitcode.With(exitcode.NotFound, fmt.Errorf("the soakd serve at %s has no baseline run: mark one with soakd baseline ID", cl.BaseURL))
+		}
+	}
+	sum, raw, err := cl.Get(ctx, id)
+	if err != nil {
+		return nil, cl.clientError(err)
+	}
+	if raw == nil {
+		return nil, exitcode.With(exitcode.NotFound, fmt.Errorf("run %s (status %s) has no report yet", sum.ID, sum.Status))
+	}
+	var rep report.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return nil, fmt.Errorf("cannot decode the report of run %s from %s: %w", id, cl.BaseURL, err)
+	}
+	return &rep, nil
+}
+
+// checkFormat refuses a --format of soakd compare and soakd ab other than
+// the four they print.
+func checkFormat(format string) error {
+	switch format {
+	case formatText, formatJSON, formatJUnit, formatMarkdown:
+		return nil
+	}
+	return exitcode.Usagef("--format must be text, json, junit or markdown (got %q)", format)
+}
+
+// writeComparison writes cmp to w in format.
+func writeComparison(w io.Writer, cmp report.Comparison, format string) error {
+	var out []byte
+	var err error
+	switch format {
+	case formatJSON:
+		out, err = cmp.JSON()
+	case formatJUnit:
+		out, err = cmp.JUnit()
+	case formatMarkdown:
+		out = []byte(cmp.Markdown())
+	default:
+		return cmp.Table(w)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(out); err != nil {
+		return fmt.Errorf("cannot write the comparison: %w", err)
+	}
+	return nil
+}
+
+// verdictError maps a verdict to the exit code: pass 0, fail 1,
+// inconclusive 4, anything else (an aborted run, or a report still
+// running) 3.
+func verdictError(v string) error {
+	switch v {
+	case "pass":
+		return nil
+	case "fail":
+		return exitcode.With(exitcode.Fail, errors.New("the verdict is fail"))
+	case "inconclusive":
+		return exitcode.With(exitcode.Inconclusive, errors.New("the verdict is inconclusive"))
+	}
+	return exitcode.With(exitcode.Aborted, fmt.Errorf("the run's verdict is %q", v))
+}

@@ -1,0 +1,196 @@
+package cli
+
+import (
+	_ "embed"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/run"
+	"github.com/soakd/soakd/daemon/serve"
+	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/report"
+)
+
+func (c *cli) runCmd() *cobra.Command {
+	var configPath, profile, out, arms string
+	cmd := &cobra.Command{
+		Use:                   "run [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Run a suite once on the target (built-in unless target.kind says otherwise); exit with its verdict",
+		Args:                  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := run.ParseArms(arms)
+			if err != nil {
+				return err
+			}
+			env, err := c.prepare(configPath)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			_, err = run.RunSuite(cmd.Context(), env.cfg, run.RunOptions{
+				Profile:    profile,
+				OutDir:     out,
+				Executable: env.exe,
+				Arms:       a,
+				Log:        env.log,
+				Stdout:     c.stdout,
+				Stderr:     c.stderr,
+				Terminal:   isTerminal(c.stderr),
+			})
+			return err
+		},
+	}
+	configFlag(cmd, &configPath)
+	cmd.Flags().StringVar(&arms, "arms", "rest,graphql", "compared arms: rest,graphql; or rest,rest / graphql,graphql to measure the machine's noise floor")
+	cmd.Flags().StringVar(&profile, "profile", "", "profile to run (default: the config's default_profile)")
+	cmd.Flags().StringVar(&out, "out", "", "run directory for the reports (default: runs/<UTC timestamp>)")
+	return cmd
+}
+
+func (c *cli) abCmd() *cobra.Command {
+	var configPath, profile, out, oldFile, newFile, format string
+	cmd := &cobra.Command{
+		Use:                   "ab [--config FILE] [--old FILE] [--new FILE] [--profile NAME] [--out DIR] [--format text|json|junit|markdown]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Compare two builds in one session, their phases interleaved; exit 0, 1 or 4",
+		Long: `Measure two builds of the target in one session and compare them: exit 0
+(pass), 1 (fail) or 4 (inconclusive), as soakd compare does.
+
+Both targets are started: the old side from --config with --old decoded on
+top, the new side from --config with --new on top (each a YAML file of the
+keys that differ: target.argv and its URLs for two builds of your server,
+inject: for a planted regression). Every phase of the profile then runs on
+one build and at once on the other, alternating which goes first, so a
+machine that drifts during the session drifts under both; the comparison
+pairs the rounds (round k of old against round k of new). The session
+directory holds old/ and new/ (complete run directories) and compare.json
+and compare.md; --format sets what is printed (text, the default, json,
+junit or markdown). With neither --old nor --new both sides are the same
+build: an A/A session, whose verdict should pass.`,
+		Args: exactArgs(0, "no arguments (the sides are --old and --new files)"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			env, err := c.prepare(configPath)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			side := func(flag, path string) (*config.Config, error) {
+				if path == "" {
+					return env.cfg, nil
+				}
+				doc, err := readYAMLFile(flag, path)
+				if err != nil {
+					return nil, err
+				}
+				cfg, err := env.cfg.Overlay(doc, path)
+				if err != nil {
+					return nil, exitcode.With(exitcode.Usage, fmt.Errorf("%s: %w", flag, err))
+				}
+				return cfg, nil
+			}
+			oldCfg, err := side("--old", oldFile)
+			if err != nil {
+				return err
+			}
+			newCfg, err := side("--new", newFile)
+			if err != nil {
+				return err
+			}
+			res, err := run.RunAB(cmd.Context(), run.ABOptions{
+				RunOptions: run.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
+				Old:        oldCfg, New: newCfg,
+			})
+			if res == nil || res.Old == nil || res.New == nil || res.Comparison.Verdict == "" {
+				return err
+			}
+			if format == formatText {
+				for _, rep := range []*report.Report{res.Old, res.New} {
+					fmt.Fprintf(c.stdout, "%s side: %s, its own KPI verdict %s (%s)\n", rep.AB.Side, rep.Run, rep.Verdict, filepath.Join(res.Dir, rep.AB.Side))
+				}
+			}
+			if werr := writeComparison(c.stdout, res.Comparison, format); werr != nil {
+				return werr
+			}
+			if format == formatText {
+				fmt.Fprintf(c.stdout, "session: %s (compare.json, compare.md, old/, new/)\n", res.Dir)
+			}
+			return err
+		},
+	}
+	configFlag(cmd, &configPath)
+	cmd.Flags().StringVar(&oldFile, "old", "", "YAML decoded on top of the config for the old side (the build compared against)")
+	cmd.Flags().StringVar(&newFile, "new", "", "YAML decoded on top of the config for the new side (the candidate)")
+	cmd.Flags().StringVar(&profile, "profile", "", "profile both sides run (default: the config's default_profile)")
+	cmd.Flags().StringVar(&out, "out", "", "session directory (default: runs/<UTC timestamp>)")
+	cmd.Flags().StringVar(&format, "format", formatText, "printed comparison: text (a table), json, junit (junit.xml) or markdown")
+	return cmd
+}
+
+func (c *cli) serveCmd() *cobra.Command {
+	var configPath string
+	cmd := &cobra.Command{
+		Use:                   "serve [--config FILE]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Serve the target, /metrics and the control API until SIGTERM",
+		Args:                  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, err := c.prepare(configPath)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			return serve.Serve(cmd.Context(), env.cfg, serve.ServeOptions{Executable: env.exe, Log: env.log, Stderr: c.stderr})
+		},
+	}
+	configFlag(cmd, &configPath)
+	return cmd
+}
+
+func (c *cli) soakCmd() *cobra.Command {
+	var configPath, profile string
+	var cycles int
+	var duration time.Duration
+	cmd := &cobra.Command{
+		Use:                   "soak [--config FILE] [--profile NAME] [--cycles N] [--duration D]",
+		DisableFlagsInUseLine: true,
+		Short:                 "Run a profile in cycles on one target; exit with the soak's verdict",
+		Args:                  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cycles < 0 || duration < 0 {
+				return exitcode.Usagef("--cycles and --duration must not be negative")
+			}
+			env, err := c.prepare(configPath)
+			if err != nil {
+				return err
+			}
+			defer env.close()
+			if !cmd.Flags().Changed("cycles") {
+				cycles = env.cfg.Soak.Cycles
+			}
+			if !cmd.Flags().Changed("duration") {
+				duration = env.cfg.Soak.Duration
+			}
+			rep, err := run.Soak(cmd.Context(), env.cfg, run.SoakOptions{
+				RunOptions: run.RunOptions{Profile: profile, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
+				Cycles:     cycles, Duration: duration,
+			})
+			if rep != nil {
+				rep.Table(c.stdout)
+			}
+			return err
+		},
+	}
+	configFlag(cmd, &configPath)
+	cmd.Flags().StringVar(&profile, "profile", "", "profile each cycle runs (default: soak.profile, then default_profile)")
+	cmd.Flags().IntVar(&cycles, "cycles", 0, "cycles to run; 0 means no cycle limit (default: soak.cycles)")
+	cmd.Flags().DurationVar(&duration, "duration", 0, "total soak length, e.g. 24h; 0 means no time limit (default: soak.duration)")
+	return cmd
+}
