@@ -139,9 +139,9 @@ func enums() map[string][]any {
 		"report.CompareRow.metric":       strs("throughput_rps", "cpu_us_per_request", "alloc_bytes_per_request", "gc_percent", "latency_p99_ms", "heap_live_bytes_max", "cpu_per_request_vs_control"),
 		"report.CompareRow.unit":         strs("req/s", "µs", "B", "%", "ms", "×"),
 		"report.CompareRow.change_unit":  strs("points", "percent"),
-		"run.SoakReport.status":       status,
-		"run.SoakReport.verdict":      verdicts,
-		"run.Cycle.verdict":           strs(kpi.Pass, kpi.Fail, kpi.Inconclusive, report.VerdictAborted),
+		"run.SoakReport.status":          status,
+		"run.SoakReport.verdict":         verdicts,
+		"run.Cycle.verdict":              strs(kpi.Pass, kpi.Fail, kpi.Inconclusive, report.VerdictAborted),
 	}
 }
 
@@ -150,7 +150,7 @@ func enums() map[string][]any {
 func consts() map[string]any {
 	return map[string]any{
 		"report.Report.schema_version":     report.SchemaVersion,
-		"run.SoakReport.schema_version": run.SoakSchemaVersion,
+		"run.SoakReport.schema_version":    run.SoakSchemaVersion,
 		"report.Comparison.schema_version": report.CompareSchemaVersion,
 		"workloads.Message.version":        workloads.MessageVersion,
 	}

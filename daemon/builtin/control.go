@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"github.com/soakd/soakd/daemon/config"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -9,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/daemon/config"
 	"io"
 	"net"
 	"net/http"

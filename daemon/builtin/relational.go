@@ -1,10 +1,10 @@
 package builtin
 
 import (
-	"github.com/soakd/soakd/daemon/config"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/daemon/config"
 	"net/http"
 	"os"
 

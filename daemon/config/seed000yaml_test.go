@@ -19,7 +19,7 @@ const seed000File = "seed000.yaml"
 
 // TestSeed000YAML: the embedded seed000.yaml is what seed000YAML generates
 // from relational.Operations, so the operations send exactly the seed's
-// queries (go test ./daemon -run TestSeed000YAML -update rewrites it).
+// queries (go test ./daemon/config -run TestSeed000YAML -update rewrites it).
 func TestSeed000YAML(t *testing.T) {
 	want := seed000YAML()
 	if *updateSeed000 {

@@ -1,11 +1,11 @@
 package run
 
 import (
-	"github.com/soakd/soakd/daemon/config"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/daemon/config"
 	"math/rand/v2"
 	"net/url"
 	"os"

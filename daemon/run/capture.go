@@ -1,8 +1,8 @@
 package run
 
 import (
-	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
 	"path/filepath"
 
 	"go.uber.org/zap"

@@ -1,8 +1,8 @@
 package run
 
 import (
-	"github.com/soakd/soakd/daemon/config"
 	"fmt"
+	"github.com/soakd/soakd/daemon/config"
 	"strings"
 
 	"github.com/soakd/soakd/internal/exitcode"

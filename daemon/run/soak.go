@@ -1,13 +1,13 @@
 package run
 
 import (
-	"github.com/soakd/soakd/daemon/target"
-	"github.com/soakd/soakd/daemon/config"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
 	"io"
 	"path/filepath"
 	"strings"

@@ -1,9 +1,9 @@
 package run
 
 import (
-	"github.com/soakd/soakd/daemon/target"
-	"github.com/soakd/soakd/daemon/config"
 	"fmt"
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
 	"maps"
 
 	"github.com/soakd/soakd/internal/kpi"

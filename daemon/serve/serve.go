@@ -1,13 +1,13 @@
 package serve
 
 import (
-	"github.com/soakd/soakd/daemon/target"
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/run"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/run"
+	"github.com/soakd/soakd/daemon/target"
 	"io"
 	"net"
 	"net/http"

@@ -1,10 +1,10 @@
 package target
 
 import (
-	"github.com/soakd/soakd/daemon/config"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/daemon/config"
 	"io"
 	"maps"
 	"net/http"

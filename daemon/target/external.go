@@ -1,11 +1,11 @@
 package target
 
 import (
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/builtin"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/daemon/builtin"
+	"github.com/soakd/soakd/daemon/config"
 	"io"
 	"net/http"
 	"os"

@@ -1,9 +1,9 @@
 package target
 
 import (
-	"github.com/soakd/soakd/daemon/builtin"
 	"context"
 	"fmt"
+	"github.com/soakd/soakd/daemon/builtin"
 	"os"
 	"strconv"
 	"time"

@@ -1,13 +1,13 @@
 package target
 
 import (
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/builtin"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/daemon/builtin"
+	"github.com/soakd/soakd/daemon/config"
 	"io"
 	"net/http"
 	"net/url"

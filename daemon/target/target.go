@@ -1,10 +1,10 @@
 package target
 
 import (
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/builtin"
 	"context"
 	"fmt"
+	"github.com/soakd/soakd/daemon/builtin"
+	"github.com/soakd/soakd/daemon/config"
 	"time"
 
 	"go.uber.org/zap"
