@@ -16,7 +16,7 @@ import (
 )
 
 // The built-in target in the orchestrator's own process (target.in_process)
-// as a RunTarget.
+// as a Target.
 
 // InProcess is srv, the built-in target's server running in this process,
 // as the target of a run. Shutdown stops srv.
