@@ -44,7 +44,7 @@ func embeddedOperations(t *testing.T) map[workloads.Operation]workloads.Operatio
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.LoadConfig(b, nil, "config.yaml")
+	cfg, err := config.Load(b, nil, "config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

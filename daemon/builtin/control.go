@@ -71,7 +71,7 @@ func ServeTarget(ctx context.Context, cfg *config.Config, opts TargetOptions) er
 		token = RandomToken() // nobody knows it: the control surface is closed
 		log.Info("no control token given (" + config.TargetTokenEnv + "): the control endpoints refuse every request")
 	}
-	t, err := StartTarget(ctx, cfg, log)
+	t, err := Start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func RandomToken() string {
 
 // targetControl is the control surface of `soakd target`.
 type targetControl struct {
-	t     *Target
+	t     *Server
 	token []byte
 	log   *zap.Logger
 

@@ -58,7 +58,7 @@ func serveRelational(ctx context.Context, cfg *config.Config, reg prometheus.Reg
 var errNoRelational = errors.New("the target does not serve the relational scenario (target.scenario is not relational)")
 
 // RelationalTotals returns the relational scenario's tally by endpoint.
-func (t *Target) RelationalTotals(context.Context) (map[string]relational.Totals, error) {
+func (t *Server) RelationalTotals(context.Context) (map[string]relational.Totals, error) {
 	if t.relM == nil {
 		return nil, errNoRelational
 	}

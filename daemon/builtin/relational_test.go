@@ -19,7 +19,7 @@ import (
 
 func TestTargetServesRelational(t *testing.T) {
 	cfg := testkit.Config(t, "target:\n  scenario: relational\nrelational:\n  seed: 7\n  scale: 0.05\n")
-	tg, err := StartTarget(t.Context(), cfg, zap.NewNop())
+	tg, err := Start(t.Context(), cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestTargetServesRelational(t *testing.T) {
 func TestRelationalBadDSN(t *testing.T) {
 	t.Setenv("SOAKD_TEST_BAD_DSN", "postgres://u:pw@127.0.0.1:notaport/db")
 	cfg := testkit.Config(t, "target:\n  scenario: relational\nrelational:\n  store: postgres\n  dsn_env: SOAKD_TEST_BAD_DSN\n")
-	tg, err := StartTarget(t.Context(), cfg, zap.NewNop())
+	tg, err := Start(t.Context(), cfg, zap.NewNop())
 	if err == nil {
 		_ = tg.Shutdown(context.Background())
 		t.Fatal("a bad DSN started the target")
@@ -69,7 +69,7 @@ func TestRelationalBadDSN(t *testing.T) {
 func TestRelationalConfigValidation(t *testing.T) {
 	f := func(user, path, want string) {
 		t.Helper()
-		_, err := config.LoadConfig(testkit.Defaults(t), []byte(user), "test.yaml")
+		_, err := config.Load(testkit.Defaults(t), []byte(user), "test.yaml")
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %s: %s", user, err, path, want)
 		}

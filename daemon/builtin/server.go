@@ -33,11 +33,11 @@ import (
 	"github.com/soakd/soakd/profiles"
 )
 
-// Target is the system under test: the GraphQL endpoint and the REST control
+// Server is the system under test: the GraphQL endpoint and the REST control
 // group over one store and broker, plus /metrics, /debug/pprof/ and the
 // resource sampler, all in this process. Nothing that generates load runs
 // here.
-type Target struct {
+type Server struct {
 	Service  *donut.Service
 	Sampler  *profiles.Sampler
 	Registry *prometheus.Registry
@@ -76,11 +76,11 @@ func pyroscopeOptions(cfg *config.Config) profiles.PyroscopeOptions {
 	return o
 }
 
-// StartTarget builds the target from cfg, binds its listener and starts
+// Start builds the target from cfg, binds its listener and starts
 // serving and sampling, and the Pyroscope push of this process's profiles
 // when configured (for as long as the target runs: an idle serve pushes
 // too). Stop it with Shutdown.
-func StartTarget(ctx context.Context, cfg *config.Config, log *zap.Logger) (*Target, error) {
+func Start(ctx context.Context, cfg *config.Config, log *zap.Logger) (*Server, error) {
 	svc := &donut.Service{Store: donut.NewStore(cfg.Data.Donuts), Broker: donut.NewBroker(cfg.Data.SubscriberBuffer)}
 	sampler, err := profiles.New(profiles.Options{Interval: cfg.Sampler.Interval, MaxSamples: cfg.Sampler.MaxSamples})
 	if err != nil {
@@ -174,7 +174,7 @@ func StartTarget(ctx context.Context, cfg *config.Config, log *zap.Logger) (*Tar
 		MaxHeaderBytes:    cfg.Server.MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
-	t := &Target{
+	t := &Server{
 		Service: svc, Sampler: sampler, Registry: reg, Metrics: m,
 		log: log, relStore: relStore, relM: relM, scenario: cfg.Target.Scenario, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
 		stop: stop, failed: failsig.New(), pyroscope: stopPush,
@@ -200,7 +200,7 @@ func StartTarget(ctx context.Context, cfg *config.Config, log *zap.Logger) (*Tar
 
 // URL is the target's base URL, e.g. http://127.0.0.1:41234. A listener on
 // an unspecified address (0.0.0.0, ::) is reached through loopback.
-func (t *Target) URL() string {
+func (t *Server) URL() string {
 	addr := t.listener.Addr().(*net.TCPAddr)
 	ip := addr.IP
 	if ip.IsUnspecified() {
@@ -211,7 +211,7 @@ func (t *Target) URL() string {
 
 // Shutdown stops accepting requests, gives in-flight ones the configured
 // grace period, stops the sampler and waits for every goroutine it started.
-func (t *Target) Shutdown(ctx context.Context) error {
+func (t *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, t.grace)
 	defer cancel()
 	start := time.Now()
@@ -307,13 +307,13 @@ func inject(c config.InjectConfig, next http.Handler) http.Handler {
 }
 
 // Done is closed when the server stops serving on its own.
-func (t *Target) Done() <-chan struct{} { return t.failed.Done() }
+func (t *Server) Done() <-chan struct{} { return t.failed.Done() }
 
 // Err says why the server stopped serving; nil while it serves.
-func (t *Target) Err() error { return t.failed.Err() }
+func (t *Server) Err() error { return t.failed.Err() }
 
 // SetPhase marks the samples taken from now on as phase name's.
-func (t *Target) SetPhase(name string) { t.Sampler.SetPhase(name) }
+func (t *Server) SetPhase(name string) { t.Sampler.SetPhase(name) }
 
 // Scenario is target.scenario, what the server serves.
-func (t *Target) Scenario() string { return t.scenario }
+func (t *Server) Scenario() string { return t.scenario }

@@ -24,7 +24,7 @@ import (
 
 func TestTargetServesEverything(t *testing.T) {
 	cfg := testkit.Config(t, "sampler:\n  interval: 50ms\nserver:\n  read_header_timeout: 300ms\n  max_header_bytes: 4096\n")
-	tg, err := StartTarget(t.Context(), cfg, zap.NewNop())
+	tg, err := Start(t.Context(), cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestTargetRefusesBusyAddress(t *testing.T) {
 	}
 	defer ln.Close()
 	cfg := testkit.Config(t, "server:\n  listen: "+ln.Addr().String()+"\n")
-	if _, err := StartTarget(t.Context(), cfg, zap.NewNop()); err == nil || !strings.Contains(err.Error(), "server.listen") {
+	if _, err := Start(t.Context(), cfg, zap.NewNop()); err == nil || !strings.Contains(err.Error(), "server.listen") {
 		t.Errorf("a busy address must fail naming server.listen, got %v", err)
 	}
 }
@@ -128,7 +128,7 @@ func TestInjectCPUBurnsCPU(t *testing.T) {
 // subscription more than it allows closes the socket with 4429.
 func TestTargetCapsSubscriptionsPerSocket(t *testing.T) {
 	cfg := testkit.Config(t, "graphql:\n  max_subscriptions_per_socket: 2\n")
-	tg, err := StartTarget(t.Context(), cfg, zap.NewNop())
+	tg, err := Start(t.Context(), cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestTargetCapsSubscriptionsPerSocket(t *testing.T) {
 func TestTargetWarnsWhenExposed(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
 	cfg := testkit.Config(t, "server:\n  listen: 0.0.0.0:0\n  allow_non_loopback: true\n")
-	tg, err := StartTarget(t.Context(), cfg, zap.New(core))
+	tg, err := Start(t.Context(), cfg, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}

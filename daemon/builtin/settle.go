@@ -24,7 +24,7 @@ func ForceGC() {
 // the driver's connections close), watching for the target to return to its
 // pre-phase state, then forces a GC and takes the sample that closes the
 // phase. It reports the state before and after.
-func (t *Target) Settle(ctx context.Context, base Rest, d time.Duration) (report.After, error) {
+func (t *Server) Settle(ctx context.Context, base Rest, d time.Duration) (report.After, error) {
 	start := time.Now()
 	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLiveBytes, ReturnedAfterSeconds: -1}
 	if err := PollFor(ctx, d, func() {
@@ -63,7 +63,7 @@ func PollFor(ctx context.Context, d time.Duration, check func()) error {
 
 // Baseline forces GCs, so each phase starts from the same heap state, and
 // returns the state the phase must return to.
-func (t *Target) Baseline() Rest {
+func (t *Server) Baseline() Rest {
 	ForceGC()
 	s := t.Sampler.SampleNow()
 	return Rest{Goroutines: s.Goroutines, HeapLiveBytes: s.HeapLiveBytes}

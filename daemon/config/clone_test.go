@@ -251,7 +251,7 @@ func TestCloneMutationLeavesOriginal(t *testing.T) {
 // limits set: equal to the original, sharing none of its limits, profiles,
 // phases or user groups. Clone of nil is nil.
 func TestCloneLoadedConfig(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), []byte("kpis:\n  cpu_per_request_increase_percent: 50\n  alloc_per_request_increase_percent: 60\n  gc_pause_p99_increase_percent: 70\n"), "test.yaml")
+	cfg, err := Load(defaults(t), []byte("kpis:\n  cpu_per_request_increase_percent: 50\n  alloc_per_request_increase_percent: 60\n  gc_pause_p99_increase_percent: 70\n"), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestCloneLoadedConfig(t *testing.T) {
 		clone.Profiles[name] = p
 	}
 	clone.Profiles["added"] = Profile{}
-	fresh, err := LoadConfig(defaults(t), []byte("kpis:\n  cpu_per_request_increase_percent: 50\n  alloc_per_request_increase_percent: 60\n  gc_pause_p99_increase_percent: 70\n"), "test.yaml")
+	fresh, err := Load(defaults(t), []byte("kpis:\n  cpu_per_request_increase_percent: 50\n  alloc_per_request_increase_percent: 60\n  gc_pause_p99_increase_percent: 70\n"), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -569,11 +569,11 @@ func (e *ConfigError) Error() string {
 //go:embed seed000.yaml
 var embeddedSeed000 []byte
 
-// LoadConfig decodes the embedded defaults (and seed000.yaml) and then,
+// Load decodes the embedded defaults (and seed000.yaml) and then,
 // when user is not nil, the user's document on top; it rejects unknown keys and bad values and
 // validates the result, returning a *ConfigError with every problem found.
 // source names the user document in messages (usually its path).
-func LoadConfig(defaults []byte, user []byte, source string) (*Config, error) {
+func Load(defaults []byte, user []byte, source string) (*Config, error) {
 	cfg := &Config{}
 	if _, err := decodeStrict(defaults, cfg, "embedded config.yaml"); err != nil {
 		return nil, fmt.Errorf("embedded defaults are broken: %w", err)

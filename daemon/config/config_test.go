@@ -20,7 +20,7 @@ func defaults(t testing.TB) []byte {
 }
 
 func TestEmbeddedDefaultsLoad(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), nil, "embedded")
+	cfg, err := Load(defaults(t), nil, "embedded")
 	if err != nil {
 		t.Fatalf("the embedded config.yaml must load: %v", err)
 	}
@@ -45,7 +45,7 @@ func TestEmbeddedDefaultsLoad(t *testing.T) {
 // problems loads user on top of the defaults and returns the problems.
 func problems(t *testing.T, user string) []FieldError {
 	t.Helper()
-	cfg, err := LoadConfig(defaults(t), []byte(user), "user.yaml")
+	cfg, err := Load(defaults(t), []byte(user), "user.yaml")
 	if err == nil {
 		t.Fatalf("expected an error for:\n%s\ngot config %+v", user, cfg.Server)
 	}
@@ -154,7 +154,7 @@ profiles:
 }
 
 func TestGraphQLLimits(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), nil, "embedded")
+	cfg, err := Load(defaults(t), nil, "embedded")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestGraphQLLimits(t *testing.T) {
 }
 
 func TestUserFileOverlaysDefaults(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), []byte("server:\n  listen: 127.0.0.1:9999\ndefault_profile: seed\n"), "user.yaml")
+	cfg, err := Load(defaults(t), []byte("server:\n  listen: 127.0.0.1:9999\ndefault_profile: seed\n"), "user.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add([]byte("&a [*a]"))
 	f.Add(d)
 	f.Fuzz(func(t *testing.T, user []byte) {
-		cfg, err := LoadConfig(d, user, "fuzz.yaml")
+		cfg, err := Load(d, user, "fuzz.yaml")
 		if (cfg == nil) == (err == nil) {
 			t.Fatalf("want exactly one of config and error, got %v and %v", cfg, err)
 		}
@@ -244,13 +244,13 @@ profiles:
 	has(t, ps, "profiles.m.phases[2].failure.window", 0, "")
 	has(t, ps, "profiles.m.phases[2].subscriptions.protocol", 0, "unknown protocol")
 	has(t, ps, "profiles.m.phases[2].subscriptions", 0, "only a closed-model phase")
-	if _, err := LoadConfig(defaults(t), []byte("profiles:\n  x:\n    phases: [{model: bursty}]\n"), "u.yaml"); err == nil || !strings.Contains(err.Error(), "model") {
+	if _, err := Load(defaults(t), []byte("profiles:\n  x:\n    phases: [{model: bursty}]\n"), "u.yaml"); err == nil || !strings.Contains(err.Error(), "model") {
 		t.Errorf("an unknown model must be named: %v", err)
 	}
 }
 
 func TestMemoryKeys(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), nil, "embedded")
+	cfg, err := Load(defaults(t), nil, "embedded")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestMemoryKeys(t *testing.T) {
 		t.Errorf("memory defaults: got warmup %s, min_gc_cycles %d, min_span %s; want 5s, 8, 10s", m.Warmup,
 			m.MinGCCycles, m.MinSpan)
 	}
-	cfg, err = LoadConfig(defaults(t), []byte("memory:\n  warmup: 0s\n  min_gc_cycles: 3\n  min_span: 0s\n"), "user.yaml")
+	cfg, err = Load(defaults(t), []byte("memory:\n  warmup: 0s\n  min_gc_cycles: 3\n  min_span: 0s\n"), "user.yaml")
 	if err != nil {
 		t.Fatalf("the smallest valid memory keys must load: %v", err)
 	}
@@ -299,13 +299,13 @@ profiles:
       - {name: r, arm: rest, ramp_up: 2s, think: {min: 0ms, max: 30ms}, users: [{operation: rest-get, users: 10, iterations: 300}]}
       - {name: g, arm: graphql, ramp_up: 2s, think: {min: 0ms, max: 30ms}, users: [{operation: graphql-query, users: 10, iterations: 600}]}
 `
-	_, err := LoadConfig(defaults(t), []byte(user), "short.yaml")
+	_, err := Load(defaults(t), []byte(user), "short.yaml")
 	if err == nil || !strings.Contains(err.Error(), "profiles.short.phases[0]") || !strings.Contains(err.Error(), "phase r cannot be measured") ||
 		strings.Contains(err.Error(), "phase g cannot") || !strings.Contains(err.Error(), "lower sampler.interval") {
 		t.Fatalf("want phase r refused with advice, phase g accepted; got %v", err)
 	}
 	// The same profile at a faster sampler (100 ms) is measurable.
-	if _, err := LoadConfig(defaults(t), []byte(strings.Replace(user, "interval: 1s", "interval: 100ms", 1)), "short.yaml"); err != nil {
+	if _, err := Load(defaults(t), []byte(strings.Replace(user, "interval: 1s", "interval: 100ms", 1)), "short.yaml"); err != nil {
 		t.Errorf("at 100 ms the profile is measurable: %v", err)
 	}
 }
@@ -313,14 +313,14 @@ profiles:
 // TestCacheByteKeys: the GraphQL caches' byte budgets default to 16 MiB and
 // 4 MiB, load from user config and must be positive.
 func TestCacheByteKeys(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), nil, "")
+	cfg, err := Load(defaults(t), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g := cfg.GraphQL; g.QueryCacheBytes != 16<<20 || g.APQCacheBytes != 4<<20 {
 		t.Errorf("defaults: query_cache_bytes %d, apq_cache_bytes %d; want %d and %d", g.QueryCacheBytes, g.APQCacheBytes, 16<<20, 4<<20)
 	}
-	cfg, err = LoadConfig(defaults(t), []byte("graphql:\n  query_cache_bytes: 1\n  apq_cache_bytes: 2048\n"), "user.yaml")
+	cfg, err = Load(defaults(t), []byte("graphql:\n  query_cache_bytes: 1\n  apq_cache_bytes: 2048\n"), "user.yaml")
 	if err != nil {
 		t.Fatalf("valid cache budgets must load: %v", err)
 	}
@@ -340,7 +340,7 @@ func TestCacheByteKeys(t *testing.T) {
 // operations defaults to 100, must be at least 1, and must hold every
 // profile's subscriptions per client.
 func TestMaxSubscriptionsPerSocket(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), nil, "")
+	cfg, err := Load(defaults(t), nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,11 +363,11 @@ func TestTargetBindRule(t *testing.T) {
 		has(t, ps, "server.listen", 2, "set server.allow_non_loopback: true")
 	}
 	for _, addr := range []string{"127.0.0.1:0", "127.0.0.2:0", "localhost:0", "'[::1]:0'"} {
-		if _, err := LoadConfig(defaults(t), []byte("server:\n  listen: "+addr+"\n"), "user.yaml"); err != nil {
+		if _, err := Load(defaults(t), []byte("server:\n  listen: "+addr+"\n"), "user.yaml"); err != nil {
 			t.Errorf("loopback %s must load: %v", addr, err)
 		}
 	}
-	cfg, err := LoadConfig(defaults(t), []byte("server:\n  listen: 0.0.0.0:0\n  allow_non_loopback: true\n"), "user.yaml")
+	cfg, err := Load(defaults(t), []byte("server:\n  listen: 0.0.0.0:0\n  allow_non_loopback: true\n"), "user.yaml")
 	if err != nil {
 		t.Fatalf("0.0.0.0 with allow_non_loopback must load: %v", err)
 	}
@@ -380,7 +380,7 @@ func TestTargetBindRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadConfig(defaults(t), stack, "grafana/soakd.yaml"); err != nil {
+	if _, err := Load(defaults(t), stack, "grafana/soakd.yaml"); err != nil {
 		t.Errorf("the compose stack's config must load: %v", err)
 	}
 }

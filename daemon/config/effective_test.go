@@ -10,7 +10,7 @@ import (
 // a user file into exactly the configuration it came from, with the token
 // redacted.
 func TestEffectiveYAMLRoundTrips(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), []byte("api:\n  token: s3cret\nkpis:\n  cpu_per_request_increase_percent: 12.5\n"), "user.yaml")
+	cfg, err := Load(defaults(t), []byte("api:\n  token: s3cret\nkpis:\n  cpu_per_request_increase_percent: 12.5\n"), "user.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestEffectiveYAMLRoundTrips(t *testing.T) {
 	if cfg.API.Token != "s3cret" {
 		t.Fatal("EffectiveYAML changed the configuration it printed")
 	}
-	back, err := LoadConfig(defaults(t), out, "effective.yaml")
+	back, err := Load(defaults(t), out, "effective.yaml")
 	if err != nil {
 		t.Fatalf("the effective YAML does not load: %v\n%s", err, out)
 	}
@@ -37,7 +37,7 @@ func TestEffectiveYAMLRoundTrips(t *testing.T) {
 // TestDeprecatedControlKey: control: still configures the control API, with
 // a warning naming the new key; control: and api: together are refused.
 func TestDeprecatedControlKey(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), []byte("kpis:\n  confidence: 0.9\ncontrol:\n  listen: 127.0.0.1:7171\n"), "old.yaml")
+	cfg, err := Load(defaults(t), []byte("kpis:\n  confidence: 0.9\ncontrol:\n  listen: 127.0.0.1:7171\n"), "old.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +47,12 @@ func TestDeprecatedControlKey(t *testing.T) {
 	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "old.yaml: line 3: the key control: is deprecated") {
 		t.Errorf("warnings = %q", cfg.Warnings)
 	}
-	_, err = LoadConfig(defaults(t), []byte("control:\n  listen: 127.0.0.1:7171\napi:\n  listen: 127.0.0.1:7172\n"), "both.yaml")
+	_, err = Load(defaults(t), []byte("control:\n  listen: 127.0.0.1:7171\napi:\n  listen: 127.0.0.1:7172\n"), "both.yaml")
 	if err == nil || !strings.Contains(err.Error(), "line 1: control: both control: (the old name) and api: are given") {
 		t.Errorf("both keys: err = %v", err)
 	}
 	// Only the top-level key is renamed: a profile named control is a profile.
-	if _, err := LoadConfig(defaults(t), []byte("api:\n  listen: 127.0.0.1:7172\n"), "new.yaml"); err != nil {
+	if _, err := Load(defaults(t), []byte("api:\n  listen: 127.0.0.1:7172\n"), "new.yaml"); err != nil {
 		t.Errorf("api: refused: %v", err)
 	}
 }

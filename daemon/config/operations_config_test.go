@@ -107,7 +107,7 @@ profiles:
         users: [{operation: add, users: 1, iterations: 10}]
 `)
 	user, _ := os.ReadFile(cfgPath)
-	cfg, err := LoadConfig(defaults(t), user, cfgPath)
+	cfg, err := Load(defaults(t), user, cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ profiles:
 	}
 
 	write("ids.csv", "id,label\n3,three\n5\n")
-	_, err = LoadConfig(defaults(t), user, cfgPath)
+	_, err = Load(defaults(t), user, cfgPath)
 	if err == nil || !strings.Contains(err.Error(), "operations.rest-get.data.id.csv: "+filepath.Join(dir, "ids.csv")+": line 3: wrong number of fields") {
 		t.Errorf("a broken CSV file: got %v, want its line named", err)
 	}

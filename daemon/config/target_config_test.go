@@ -10,7 +10,7 @@ import (
 // TestTargetConfigDefaultsToBuiltin: the embedded config measures the
 // built-in target, as before the target: section existed.
 func TestTargetConfigDefaultsToBuiltin(t *testing.T) {
-	cfg, err := LoadConfig(defaults(t), nil, "embedded")
+	cfg, err := Load(defaults(t), nil, "embedded")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ target:
   allow_non_loopback: true
 `,
 	} {
-		if _, err := LoadConfig(defaults(t), []byte(doc), "user.yaml"); err != nil {
+		if _, err := Load(defaults(t), []byte(doc), "user.yaml"); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

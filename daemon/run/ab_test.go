@@ -25,7 +25,7 @@ func TestABConflicts(t *testing.T) {
 		}
 		return b
 	}
-	base, err := config.LoadConfig(testkit.Defaults(t), read("gobooks-command.yaml"), "gobooks-command.yaml")
+	base, err := config.Load(testkit.Defaults(t), read("gobooks-command.yaml"), "gobooks-command.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ target:
 
 	builtin := func(listen string) *config.Config {
 		t.Helper()
-		cfg, err := config.LoadConfig(testkit.Defaults(t), []byte("server:\n  listen: "+listen+"\n"), "builtin.yaml")
+		cfg, err := config.Load(testkit.Defaults(t), []byte("server:\n  listen: "+listen+"\n"), "builtin.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -178,7 +178,7 @@ func TestNeedsRESTTwin(t *testing.T) {
 // compared pair up to max_rounds, so adaptive rounds can add rounds (they
 // were planned only to rounds, and max_rounds added none).
 func TestPlanAdaptiveRounds(t *testing.T) {
-	cfg, err := config.LoadConfig(testkit.Defaults(t), nil, "test")
+	cfg, err := config.Load(testkit.Defaults(t), nil, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

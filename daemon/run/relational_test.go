@@ -126,7 +126,7 @@ func TestNeedScenario(t *testing.T) {
 	if err := r.needScenario("relational"); exitcode.Of(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "target.kind is attach") {
 		t.Errorf("an attached target: got %v, want a usage error naming target.kind", err)
 	}
-	tg, err := builtin.StartTarget(t.Context(), cfg, zap.NewNop())
+	tg, err := builtin.Start(t.Context(), cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ type RunOptions struct {
 	// share one, so drift across cycles is the same process's); otherwise
 	// RunSuite opens its own (OpenTarget: the built-in target, or the
 	// server target.kind names) and stops what it started.
-	Target target.RunTarget
+	Target target.Target
 	// RunID names the run; "" means the UTC start time.
 	RunID string
 }
@@ -76,7 +76,7 @@ type run struct {
 	log    *zap.Logger
 	dir    string
 	rep    *report.Report
-	target target.RunTarget
+	target target.Target
 	start  time.Time
 	// noiseRecorded is true once a self-check stored its noise floor.
 	noiseRecorded bool
@@ -198,7 +198,7 @@ func startRun(ctx context.Context, cfg *config.Config, opts RunOptions) (*run, [
 			in.GraphQLAllocBytesPerRequest, in.GraphQLLeakBytesPerRequest, in.GraphQLCPUMicrosPerRequest, in.DriverCPUMicrosPerRequest))
 	}
 	if r.target = opts.Target; r.target == nil {
-		r.target, err = target.OpenTarget(ctx, r.cfg, opts.Executable, r.dir, r.log)
+		r.target, err = target.Open(ctx, r.cfg, opts.Executable, r.dir, r.log)
 		if err != nil {
 			r.target = nil
 			_, aerr := r.abort(err)

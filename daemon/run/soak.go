@@ -82,7 +82,7 @@ type SoakOptions struct {
 type soaker struct {
 	cfg    *config.Config
 	store  *history.Store
-	target target.RunTarget
+	target target.Target
 	log    *zap.Logger
 	rep    SoakReport
 	// claim, when set, takes the daemon's one run slot for a cycle (so the
@@ -98,7 +98,7 @@ type Claim func(ctx context.Context, id string) (context.Context, func(), error)
 // SoakOn is Soak on a target and a history the caller opened and keeps
 // (the daemon's scheduled soak): each cycle takes the run slot through
 // claim.
-func SoakOn(ctx context.Context, cfg *config.Config, store *history.Store, t target.RunTarget, claim Claim, log *zap.Logger, opts SoakOptions) (*SoakReport, error) {
+func SoakOn(ctx context.Context, cfg *config.Config, store *history.Store, t target.Target, claim Claim, log *zap.Logger, opts SoakOptions) (*SoakReport, error) {
 	s := &soaker{cfg: cfg, store: store, target: t, log: log, claim: claim}
 	return s.run(ctx, opts)
 }
@@ -127,7 +127,7 @@ func Soak(ctx context.Context, cfg *config.Config, opts SoakOptions) (*SoakRepor
 	if err := soakNeedsRESTTwin(cfg, opts); err != nil {
 		return nil, err
 	}
-	target, err := target.OpenTarget(ctx, cfg, opts.Executable, cfg.DataDir, log)
+	target, err := target.Open(ctx, cfg, opts.Executable, cfg.DataDir, log)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ import (
 // suite (each run's configuration is appended to *got) and its control API.
 func overrideDaemon(t *testing.T) (*daemon, http.Handler, *[]*config.Config) {
 	t.Helper()
-	cfg, err := config.LoadConfig(testkit.Defaults(t), nil, "embedded")
+	cfg, err := config.Load(testkit.Defaults(t), nil, "embedded")
 	if err != nil {
 		t.Fatal(err)
 	}

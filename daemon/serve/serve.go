@@ -43,7 +43,7 @@ type daemon struct {
 	opts   ServeOptions
 	log    *zap.Logger
 	store  *history.Store
-	target target.RunTarget
+	target target.Target
 	base   context.Context // the daemon's lifetime; runs derive from it
 	ready  atomic.Bool
 	runs   sync.WaitGroup // runs started through the API
@@ -98,7 +98,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("cannot listen on api.listen %q: %w", cfg.API.Listen, err))
 	}
-	target, err := target.OpenTarget(ctx, cfg, opts.Executable, cfg.DataDir, log)
+	target, err := target.Open(ctx, cfg, opts.Executable, cfg.DataDir, log)
 	if err != nil {
 		_ = ln.Close()
 		return err

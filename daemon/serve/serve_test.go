@@ -30,7 +30,7 @@ import (
 // API shows comes from the history's new-run entry, as it does in the
 // moments after a real start.
 func TestStartReplyNamesProfileAndRunning(t *testing.T) {
-	cfg, err := config.LoadConfig(testkit.Defaults(t), nil, "embedded")
+	cfg, err := config.Load(testkit.Defaults(t), nil, "embedded")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestStartReplyNamesProfileAndRunning(t *testing.T) {
 // over the config it got: what one run does to its config must not reach the
 // daemon's either.
 func TestOverridesLeaveDaemonConfigAlone(t *testing.T) {
-	cfg, err := config.LoadConfig(testkit.Defaults(t), []byte("kpis:\n  cpu_per_request_increase_percent: 50\nprofiling:\n  pyroscope:\n    tags: {team: soak}\n"), "daemon.yaml")
+	cfg, err := config.Load(testkit.Defaults(t), []byte("kpis:\n  cpu_per_request_increase_percent: 50\nprofiling:\n  pyroscope:\n    tags: {team: soak}\n"), "daemon.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func deref(p *float64) any {
 // that starts the next run on seeing complete is never refused as busy
 // (seen in TestHostileInputsEndToEnd on a loaded machine).
 func TestCompleteOnlyOnceTheSlotIsFree(t *testing.T) {
-	cfg, err := config.LoadConfig(testkit.Defaults(t), nil, "embedded")
+	cfg, err := config.Load(testkit.Defaults(t), nil, "embedded")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,12 +29,12 @@ import (
 	"github.com/soakd/soakd/workloads"
 )
 
-// ExternalTarget is a server soakd does not host: attached to by PID, or
+// External is a server soakd does not host: attached to by PID, or
 // started from a command (and stopped at the end). It is sampled from
 // outside (extsample): the OS's view of its process by PID, its runtime's
 // figures scraped from its Prometheus endpoint. soakd cannot force its GC
 // nor profile it in process.
-type ExternalTarget struct {
+type External struct {
 	cfg      config.TargetConfig
 	pid      int
 	ep       workloads.Endpoints
@@ -48,13 +48,13 @@ type ExternalTarget struct {
 	wg       sync.WaitGroup
 }
 
-var _ RunTarget = (*ExternalTarget)(nil)
+var _ Target = (*External)(nil)
 
 // openExternal opens a target soakd does not host: for attach, the
 // process named by target.pid or target.pid_file; for command, a process it
 // starts (its output kept in logDir) and waits for until target.ready_url
 // answers.
-func openExternal(ctx context.Context, cfg *config.Config, logDir string, log *zap.Logger) (RunTarget, error) {
+func openExternal(ctx context.Context, cfg *config.Config, logDir string, log *zap.Logger) (Target, error) {
 	tc := cfg.Target
 	ep := workloads.Endpoints{GraphQL: tc.GraphQLURL, GraphQLWS: tc.GraphQLWSURL, REST: tc.RESTURL}
 	ws, err := ep.WebsocketURL()
@@ -62,7 +62,7 @@ func openExternal(ctx context.Context, cfg *config.Config, logDir string, log *z
 		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target: %w", err))
 	}
 	ep.GraphQLWS = ws
-	t := &ExternalTarget{cfg: tc, ep: ep, interval: cfg.Sampler.Interval, log: log.Named("target"), failed: failsig.New(),
+	t := &External{cfg: tc, ep: ep, interval: cfg.Sampler.Interval, log: log.Named("target"), failed: failsig.New(),
 		m: metrics.New(prometheus.NewRegistry())}
 	switch tc.Kind {
 	case report.TargetAttach:
@@ -131,7 +131,7 @@ func openExternal(ctx context.Context, cfg *config.Config, logDir string, log *z
 // exitErr says why the target process is gone: for a command, its exit
 // status and the tail of its standard error; for an attached process, that
 // it disappeared.
-func (t *ExternalTarget) exitErr(err error) error {
+func (t *External) exitErr(err error) error {
 	if t.proc != nil {
 		// The process is soakd's child: its exit status comes with Wait,
 		// which the exit just seen is about to return.
@@ -166,7 +166,7 @@ func attachPID(tc config.TargetConfig) (int, error) {
 }
 
 // Info describes the target and where each of its figures comes from.
-func (t *ExternalTarget) Info() report.TargetInfo {
+func (t *External) Info() report.TargetInfo {
 	info := report.TargetInfo{
 		Kind: t.cfg.Kind, PID: t.pid, GraphQLURL: t.ep.GraphQL, GraphQLWSURL: t.ep.GraphQLWS, RESTURL: t.ep.REST,
 		MetricsURL: t.cfg.MetricsURL, PprofURL: t.cfg.PprofURL,
@@ -194,14 +194,14 @@ func (t *ExternalTarget) Info() report.TargetInfo {
 }
 
 // Done is closed when the target process is gone.
-func (t *ExternalTarget) Done() <-chan struct{} { return t.failed.Done() }
+func (t *External) Done() <-chan struct{} { return t.failed.Done() }
 
 // Err says why the target stopped; nil while it runs.
-func (t *ExternalTarget) Err() error { return t.failed.Err() }
+func (t *External) Err() error { return t.failed.Err() }
 
 // Shutdown stops sampling and, for a command, stops the process (SIGTERM,
 // target.stop_grace, SIGKILL). An attached process is left running.
-func (t *ExternalTarget) Shutdown(ctx context.Context) error {
+func (t *External) Shutdown(ctx context.Context) error {
 	if t.stop != nil {
 		t.stop()
 	}
@@ -213,7 +213,7 @@ func (t *ExternalTarget) Shutdown(ctx context.Context) error {
 }
 
 // stopProcess stops a command target that failed to open.
-func (t *ExternalTarget) stopProcess() {
+func (t *External) stopProcess() {
 	if t.proc != nil {
 		if err := t.proc.stop(context.Background(), t.cfg.StopGrace); err != nil {
 			t.log.Warn("target stop", zap.Error(err))
@@ -221,7 +221,7 @@ func (t *ExternalTarget) stopProcess() {
 	}
 }
 
-func (t *ExternalTarget) DriverArgs() []string {
+func (t *External) DriverArgs() []string {
 	args := []string{"--graphql-url", t.ep.GraphQL, "--graphql-ws-url", t.ep.GraphQLWS}
 	if t.ep.REST != "" { // none without a REST twin: its GraphQL-only phases need none
 		args = append(args, "--rest-url", t.ep.REST)
@@ -229,20 +229,20 @@ func (t *ExternalTarget) DriverArgs() []string {
 	return args
 }
 
-func (t *ExternalTarget) RunMetrics() MetricsSink { return t.m }
+func (t *External) RunMetrics() MetricsSink { return t.m }
 
 // Notes: the run describes a target soakd does not host from its Info
 // (externalNotes), so it adds none of its own.
-func (t *ExternalTarget) Notes() []string { return nil }
+func (t *External) Notes() []string { return nil }
 
 // SetPhase takes a sample at the phase's edge, as the built-in sampler
 // does, so a phase's first sample is at its start.
-func (t *ExternalTarget) SetPhase(string) {
+func (t *External) SetPhase(string) {
 	_, _ = t.sampler.SampleNow(context.Background())
 }
 
 // Baseline samples the target; no GC can be forced in another process.
-func (t *ExternalTarget) Baseline(ctx context.Context) RestState {
+func (t *External) Baseline(ctx context.Context) RestState {
 	s, _ := t.sampler.SampleNow(ctx)
 	return restStateOf(s)
 }
@@ -294,7 +294,7 @@ var extraDefinitions = map[string]string{
 // Settle waits d after a phase, watching the periodic samples for the
 // goroutines to come back to the baseline, then samples. It cannot force a
 // GC: the live heap it reports is as of the target's own last GC cycle.
-func (t *ExternalTarget) Settle(ctx context.Context, base RestState, d time.Duration) (report.After, error) {
+func (t *External) Settle(ctx context.Context, base RestState, d time.Duration) (report.After, error) {
 	start := time.Now()
 	a := report.After{BaselineGoroutines: base.Goroutines, BaselineHeapLiveBytes: base.HeapLive, ReturnedAfterSeconds: -1, NoForcedGC: true}
 	if err := builtin.PollFor(ctx, d, func() {
@@ -334,7 +334,7 @@ func cmpOr(a, b string) string {
 
 // Phase joins a driver result with the target's figures over the steady
 // window (and a max-load Phase's peak window).
-func (t *ExternalTarget) Phase(res workloads.Result, cores int) report.Phase {
+func (t *External) Phase(res workloads.Result, cores int) report.Phase {
 	var win *extsample.Window
 	p := newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) {
 		sum, w, err := summarizeExternal(t.sampler.Samples(from, to), to.Sub(from), cores)
@@ -347,11 +347,11 @@ func (t *ExternalTarget) Phase(res workloads.Result, cores int) report.Phase {
 	return p
 }
 
-func (t *ExternalTarget) MemoryData(p report.Phase) MemoryData {
+func (t *External) MemoryData(p report.Phase) MemoryData {
 	return externalMemoryData(t.sampler.Samples(p.SteadyStart, p.SteadyEnd))
 }
 
-func (t *ExternalTarget) CPUReadings(from, to time.Time) []CPUReading {
+func (t *External) CPUReadings(from, to time.Time) []CPUReading {
 	ss := t.sampler.Samples(from, to)
 	out := make([]CPUReading, len(ss))
 	for i, smp := range ss {
@@ -361,14 +361,14 @@ func (t *ExternalTarget) CPUReadings(from, to time.Time) []CPUReading {
 	return out
 }
 
-func (t *ExternalTarget) SamplesSince(from time.Time) *report.Samples {
+func (t *External) SamplesSince(from time.Time) *report.Samples {
 	return &report.Samples{External: t.sampler.Samples(from, time.Now().Add(time.Hour))}
 }
 
 // Captures fetches a Go target's heap profile and goroutine dump from
 // target.pprof_url; a CPU profile over the steady window needs in-process
 // control of when it starts and stops, so none is taken.
-func (t *ExternalTarget) Captures() Captures {
+func (t *External) Captures() Captures {
 	base := t.cfg.PprofURL
 	if base == "" {
 		return Captures{Missing: "no pprof files: soakd does not host the target and target.pprof_url is not set"}

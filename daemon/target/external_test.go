@@ -25,7 +25,7 @@ import (
 // nodeTarget serves prom-client's default metrics (the extsample fixtures,
 // alternating) and returns an ExternalTarget sampling this process's OS
 // figures and that endpoint: a Node server as soakd sees it from outside.
-func nodeTarget(t *testing.T) *ExternalTarget {
+func nodeTarget(t *testing.T) *External {
 	t.Helper()
 	var files [2][]byte
 	for i, name := range []string{"node-prom-client-1.prom", "node-prom-client-2.prom"} {
@@ -47,7 +47,7 @@ func nodeTarget(t *testing.T) *ExternalTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ExternalTarget{cfg: config.TargetConfig{Kind: report.TargetAttach, MetricsURL: srv.URL}, pid: os.Getpid(), sampler: s, log: zap.NewNop(), failed: failsig.New()}
+	return &External{cfg: config.TargetConfig{Kind: report.TargetAttach, MetricsURL: srv.URL}, pid: os.Getpid(), sampler: s, log: zap.NewNop(), failed: failsig.New()}
 }
 
 // TestExternalNodeFiguresNotMeasured: what a Node target does not expose

@@ -16,16 +16,16 @@ import (
 )
 
 // The built-in target in the orchestrator's own process (target.in_process)
-// as a RunTarget.
+// as a Target.
 
 // InProcess is srv, the built-in target's server running in this process,
 // as the target of a run. Shutdown stops srv.
-func InProcess(srv *builtin.Target) RunTarget { return inProcess{srv} }
+func InProcess(srv *builtin.Server) Target { return inProcess{srv} }
 
-type inProcess struct{ srv *builtin.Target }
+type inProcess struct{ srv *builtin.Server }
 
 var (
-	_ RunTarget        = inProcess{}
+	_ Target           = inProcess{}
 	_ Pinnable         = inProcess{}
 	_ RelationalSource = inProcess{}
 )

@@ -34,7 +34,7 @@ import (
 // starts `soakd target` as its child and drives it over the child's
 // control surface (targetControl), so the heap measured holds the server
 // and nothing of the orchestrator (reports, history, the control API,
-// logging, driver results). Every RunTarget method does in the child what
+// logging, driver results). Every Target method does in the child what
 // *Target does in process: the sampler, forced GCs, settling, profiles
 // and soakd's series all live there; the samples are mirrored here for
 // the report.
@@ -60,7 +60,7 @@ type processTarget struct {
 	maxSamples int
 }
 
-var _ RunTarget = (*processTarget)(nil)
+var _ Target = (*processTarget)(nil)
 
 // controlTimeout bounds one control request (settle adds its own wait).
 const controlTimeout = 30 * time.Second

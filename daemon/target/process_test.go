@@ -21,7 +21,7 @@ import (
 )
 
 // childEnv makes this test binary act as `soakd target` (testTargetChild)
-// when processTarget starts it: the daemon package cannot build soakd.
+// when processTarget starts it: the target package cannot build soakd.
 const childEnv = "SOAKD_TEST_TARGET_CHILD"
 
 func TestMain(m *testing.M) {
@@ -50,7 +50,7 @@ func testTargetChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	cfg, err := config.LoadConfig(def, user, path)
+	cfg, err := config.Load(def, user, path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -66,7 +66,7 @@ func testTargetChild() int {
 }
 
 // TestProcessTarget: the built-in target as a child process, driven
-// through every RunTarget method over its control surface; a child that
+// through every Target method over its control surface; a child that
 // dies is seen at once, with its exit status.
 func TestProcessTarget(t *testing.T) {
 	exe, err := os.Executable()
@@ -76,7 +76,7 @@ func TestProcessTarget(t *testing.T) {
 	t.Setenv(childEnv, "1")
 	cfg := testkit.Config(t, "sampler:\n  interval: 50ms\n")
 	logDir := t.TempDir()
-	rt, err := OpenTarget(t.Context(), cfg, exe, logDir, zap.NewNop())
+	rt, err := Open(t.Context(), cfg, exe, logDir, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,14 @@ import (
 	"github.com/soakd/soakd/workloads"
 )
 
-// RunTarget is the server a run measures: the built-in target, run by soakd
+// Target is the server a run measures: the built-in target, run by soakd
 // as a process of its own (*processTarget, `soakd target`) or in soakd's own
 // process (*Target, from StartTarget, with target.in_process), or a server
 // soakd does not host (*ExternalTarget, attached to by PID or started from
 // a command).
 // OpenTarget opens whichever target.kind names. Runs and the sampling,
 // settling and capturing they do go through it, so they work with either.
-type RunTarget interface {
+type Target interface {
 	// Info describes the target for the report: kind, PID, URLs and where
 	// each resource figure comes from.
 	Info() report.TargetInfo
@@ -130,13 +130,13 @@ type Captures struct {
 // CPUProfiler is a CPU profile in progress.
 type CPUProfiler interface{ Stop() error }
 
-// OpenTarget opens the target cfg.Target names: the built-in target, as a
+// Open opens the target cfg.Target names: the built-in target, as a
 // process of its own (`exe target`, its output in logDir) or, with
 // target.in_process or no soakd binary to start (exe ""), in this process
 // (StartTarget); or a server soakd does not host, attached to by PID or
 // started from a command whose output goes to logDir. Stop it with
 // Shutdown.
-func OpenTarget(ctx context.Context, cfg *config.Config, exe, logDir string, log *zap.Logger) (RunTarget, error) {
+func Open(ctx context.Context, cfg *config.Config, exe, logDir string, log *zap.Logger) (Target, error) {
 	switch cfg.Target.Kind {
 	case "", report.TargetBuiltin:
 		if !cfg.Target.InProcess && exe != "" {
@@ -146,7 +146,7 @@ func OpenTarget(ctx context.Context, cfg *config.Config, exe, logDir string, log
 			}
 			return t, nil
 		}
-		t, err := builtin.StartTarget(ctx, cfg, log)
+		t, err := builtin.Start(ctx, cfg, log)
 		if err != nil {
 			return nil, err
 		}

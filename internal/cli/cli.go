@@ -63,6 +63,19 @@ type cli struct {
 	started bool
 }
 
+// warn reports the configuration's warnings: through log when the
+// command has one (so --log-format json keeps every line JSON), else as
+// "soakd: warning: ..." lines on standard error.
+func (c *cli) warn(log *zap.Logger, warnings []string) {
+	for _, w := range warnings {
+		if log != nil {
+			log.Warn(w)
+		} else {
+			fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
+		}
+	}
+}
+
 // printError writes err on standard error: a JSON log entry under
 // --log-format json (so that every line of that stream is JSON), a plain
 // "soakd: ..." line otherwise, with a pointer to --help for bad usage.
@@ -173,13 +186,13 @@ func maxArgs(n int, what string) cobra.PositionalArgs {
 
 func (c *cli) loadConfig(path string) (*config.Config, error) {
 	if path == "" {
-		return config.LoadConfig(c.defaults, nil, "config.yaml (embedded)")
+		return config.Load(c.defaults, nil, "config.yaml (embedded)")
 	}
 	user, err := readYAMLFile("--config", path)
 	if err != nil {
 		return nil, err
 	}
-	return config.LoadConfig(c.defaults, user, path)
+	return config.Load(c.defaults, user, path)
 }
 
 // maxYAMLFileBytes bounds a YAML file soakd reads (--config, --old, --new,
@@ -266,9 +279,7 @@ func (c *cli) prepare(configPath string) (runEnv, error) {
 	if err != nil {
 		return runEnv{}, err
 	}
-	for _, w := range cfg.Warnings {
-		log.Warn(w)
-	}
+	c.warn(log, cfg.Warnings)
 	exe, err := os.Executable()
 	if err != nil {
 		return runEnv{}, fmt.Errorf("cannot find the soakd binary to start the driver: %w", err)

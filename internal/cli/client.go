@@ -43,9 +43,7 @@ func (c *cli) clientFlags(cmd *cobra.Command) func() (client, error) {
 		if err != nil {
 			return client{}, err
 		}
-		for _, w := range cfg.Warnings {
-			fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
-		}
+		c.warn(nil, cfg.Warnings)
 		return newClient(cfg, base)
 	}
 }

@@ -177,7 +177,7 @@ func configKeys(t reflect.Type, prefix string) []string {
 // embeddedConfig is config.yaml as every run starts from it.
 func embeddedConfig(t *testing.T) *config.Config {
 	t.Helper()
-	cfg, err := config.LoadConfig(mustRead(t, "config.yaml"), nil, "config.yaml (embedded)")
+	cfg, err := config.Load(mustRead(t, "config.yaml"), nil, "config.yaml (embedded)")
 	if err != nil {
 		t.Fatal(err)
 	}

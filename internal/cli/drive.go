@@ -151,9 +151,7 @@ surface (loopback only) answers only requests carrying the token given in
 			if err != nil {
 				return err
 			}
-			for _, w := range cfg.Warnings {
-				log.Warn(w)
-			}
+			c.warn(log, cfg.Warnings)
 			if k := cfg.Target.Kind; k != "" && k != report.TargetBuiltin {
 				return exitcode.Usagef("soakd target serves the built-in target; the config's target.kind is %s", k)
 			}

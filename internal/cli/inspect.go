@@ -16,6 +16,7 @@ import (
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/buildinfo"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
 
@@ -34,9 +35,7 @@ a document soakd accepts as --config. api.token is printed as <redacted>.`,
 			if err != nil {
 				return err
 			}
-			for _, w := range cfg.Warnings {
-				fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
-			}
+			c.warn(nil, cfg.Warnings)
 			out, err := config.EffectiveYAML(cfg)
 			if err != nil {
 				return err
@@ -118,9 +117,7 @@ markdown a section for a pull request.`,
 			if err != nil {
 				return err
 			}
-			for _, w := range cfg.Warnings {
-				fmt.Fprintf(c.stderr, "soakd: warning: %s\n", w)
-			}
+			c.warn(nil, cfg.Warnings)
 			var reps [2]*report.Report
 			for i, arg := range args {
 				if reps[i], err = c.compareInput(cmd.Context(), cfg, base, arg); err != nil {
@@ -235,12 +232,12 @@ func writeComparison(w io.Writer, cmp report.Comparison, format string) error {
 // inconclusive 4, anything else (an aborted run, or a report still
 // running) 3.
 func verdictError(v string) error {
-	switch v {
-	case "pass":
+	switch kpi.Outcome(v) {
+	case kpi.OutcomePass:
 		return nil
-	case "fail":
+	case kpi.OutcomeFail:
 		return exitcode.With(exitcode.Fail, errors.New("the verdict is fail"))
-	case "inconclusive":
+	case kpi.OutcomeInconclusive:
 		return exitcode.With(exitcode.Inconclusive, errors.New("the verdict is inconclusive"))
 	}
 	return exitcode.With(exitcode.Aborted, fmt.Errorf("the run's verdict is %q", v))

@@ -522,5 +522,5 @@ func loadConfigFile(t *testing.T, path string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return config.LoadConfig(testkit.Defaults(t), b, path)
+	return config.Load(testkit.Defaults(t), b, path)
 }

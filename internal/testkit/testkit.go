@@ -39,7 +39,7 @@ func Defaults(t testing.TB) []byte {
 // Config is user decoded on top of the defaults, as soakd --config does.
 func Config(t testing.TB, user string) *config.Config {
 	t.Helper()
-	cfg, err := config.LoadConfig(Defaults(t), []byte(user), "test.yaml")
+	cfg, err := config.Load(Defaults(t), []byte(user), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func serveTarget() error {
 		return err
 	}
 	ctx := context.Background()
-	t, err := builtin.StartTarget(ctx, cfg, zap.NewNop())
+	t, err := builtin.Start(ctx, cfg, zap.NewNop())
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func builtinConfig() (*config.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run from the repository root: %w", err)
 	}
-	return config.LoadConfig(defaults, []byte("server:\n  listen: 127.0.0.1:0\nsampler:\n  interval: 1s\n"), "bench")
+	return config.Load(defaults, []byte("server:\n  listen: 127.0.0.1:0\nsampler:\n  interval: 1s\n"), "bench")
 }
 
 // measurement is one tool's run.
