@@ -10,18 +10,18 @@ import (
 )
 
 // relationalProfile returns the embedded relational profile
-// (daemon/seed000.yaml) scaled down for a test: each phase 2 s, short
+// (daemon/config/seed000.yaml) scaled down for a test: each phase 2 s, short
 // trims and settle. The phases, operations and their checks stay the
 // embedded ones.
 func relationalProfile(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("daemon", "seed000.yaml"))
+	b, err := os.ReadFile(filepath.Join("daemon", "config", "seed000.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?s)\n(  relational:\n.*?)\n\n`).FindSubmatch(b)
 	if m == nil {
-		t.Fatal("daemon/seed000.yaml has no relational profile")
+		t.Fatal("daemon/config/seed000.yaml has no relational profile")
 	}
 	p := string(m[1])
 	for old, repl := range map[string]string{"duration: 30s": "duration: 2s", "duration: 12s": "duration: 2s", "settle: 2s": "settle: 300ms",
