@@ -1,8 +1,6 @@
 package profiles
 
 import (
-	"github.com/soakd/soakd/internal/procstat"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"github.com/shirou/gopsutil/v4/process"
+
+	"github.com/soakd/soakd/internal/procstat"
 )
 
 const (

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/daemon/config"
 	"net/http"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/relational/scenario"
 	"github.com/soakd/soakd/profiles"

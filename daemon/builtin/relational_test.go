@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/testkit"
-
-	"go.uber.org/zap"
 )
 
 func TestTargetServesRelational(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/daemon/config"
 	"maps"
 	"net"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/soakd/soakd/control"
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/donut"
 	"github.com/soakd/soakd/internal/failsig"

@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/daemon/config"
-
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/gqlws"
 	"github.com/soakd/soakd/internal/testkit"
 )

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/daemon/config"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"

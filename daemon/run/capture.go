@@ -1,12 +1,12 @@
 package run
 
 import (
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/target"
 	"path/filepath"
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/workloads"
 )
 

@@ -1,13 +1,12 @@
 package run
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/testkit"
-
-	"slices"
 )
 
 // TestDriverEnvHasNoSecrets checks that a driver process does not inherit

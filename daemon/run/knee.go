@@ -1,11 +1,11 @@
 package run
 
 import (
-	"github.com/soakd/soakd/daemon/target"
 	"runtime"
 	"slices"
 	"time"
 
+	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/daemon/target"
-
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"

@@ -5,11 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/soakd/soakd/daemon/config"
-
 	"github.com/google/pprof/profile"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/report"
 )
 

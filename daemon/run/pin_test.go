@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/target"
-
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/pin"
 	"github.com/soakd/soakd/internal/report"
 )

@@ -2,9 +2,9 @@ package run
 
 import (
 	"fmt"
-	"github.com/soakd/soakd/daemon/config"
 	"strings"
 
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"

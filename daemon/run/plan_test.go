@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/soakd/soakd/daemon/config"
-
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/internal/testkit"

@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/soakd/soakd/daemon/builtin"
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/daemon/target"
-
-	"go.uber.org/zap"
-
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/report"

@@ -13,12 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/target"
-
 	"github.com/google/pprof/profile"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/buildinfo"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/kpi"

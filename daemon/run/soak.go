@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/target"
 	"io"
 	"path/filepath"
 	"strings"
@@ -15,6 +13,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/kpi"

@@ -2,10 +2,10 @@ package run
 
 import (
 	"fmt"
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/target"
 	"maps"
 
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"

@@ -9,7 +9,6 @@ import (
 
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/daemon/target"
-
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"

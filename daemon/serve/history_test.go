@@ -17,12 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/run"
-
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/history"

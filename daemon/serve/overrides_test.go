@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/run"
-
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/report"

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/daemon/config"
-	"github.com/soakd/soakd/daemon/run"
-	"github.com/soakd/soakd/daemon/target"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +16,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/run"
+	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/history"

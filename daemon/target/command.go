@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/daemon/config"
 	"io"
 	"maps"
 	"net/http"
@@ -18,9 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/childlog"
 	"github.com/soakd/soakd/internal/exitcode"
-	"go.uber.org/zap"
 )
 
 // Files a command target's output goes to, in the run directory.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/daemon/builtin"
-	"github.com/soakd/soakd/daemon/config"
 	"io"
 	"net/http"
 	"os"
@@ -19,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/builtin"
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/extsample"
 	"github.com/soakd/soakd/internal/failsig"
@@ -650,9 +650,10 @@ func figureSources(ss []extsample.Sample, cores int) []report.FigureSource {
 // of the target's own GC cycles, since none can be forced.
 func externalMemoryData(ss []extsample.Sample) MemoryData {
 	slices.SortFunc(ss, func(a, b extsample.Sample) int { return a.Time.Compare(b.Time) })
+	const liveHeap = "soakd does not host the target, so no GC can be forced in it: each live heap is as of the target's own last GC cycle, read from its metrics endpoint"
 	d := MemoryData{NotMeasured: map[string]string{}, Sources: map[string]string{
-		kpi.RuleHeapReturned:       "soakd does not host the target, so no GC can be forced in it: each live heap is as of the target's own last GC cycle, read from its metrics endpoint",
-		kpi.RuleSurvivorGrowth:     "soakd does not host the target, so no GC can be forced in it: each live heap is as of the target's own last GC cycle, read from its metrics endpoint",
+		kpi.RuleHeapReturned:       liveHeap,
+		kpi.RuleSurvivorGrowth:     liveHeap,
 		kpi.RuleSteadyAllocation:   "the allocation counter is read from the target's metrics endpoint",
 		kpi.RuleGoroutinesReturned: "the goroutine count is read from the target's metrics endpoint",
 	}}

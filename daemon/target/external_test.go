@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/daemon/config"
-
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/extsample"
 	"github.com/soakd/soakd/internal/failsig"
 	"github.com/soakd/soakd/internal/kpi"

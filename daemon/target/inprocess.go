@@ -3,11 +3,11 @@ package target
 import (
 	"context"
 	"fmt"
-	"github.com/soakd/soakd/daemon/builtin"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/soakd/soakd/daemon/builtin"
 	"github.com/soakd/soakd/internal/pin"
 	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/report"

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/soakd/soakd/daemon/builtin"
-	"github.com/soakd/soakd/daemon/config"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,6 +18,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/builtin"
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/childlog"
 	"github.com/soakd/soakd/internal/failsig"
 	"github.com/soakd/soakd/internal/kpi"

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/soakd/soakd/daemon/builtin"
+	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/builtin"
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/internal/testkit"
-	"go.uber.org/zap"
 )
 
 // childEnv makes this test binary act as `soakd target` (testTargetChild)

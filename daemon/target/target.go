@@ -3,12 +3,12 @@ package target
 import (
 	"context"
 	"fmt"
-	"github.com/soakd/soakd/daemon/builtin"
-	"github.com/soakd/soakd/daemon/config"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/builtin"
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/relational"

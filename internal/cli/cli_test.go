@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/soakd/soakd/internal/exitcode"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/soakd/soakd/internal/exitcode"
 )
 
 func TestBuildOverrides(t *testing.T) {
