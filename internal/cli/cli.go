@@ -14,7 +14,6 @@ package cli
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"io"
 	"os"

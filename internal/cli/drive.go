@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	_ "embed"
 	"fmt"
 	"io"
 	"net/url"
