@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	pyropprof "github.com/grafana/pyroscope-go/http/pprof"
+
+	"github.com/soakd/soakd/internal/fsutil"
 )
 
 // Kinds of local capture a phase leaves in the run directory; CapturePath joins one to a phase name:
@@ -79,59 +81,37 @@ func GoroutineDump(path string) error {
 	})
 }
 
-// writeAtomically creates path's directory, writes a temporary file there with write, syncs it and
-// renames it to path; on failure it removes the temporary file.
+// writeAtomically creates path's directory and writes path atomically
+// with write (fsutil.WriteWith): a failed capture leaves no partial file.
 func writeAtomically(path string, write func(io.Writer) error) error {
-	f, err := createTemp(path)
-	if err != nil {
+	if err := mkdirFor(path); err != nil {
 		return err
 	}
-	if err := write(f); err != nil {
-		return errors.Join(fmt.Errorf("cannot write profile %s: %w", path, err), removeTemp(f))
-	}
-	return commitTemp(f, path)
+	return fsutil.WriteWith(path, 0o600, write)
 }
 
-// createTemp makes path's directory and an empty temporary file next to path.
-func createTemp(path string) (*os.File, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
+// createTemp makes path's directory and a temporary file to be committed
+// to path.
+func createTemp(path string) (*fsutil.Temp, error) {
+	if err := mkdirFor(path); err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cannot create profile directory: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return nil, fmt.Errorf("cannot create profile file: %w", err)
-	}
-	return f, nil
+	return fsutil.Create(path, 0o600)
 }
 
-// commitTemp syncs and closes the temporary file f and renames it to path.
-func commitTemp(f *os.File, path string) error {
-	if err := f.Sync(); err != nil {
-		return errors.Join(fmt.Errorf("cannot sync profile %s: %w", path, err), removeTemp(f))
-	}
-	if err := f.Close(); err != nil {
-		return errors.Join(fmt.Errorf("cannot close profile %s: %w", path, err), os.Remove(f.Name()))
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return errors.Join(fmt.Errorf("cannot move profile into place: %w", err), os.Remove(f.Name()))
+// mkdirFor makes path's directory.
+func mkdirFor(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("cannot create profile directory: %w", err)
 	}
 	return nil
-}
-
-// removeTemp closes and removes the temporary file f.
-func removeTemp(f *os.File) error {
-	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
 
 // CPUProfile is a CPU profile being written to a file; StartCPUProfile begins it and Stop finishes it.
 // The profile covers the wall time between the two calls, sampled at the runtime's 100 Hz.
 type CPUProfile struct {
 	path   string
-	f      *os.File
+	f      *fsutil.Temp
 	resp   *profileResponse
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the profiling goroutine has returned
@@ -165,7 +145,7 @@ func StartCPUProfile(path string) (*CPUProfile, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "/debug/pprof/profile?seconds="+strconv.Itoa(maxCPUProfileSeconds), nil)
 	if err != nil {
 		cancel()
-		return nil, errors.Join(fmt.Errorf("cannot start cpu profile: %w", err), removeTemp(f))
+		return nil, errors.Join(fmt.Errorf("cannot start cpu profile: %w", err), f.Abort())
 	}
 	c := &CPUProfile{path: path, f: f, resp: &profileResponse{w: &errWriter{w: f}, header: http.Header{}}, cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -189,12 +169,12 @@ func (c *CPUProfile) Stop() error {
 	<-c.done
 	if c.resp.status >= http.StatusBadRequest {
 		msg := strings.TrimSpace(c.resp.refusal.String())
-		return errors.Join(fmt.Errorf("cannot take cpu profile %s: %w: %s", c.path, ErrCPUProfilerBusy, msg), removeTemp(c.f))
+		return errors.Join(fmt.Errorf("cannot take cpu profile %s: %w: %s", c.path, ErrCPUProfilerBusy, msg), c.f.Abort())
 	}
 	if c.resp.w.err != nil {
-		return errors.Join(fmt.Errorf("cannot write cpu profile %s: %w", c.path, c.resp.w.err), removeTemp(c.f))
+		return errors.Join(fmt.Errorf("cannot write cpu profile %s: %w", c.path, c.resp.w.err), c.f.Abort())
 	}
-	return commitTemp(c.f, c.path)
+	return c.f.Commit()
 }
 
 // profileResponse is the http.ResponseWriter pyroscope-go's profile handler writes to: the profile goes to

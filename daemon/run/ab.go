@@ -18,6 +18,7 @@ import (
 
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
@@ -283,10 +284,10 @@ func writeComparisonFiles(dir string, c report.Comparison) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create the session directory: %w", err)
 	}
-	if err := report.WriteFileAtomic(filepath.Join(dir, ABCompareJSON), js, 0o644); err != nil {
+	if err := fsutil.WriteFile(filepath.Join(dir, ABCompareJSON), js, 0o644); err != nil {
 		return fmt.Errorf("cannot write %s: %w", ABCompareJSON, err)
 	}
-	if err := report.WriteFileAtomic(filepath.Join(dir, ABCompareMarkdown), []byte(c.Markdown()), 0o644); err != nil {
+	if err := fsutil.WriteFile(filepath.Join(dir, ABCompareMarkdown), []byte(c.Markdown()), 0o644); err != nil {
 		return fmt.Errorf("cannot write %s: %w", ABCompareMarkdown, err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
@@ -145,7 +146,7 @@ func recordNoiseFloor(dataDir string, rep *report.Report) (path string, replaced
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return path, replaced, fmt.Errorf("cannot create data_dir: %w", err)
 	}
-	return path, replaced, report.WriteFileAtomic(path, append(b, '\n'), 0o644)
+	return path, replaced, fsutil.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // applyNoiseFloor gives a run (not a self-check) the machine's recorded

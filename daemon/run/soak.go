@@ -16,6 +16,7 @@ import (
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
@@ -340,7 +341,7 @@ func (s *soaker) write() error {
 	if err != nil {
 		return fmt.Errorf("cannot encode %s: %w", SoakFile, err)
 	}
-	return report.WriteFileAtomic(filepath.Join(s.cfg.DataDir, SoakFile), append(b, '\n'), 0o644)
+	return fsutil.WriteFile(filepath.Join(s.cfg.DataDir, SoakFile), append(b, '\n'), 0o644)
 }
 
 // finish writes the final soak.json and maps the outcome to an exit code.

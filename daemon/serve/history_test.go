@@ -24,6 +24,7 @@ import (
 	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/internal/testkit"
@@ -122,7 +123,7 @@ func TestWriteFailureEndsRun(t *testing.T) {
 		if full.Load() {
 			return enospc(path)
 		}
-		return report.WriteFileAtomic(path, data, perm)
+		return fsutil.WriteFile(path, data, perm)
 	}})
 	if err != nil {
 		t.Fatal(err)

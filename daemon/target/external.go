@@ -22,6 +22,7 @@ import (
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/extsample"
 	"github.com/soakd/soakd/internal/failsig"
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/report"
@@ -408,7 +409,7 @@ func fetchProfile(url, path string) error {
 	if len(b) > maxProfileBytes {
 		return fmt.Errorf("GET %s: over %d bytes", url, maxProfileBytes)
 	}
-	return report.WriteFileAtomic(path, b, 0o644)
+	return fsutil.WriteFile(path, b, 0o644)
 }
 
 // goodEnds returns the first and last samples of ss that read without

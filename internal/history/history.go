@@ -14,7 +14,7 @@
 // A Store indexes the runs in memory by their summary only (a few hundred
 // bytes each); full reports are read from disk when asked for, so the
 // daemon's memory does not grow with the size of its results. Every file the
-// store writes, but the lock file, goes through report.WriteFileAtomic
+// store writes, but the lock file, goes through fsutil.WriteFile
 // (temporary file, fsync, rename; Options.WriteFile replaces it in tests), so
 // a crash never leaves a half-written file.
 //
@@ -43,6 +43,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/report"
 )
 
@@ -104,8 +105,8 @@ const NoOutcomeMessage = "the run ended without recording its outcome"
 
 // Options configure Open.
 type Options struct {
-	// WriteFile writes a file atomically, with report.WriteFileAtomic's
-	// contract; nil means report.WriteFileAtomic. Every file the Store
+	// WriteFile writes a file atomically, with fsutil.WriteFile's
+	// contract; nil means fsutil.WriteFile. Every file the Store
 	// writes goes through it, and so does Open's check that the data
 	// directory takes writes: tests make it fail with syscall.ENOSPC to
 	// simulate a full disk.
@@ -231,7 +232,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: abs, runs: filepath.Join(abs, RunsDir), write: opts.WriteFile, index: map[string]Summary{}, ended: map[string]Summary{}}
 	if s.write == nil {
-		s.write = report.WriteFileAtomic
+		s.write = fsutil.WriteFile
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		s.readOnly = fmt.Errorf("cannot create the data directory: %w", err)

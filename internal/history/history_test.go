@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/report"
 )
 
@@ -664,7 +665,7 @@ func failWrites(fail func(path string) bool) func(string, []byte, fs.FileMode) e
 		if fail(path) {
 			return &fs.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
 		}
-		return report.WriteFileAtomic(path, data, perm)
+		return fsutil.WriteFile(path, data, perm)
 	}
 }
 

@@ -36,6 +36,7 @@ var forbidden = []struct {
 	{"internal/procstat", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/exitcode", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/failsig", []string{"daemon/...", "internal/..."}, "a leaf"},
+	{"internal/fsutil", []string{"daemon/...", "internal/..."}, "a leaf"},
 }
 
 // topLevel are the directories holding Go packages at the top: the design

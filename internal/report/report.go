@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/internal/extsample"
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
@@ -759,7 +760,7 @@ func (r *Report) Write(dir string, s *Samples) error {
 		if err != nil {
 			return fmt.Errorf("cannot encode the samples: %w", err)
 		}
-		if err := WriteFileAtomic(filepath.Join(dir, SamplesFile), sj, 0o644); err != nil {
+		if err := fsutil.WriteFile(filepath.Join(dir, SamplesFile), sj, 0o644); err != nil {
 			return err
 		}
 	}
@@ -775,7 +776,7 @@ func (r *Report) Write(dir string, s *Samples) error {
 		name string
 		data []byte
 	}{{JSONFile, append(js, '\n')}, {MarkdownFile, []byte(r.Markdown())}, {JUnitFile, junit}, {HTMLFile, html}} {
-		if err := WriteFileAtomic(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+		if err := fsutil.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
@@ -184,7 +185,7 @@ func TestWriteAndRead(t *testing.T) {
 			t.Errorf("report.json lacks %q", k)
 		}
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing-dir", "x"), []byte("x"), 0o644); err == nil {
+	if err := fsutil.WriteFile(filepath.Join(dir, "missing-dir", "x"), []byte("x"), 0o644); err == nil {
 		t.Errorf("writing into a missing directory must fail")
 	}
 }
