@@ -25,6 +25,7 @@ import (
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/pin"
 	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/internal/strictjson"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
 )
@@ -220,7 +221,7 @@ func (c *targetControl) handler() http.Handler {
 // decode reads the request's JSON body into v, answering 400 when it
 // cannot.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+	if err := strictjson.Decode(r.Body, v, "the orchestrator and this target disagree on the control protocol (two soakd builds?)"); err != nil {
 		http.Error(w, "bad request body: "+err.Error(), http.StatusBadRequest)
 		return false
 	}

@@ -2,12 +2,12 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
+
+	"github.com/soakd/soakd/internal/strictjson"
 )
 
 // decodeStartRequest strictly decodes a POST /v1/runs body: empty (or only
@@ -34,39 +34,9 @@ func decodeStartRequest(r io.Reader) (StartRequest, error) {
 	if trimmed[0] != '{' {
 		return StartRequest{}, errors.New("malformed body: want a JSON object such as {\"profile\":\"quick\"}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
 	var req StartRequest
-	if err := dec.Decode(&req); err != nil {
-		return StartRequest{}, describe(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return StartRequest{}, errors.New("malformed JSON: unexpected data after the object")
+	if err := strictjson.Decode(bytes.NewReader(trimmed), &req, "a start request takes only profile and overrides"); err != nil {
+		return StartRequest{}, err
 	}
 	return req, nil
-}
-
-// describe turns an encoding/json error into a message for the client.
-// Type and unknown-field errors are reworded, since the originals name Go
-// types.
-func describe(err error) error {
-	var (
-		syntax *json.SyntaxError
-		typ    *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return errors.New("malformed JSON: the body ends mid-value")
-	case errors.As(err, &syntax):
-		return fmt.Errorf("malformed JSON at byte %d: %w", syntax.Offset, err)
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return fmt.Errorf("malformed body: want a JSON object, got %s", typ.Value)
-		}
-		return fmt.Errorf("invalid field %q: want a string, got %s", typ.Field, typ.Value)
-	}
-	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Errorf("unknown field %s; a start request takes only profile and overrides", field)
-	}
-	return fmt.Errorf("malformed JSON: %w", err)
 }
