@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/childlog"
 	"github.com/soakd/soakd/internal/failsig"
+	"github.com/soakd/soakd/internal/jsonhttp"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/relational"
@@ -215,48 +214,21 @@ func (t *processTarget) call(ctx context.Context, method, path string, in, out a
 		ctx, cancel = context.WithTimeout(ctx, controlTimeout)
 		defer cancel()
 	}
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, t.ready.ControlURL+builtin.ControlPrefix+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+t.token)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := t.client.Do(req)
-	if err != nil {
-		if ctx.Err() == nil {
-			// The child's sockets close as it dies, a moment before
-			// Wait returns its status.
-			select {
-			case <-t.proc.exited:
-				return t.proc.exitError()
-			case <-time.After(2 * time.Second):
-			}
-		}
-		return fmt.Errorf("control %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("control %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(msg)))
-	}
-	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
+	c := jsonhttp.Client{BaseURL: t.ready.ControlURL, Token: t.token, HTTP: t.client}
+	err := c.Do(ctx, method, builtin.ControlPrefix+path, in, out)
+	if err == nil {
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("control %s: bad answer: %w", path, err)
+	if _, transport := errors.AsType[*url.Error](err); transport && ctx.Err() == nil {
+		// The child's sockets close as it dies, a moment before Wait
+		// returns its status.
+		select {
+		case <-t.proc.exited:
+			return t.proc.exitError()
+		case <-time.After(2 * time.Second):
+		}
 	}
-	return nil
+	return fmt.Errorf("control %s: %w", path, err)
 }
 
 // refresh adds the child's samples taken since the last one mirrored,

@@ -1,14 +1,15 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/soakd/soakd/internal/jsonhttp"
 )
 
 // MaxResponseBytes is the largest response body Client reads, in bytes
@@ -71,12 +72,8 @@ func (e *APIError) Unwrap() error {
 // Start asks the daemon to start a run and returns its summary; a run in
 // progress gives an *APIError matching *BusyError.
 func (c *Client) Start(ctx context.Context, req StartRequest) (RunSummary, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return RunSummary{}, fmt.Errorf("cannot encode the start request: %w", err)
-	}
 	var sum RunSummary
-	if err := c.do(ctx, http.MethodPost, "/v1/runs", body, &sum); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/runs", req, &sum); err != nil {
 		return RunSummary{}, fmt.Errorf("cannot start a run: %w", err)
 	}
 	return sum, nil
@@ -133,48 +130,13 @@ func (c *Client) SetBaseline(ctx context.Context, id string) error {
 
 // do sends one request and decodes a 2xx JSON body into out (unless nil);
 // any other status becomes an *APIError.
-func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	jc := jsonhttp.Client{BaseURL: c.BaseURL, Token: c.Token, HTTP: c.HTTP, MaxResponseBytes: MaxResponseBytes}
+	err := jc.Do(ctx, method, path, in, out)
+	if se, ok := errors.AsType[*jsonhttp.StatusError](err); ok {
+		return responseError(se.Status, se.Body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, rd)
-	if err != nil {
-		return fmt.Errorf("cannot build the request: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err // *url.Error names method and URL, never headers
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if err != nil {
-		return fmt.Errorf("cannot read the response: %w", err)
-	}
-	if len(data) > MaxResponseBytes {
-		return fmt.Errorf("response larger than %d bytes", MaxResponseBytes)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return responseError(resp.StatusCode, data)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("cannot decode the response: %w", err)
-	}
-	return nil
+	return err
 }
 
 // responseError builds the *APIError for a failed response, falling back

@@ -38,6 +38,7 @@ var forbidden = []struct {
 	{"internal/failsig", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/fsutil", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/strictjson", []string{"daemon/...", "internal/..."}, "a leaf"},
+	{"internal/jsonhttp", []string{"daemon/...", "internal/..."}, "a leaf"},
 }
 
 // topLevel are the directories holding Go packages at the top: the design
