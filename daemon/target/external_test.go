@@ -65,7 +65,7 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		tg.SetPhase("p")
 	}
-	sum, win, err := summarizeExternal(tg.sampler.Samples(start, time.Now()), time.Since(start), 2)
+	sum, win, err := extsample.Summarize(tg.sampler.Samples(start, time.Now()), time.Since(start), 2, config.MinSteadySamples)
 	if err != nil {
 		t.Fatal(err)
 	}
