@@ -187,35 +187,11 @@ func (c *cli) loadConfig(path string) (*config.Config, error) {
 	if path == "" {
 		return config.Load(c.defaults, nil, "config.yaml (embedded)")
 	}
-	user, err := readYAMLFile("--config", path)
+	user, err := config.ReadFile("--config", path)
 	if err != nil {
 		return nil, err
 	}
 	return config.Load(c.defaults, user, path)
-}
-
-// maxYAMLFileBytes bounds a YAML file soakd reads (--config, --old, --new,
-// --overrides): a configuration is kilobytes, and reading /dev/zero or a
-// wrong multi-gigabyte file whole would exhaust memory before the decoder
-// could say what is wrong. CSV data is read from its own files.
-const maxYAMLFileBytes = 16 << 20
-
-// readYAMLFile reads the file flag names, refusing (exit 2) one larger than
-// maxYAMLFileBytes.
-func readYAMLFile(flag, path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot read %s: %w", flag, err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxYAMLFileBytes+1))
-	if err != nil {
-		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot read %s: %w", flag, err))
-	}
-	if len(b) > maxYAMLFileBytes {
-		return nil, exitcode.Usagef("%s %s is larger than %d MiB: a configuration is a few kilobytes; is it the right file?", flag, path, maxYAMLFileBytes>>20)
-	}
-	return b, nil
 }
 
 // configFlag adds --config to cmd.

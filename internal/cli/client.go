@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,13 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/api"
@@ -261,13 +257,13 @@ verdict's code, as soakd run does: a CI job can gate on a daemon.`,
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var doc []byte
 		if overridesFile != "" {
-			b, err := readYAMLFile("--overrides", overridesFile)
+			b, err := config.ReadFile("--overrides", overridesFile)
 			if err != nil {
 				return err
 			}
 			doc = b
 		}
-		overrides, err := buildOverrides(doc, sets)
+		overrides, err := config.MergeOverrides(doc, sets)
 		if err != nil {
 			return err
 		}
@@ -316,56 +312,4 @@ func (cl client) wait(ctx context.Context, w io.Writer, id string, poll time.Dur
 		return err
 	}
 	return verdictError(r.Verdict)
-}
-
-// buildOverrides merges a YAML document of overrides (may be nil) and
-// --set KEY=VALUE entries (applied on top, in order) into one YAML
-// document. A key is a dotted path of mapping keys; a value is parsed as
-// YAML, so 7 is a number, true a boolean and 2s a string the config turns
-// into a duration.
-func buildOverrides(doc []byte, sets []string) (string, error) {
-	root := map[string]any{}
-	if len(bytes.TrimSpace(doc)) > 0 {
-		if err := yaml.Unmarshal(doc, &root); err != nil {
-			return "", exitcode.With(exitcode.Usage, fmt.Errorf("--overrides is not a YAML mapping: %w", err))
-		}
-	}
-	for _, s := range sets {
-		key, raw, ok := strings.Cut(s, "=")
-		if !ok || key == "" {
-			return "", exitcode.Usagef("--set %q: want KEY=VALUE, e.g. kpis.cpu_increase_points=7", s)
-		}
-		path := strings.Split(key, ".")
-		if slices.Contains(path, "") {
-			return "", exitcode.Usagef("--set %q: the key has an empty part", s)
-		}
-		var v any
-		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
-			return "", exitcode.Usagef("--set %q: the value is not YAML: %v", s, err)
-		}
-		m := root
-		for i, k := range path[:len(path)-1] {
-			next, exists := m[k]
-			if !exists {
-				nm := map[string]any{}
-				m[k] = nm
-				m = nm
-				continue
-			}
-			nm, isMap := next.(map[string]any)
-			if !isMap {
-				return "", exitcode.Usagef("--set %q: %s is already set to a value, not a mapping", s, strings.Join(path[:i+1], "."))
-			}
-			m = nm
-		}
-		m[path[len(path)-1]] = v
-	}
-	if len(root) == 0 {
-		return "", nil
-	}
-	out, err := yaml.Marshal(root)
-	if err != nil {
-		return "", fmt.Errorf("cannot encode the overrides: %w", err)
-	}
-	return string(out), nil
 }

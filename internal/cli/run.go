@@ -85,7 +85,7 @@ build: an A/A session, whose verdict should pass.`,
 				if path == "" {
 					return env.cfg, nil
 				}
-				doc, err := readYAMLFile(flag, path)
+				doc, err := config.ReadFile(flag, path)
 				if err != nil {
 					return nil, err
 				}

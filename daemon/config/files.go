@@ -1,0 +1,90 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/soakd/soakd/internal/exitcode"
+)
+
+// MaxFileBytes bounds a YAML file soakd reads (--config, --old, --new,
+// --overrides): a configuration is kilobytes, and reading /dev/zero or a
+// wrong multi-gigabyte file whole would exhaust memory before the decoder
+// could say what is wrong. CSV data is read from its own files.
+const MaxFileBytes = 16 << 20
+
+// ReadFile reads the file flag names, refusing (exit 2) one larger than
+// MaxFileBytes.
+func ReadFile(flag, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot read %s: %w", flag, err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot read %s: %w", flag, err))
+	}
+	if len(b) > MaxFileBytes {
+		return nil, exitcode.Usagef("%s %s is larger than %d MiB: a configuration is a few kilobytes; is it the right file?", flag, path, MaxFileBytes>>20)
+	}
+	return b, nil
+}
+
+// MergeOverrides merges a YAML document of overrides (may be nil) and
+// --set KEY=VALUE entries (applied on top, in order) into one YAML
+// document. A key is a dotted path of mapping keys; a value is parsed as
+// YAML, so 7 is a number, true a boolean and 2s a string the config turns
+// into a duration.
+func MergeOverrides(doc []byte, sets []string) (string, error) {
+	root := map[string]any{}
+	if len(bytes.TrimSpace(doc)) > 0 {
+		if err := yaml.Unmarshal(doc, &root); err != nil {
+			return "", exitcode.With(exitcode.Usage, fmt.Errorf("--overrides is not a YAML mapping: %w", err))
+		}
+	}
+	for _, s := range sets {
+		key, raw, ok := strings.Cut(s, "=")
+		if !ok || key == "" {
+			return "", exitcode.Usagef("--set %q: want KEY=VALUE, e.g. kpis.cpu_increase_points=7", s)
+		}
+		path := strings.Split(key, ".")
+		if slices.Contains(path, "") {
+			return "", exitcode.Usagef("--set %q: the key has an empty part", s)
+		}
+		var v any
+		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
+			return "", exitcode.Usagef("--set %q: the value is not YAML: %v", s, err)
+		}
+		m := root
+		for i, k := range path[:len(path)-1] {
+			next, exists := m[k]
+			if !exists {
+				nm := map[string]any{}
+				m[k] = nm
+				m = nm
+				continue
+			}
+			nm, isMap := next.(map[string]any)
+			if !isMap {
+				return "", exitcode.Usagef("--set %q: %s is already set to a value, not a mapping", s, strings.Join(path[:i+1], "."))
+			}
+			m = nm
+		}
+		m[path[len(path)-1]] = v
+	}
+	if len(root) == 0 {
+		return "", nil
+	}
+	out, err := yaml.Marshal(root)
+	if err != nil {
+		return "", fmt.Errorf("cannot encode the overrides: %w", err)
+	}
+	return string(out), nil
+}
