@@ -112,8 +112,8 @@ func enums() map[string][]any {
 		return out
 	}
 	status := strs(report.StatusRunning, report.StatusComplete, report.StatusAborted)
-	verdicts := strs(kpi.Pass, kpi.Fail, kpi.Inconclusive, report.VerdictRunning, report.VerdictAborted)
-	judged := strs(kpi.Pass, kpi.Fail, kpi.Inconclusive)
+	verdicts := strs(string(kpi.OutcomePass), string(kpi.OutcomeFail), string(kpi.OutcomeInconclusive), string(kpi.OutcomeRunning), string(kpi.OutcomeAborted))
+	judged := strs(string(kpi.OutcomePass), string(kpi.OutcomeFail), string(kpi.OutcomeInconclusive))
 	models := strs(string(workloads.Closed), string(workloads.Open), string(workloads.Ramping), string(workloads.RampingRate))
 	return map[string][]any{
 		"kpi.Outcome":                    strs(outcomes...),
@@ -141,7 +141,7 @@ func enums() map[string][]any {
 		"report.CompareRow.change_unit":  strs("points", "percent"),
 		"run.SoakReport.status":          status,
 		"run.SoakReport.verdict":         verdicts,
-		"run.Cycle.verdict":              strs(kpi.Pass, kpi.Fail, kpi.Inconclusive, report.VerdictAborted),
+		"run.Cycle.verdict":              strs(string(kpi.OutcomePass), string(kpi.OutcomeFail), string(kpi.OutcomeInconclusive), string(kpi.OutcomeAborted)),
 	}
 }
 

@@ -138,8 +138,8 @@ func comparison(t *testing.T) []byte {
 	mem := cmpPhase("memory", 1)
 	mem.Resources, mem.ResourcesError = nil, "sampler stopped"
 	newPs = append(newPs, mem)
-	old := &report.Report{Run: "old", Status: report.StatusComplete, Verdict: kpi.Pass, Phases: oldPs}
-	nw := &report.Report{Run: "new", Status: report.StatusComplete, Verdict: kpi.Pass, Phases: newPs}
+	old := &report.Report{Run: "old", Status: report.StatusComplete, Verdict: kpi.OutcomePass, Phases: oldPs}
+	nw := &report.Report{Run: "new", Status: report.StatusComplete, Verdict: kpi.OutcomePass, Phases: newPs}
 	c := report.CompareRuns(old, nw, report.CompareLimits{CPUPerRequestPercent: 10, AllocPerRequestPercent: 10, GCPercentPoints: 1,
 		P99LatencyPercent: 10, P99LatencyFloorMs: 5, ThroughputDecreasePercent: 10, HeapLivePercent: 50, HeapLiveFloorBytes: 1 << 20})
 	b, err := c.JSON()

@@ -173,7 +173,7 @@ type (
 		Result          *workloads.Result       `json:",omitempty"`
 		KPIs            []kpi.Result            `json:",omitempty"`
 		Checks          []metrics.CheckOutcome  `json:",omitempty"`
-		Verdict         string                  `json:",omitempty"`
+		Verdict         kpi.Outcome             `json:",omitempty"`
 	}
 )
 

@@ -166,11 +166,11 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	if err := writeComparisonFiles(res.Dir, res.Comparison); err != nil {
 		return res, exitcode.With(exitcode.Aborted, err)
 	}
-	log.Info("A/B session done", zap.String("session", session), zap.String("dir", res.Dir), zap.String("verdict", res.Comparison.Verdict))
+	log.Info("A/B session done", zap.String("session", session), zap.String("dir", res.Dir), zap.String("verdict", string(res.Comparison.Verdict)))
 	switch res.Comparison.Verdict {
-	case kpi.Pass:
+	case kpi.OutcomePass:
 		return res, nil
-	case kpi.Fail:
+	case kpi.OutcomeFail:
 		return res, exitcode.With(exitcode.Fail, errors.New("the comparison is fail: "+strings.Join(res.Comparison.Reasons(), "; ")))
 	}
 	return res, exitcode.With(exitcode.Inconclusive, errors.New("the comparison is inconclusive: "+strings.Join(res.Comparison.Reasons(), "; ")))

@@ -173,7 +173,7 @@ func startRun(ctx context.Context, cfg *config.Config, opts RunOptions) (*run, [
 	}
 	r.rep = &report.Report{
 		SchemaVersion: report.SchemaVersion, Run: runID, Profile: name, Description: prof.Description,
-		Status: report.StatusRunning, Verdict: report.VerdictRunning, StartedAt: r.start,
+		Status: report.StatusRunning, Verdict: kpi.OutcomeRunning, StartedAt: r.start,
 		TargetPID: os.Getpid(), Host: host(), SamplerIntervalSeconds: cfg.Sampler.Interval.Seconds(),
 		Compare: comparedPhases(plans),
 		Arms:    r.opts.Arms.String(),
@@ -238,7 +238,7 @@ func startRun(ctx context.Context, cfg *config.Config, opts RunOptions) (*run, [
 		r.cfg.Profiling.Pyroscope.ServerAddress = ""
 		r.rep.Notes = append(r.rep.Notes, "Pyroscope is off: it profiles the built-in target's process, which is not the target.")
 	}
-	r.target.RunMetrics().RunVerdict(string(kpi.OutcomeRunning))
+	r.target.RunMetrics().RunVerdict(kpi.OutcomeRunning)
 	r.log.Info("run started", zap.String("run", runID), zap.String("profile", name), zap.String("dir", r.dir), zap.String("arms", r.opts.Arms.String()))
 
 	return r, plans, nil
@@ -536,9 +536,9 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 		fmt.Fprintf(out, "reports: %s (also report.md, report.html, junit.xml)\n", filepath.Join(r.dir, report.JSONFile))
 	}
 	switch rep.Verdict {
-	case kpi.Pass:
+	case kpi.OutcomePass:
 		return rep, nil
-	case kpi.Inconclusive:
+	case kpi.OutcomeInconclusive:
 		return rep, exitcode.With(exitcode.Inconclusive, errors.New("the verdict is inconclusive: "+strings.Join(rep.Reasons(), "; ")))
 	}
 	return rep, exitcode.With(exitcode.Fail, errors.New("the verdict is fail: "+strings.Join(rep.Reasons(), "; ")))
@@ -595,7 +595,7 @@ func checkOutcomes(cs []report.Check) []metrics.CheckOutcome {
 // abort marks the run aborted and writes what it has.
 func (r *run) abort(err error) (*report.Report, error) {
 	rep := r.rep
-	rep.Status, rep.Verdict, rep.Error = report.StatusAborted, report.VerdictAborted, err.Error()
+	rep.Status, rep.Verdict, rep.Error = report.StatusAborted, kpi.OutcomeAborted, err.Error()
 	if r.target != nil {
 		r.target.RunMetrics().RunVerdict(rep.Verdict)
 	}

@@ -44,7 +44,7 @@ type SoakReport struct {
 	// Verdict combines the drift rules, the KPIs over every cycle's rounds
 	// (KPIs), and each cycle's checks (memory, delivery, errors, return to
 	// rest): pass when all pass, fail when one fails, inconclusive otherwise.
-	Verdict string          `json:"verdict"`
+	Verdict kpi.Outcome     `json:"verdict"`
 	Cycles  []Cycle         `json:"cycles"`
 	Drift   []kpi.DriftRule `json:"drift"`
 	// KPIs are the GraphQL-vs-REST rows judged with every round of every
@@ -60,7 +60,7 @@ type Cycle struct {
 	kpi.CycleFigures
 	// Verdict is the cycle's own run verdict (its KPIs over its own rounds,
 	// and its checks).
-	Verdict string `json:"verdict"`
+	Verdict kpi.Outcome `json:"verdict"`
 	// Checks is the outcome of the cycle's checks alone (pass, fail,
 	// inconclusive; "" for a cycle without a report): what the soak's
 	// verdict takes from the cycle, its KPIs being judged over all cycles.
@@ -213,7 +213,7 @@ func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int
 			runCtx, release, err = s.claim(ctx, id)
 		}
 		if err != nil {
-			c.Verdict, c.Error = report.VerdictAborted, err.Error()
+			c.Verdict, c.Error = kpi.OutcomeAborted, err.Error()
 			return c, true
 		}
 		defer release()
@@ -221,7 +221,7 @@ func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int
 	}
 	dir, err := s.store.NewRun(id, profile)
 	if err != nil {
-		c.Verdict, c.Error = report.VerdictAborted, err.Error()
+		c.Verdict, c.Error = kpi.OutcomeAborted, err.Error()
 		return c, false
 	}
 	ro.Profile, ro.OutDir, ro.RunID, ro.Target, ro.Log = profile, dir, id, s.target, s.log.With(zap.Int("cycle", n))
@@ -312,7 +312,7 @@ func (s *soaker) judge() {
 			os = append(os, c.Checks)
 		}
 	}
-	s.rep.Verdict = string(kpi.Combine(os...))
+	s.rep.Verdict = (kpi.Combine(os...))
 }
 
 // checksOutcome combines the outcomes of rep's checks (not its KPI rows):
@@ -348,11 +348,11 @@ func (s *soaker) write() error {
 func (s *soaker) finish(err error) (*SoakReport, error) {
 	s.rep.Status = report.StatusComplete
 	if err != nil {
-		s.rep.Status, s.rep.Verdict = report.StatusAborted, report.VerdictAborted
+		s.rep.Status, s.rep.Verdict = report.StatusAborted, kpi.OutcomeAborted
 		s.rep.Notes = append(s.rep.Notes, err.Error())
 	}
 	if len(s.rep.Cycles) == 0 && err == nil {
-		s.rep.Verdict = report.VerdictAborted
+		s.rep.Verdict = kpi.OutcomeAborted
 		err = errors.New("no cycle ran")
 	}
 	if werr := s.write(); werr != nil {
@@ -361,9 +361,9 @@ func (s *soaker) finish(err error) (*SoakReport, error) {
 	switch {
 	case err != nil:
 		return &s.rep, exitcode.With(exitcode.Aborted, err)
-	case s.rep.Verdict == kpi.Inconclusive:
+	case s.rep.Verdict == kpi.OutcomeInconclusive:
 		return &s.rep, exitcode.With(exitcode.Inconclusive, errors.New("the soak's verdict is inconclusive"))
-	case s.rep.Verdict != kpi.Pass:
+	case s.rep.Verdict != kpi.OutcomePass:
 		return &s.rep, exitcode.With(exitcode.Fail, errors.New("the soak's verdict is fail"))
 	}
 	return &s.rep, nil

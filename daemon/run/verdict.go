@@ -82,12 +82,12 @@ func checkOutcome(c report.Check) kpi.Outcome {
 // verdict rolls the gated KPI rows and the checks up into the run's
 // verdict (kpi.Combine): fail if anything failed, inconclusive if anything
 // was inconclusive or not measured, pass otherwise.
-func verdict(kpis []kpi.Result, cs []report.Check) string {
+func verdict(kpis []kpi.Result, cs []report.Check) kpi.Outcome {
 	os := []kpi.Outcome{kpi.Outcome(kpi.Verdict(kpis))}
 	for _, c := range cs {
 		os = append(os, checkOutcome(c))
 	}
-	return string(kpi.Combine(os...))
+	return kpi.Combine(os...)
 }
 
 // checks are the verdict's rules beyond the KPI rows: compared phases

@@ -53,7 +53,7 @@ func TestEvaluateKPIsRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rounds) != 4 || rounds[1].Verdict != kpi.Fail {
+	if len(rounds) != 4 || rounds[1].Verdict != kpi.OutcomeFail {
 		t.Errorf("rounds: %+v", rounds)
 	}
 	for _, k := range kpis {
@@ -61,7 +61,7 @@ func TestEvaluateKPIsRounds(t *testing.T) {
 			t.Errorf("CPU +12.5 ± 1.3 points over 4 rounds must fail with its interval: %+v", k)
 		}
 	}
-	if verdict(kpis, nil) != kpi.Fail {
+	if verdict(kpis, nil) != kpi.OutcomeFail {
 		t.Errorf("verdict: got %s, want fail", verdict(kpis, nil))
 	}
 	if _, _, err := evaluateKPIs(rest, map[int]report.Phase{1: gql[1]}, 3, kpi.DefaultConfidence, l); err == nil {
@@ -69,7 +69,7 @@ func TestEvaluateKPIsRounds(t *testing.T) {
 	}
 	// One round is inconclusive however large the difference.
 	one, _, err := evaluateKPIs(rest, gql, 1, kpi.DefaultConfidence, l)
-	if err != nil || kpi.Verdict(one) != kpi.Inconclusive {
+	if err != nil || kpi.Verdict(one) != kpi.OutcomeInconclusive {
 		t.Errorf("one round: %v %v", kpi.Verdict(one), err)
 	}
 	// A phase without resources: its figures are not measured, not 0.
@@ -80,10 +80,10 @@ func TestEvaluateKPIsRounds(t *testing.T) {
 			t.Errorf("missing resources must read not measured: %+v", k)
 		}
 	}
-	if v := verdict(nm, []report.Check{{Pass: true}}); v != kpi.Fail && v != kpi.Inconclusive {
+	if v := verdict(nm, []report.Check{{Pass: true}}); v != kpi.OutcomeFail && v != kpi.OutcomeInconclusive {
 		t.Errorf("verdict with a not-measured KPI: %s", v)
 	}
-	if v := verdict([]kpi.Result{}, []report.Check{{Pass: false, Outcome: kpi.OutcomeNotMeasured}}); v != kpi.Inconclusive {
+	if v := verdict([]kpi.Result{}, []report.Check{{Pass: false, Outcome: kpi.OutcomeNotMeasured}}); v != kpi.OutcomeInconclusive {
 		t.Errorf("a not-measured check makes the verdict inconclusive, got %s", v)
 	}
 }

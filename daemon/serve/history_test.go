@@ -26,6 +26,7 @@ import (
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/internal/testkit"
 )
@@ -134,7 +135,7 @@ func TestWriteFailureEndsRun(t *testing.T) {
 	d := &daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context(),
 		suite: func(_ context.Context, _ *config.Config, ro run.RunOptions) (*report.Report, error) {
 			if wroteFirst {
-				rep := &report.Report{Run: ro.RunID, Profile: ro.Profile, Status: report.StatusRunning, Verdict: report.VerdictRunning, StartedAt: time.Now()}
+				rep := &report.Report{Run: ro.RunID, Profile: ro.Profile, Status: report.StatusRunning, Verdict: kpi.OutcomeRunning, StartedAt: time.Now()}
 				if err := rep.Write(ro.OutDir, nil); err != nil {
 					return nil, err
 				}
@@ -161,7 +162,7 @@ func TestWriteFailureEndsRun(t *testing.T) {
 			t.Fatalf("GET the failed run: HTTP %d", code)
 		}
 		r := got.Run
-		if r.Status != report.StatusAborted || r.Verdict != report.VerdictAborted || !strings.Contains(r.Reason, "no space left on device") || r.FinishedAt.IsZero() {
+		if r.Status != report.StatusAborted || r.Verdict != kpi.OutcomeAborted || !strings.Contains(r.Reason, "no space left on device") || r.FinishedAt.IsZero() {
 			t.Errorf("a run whose write failed (first report written: %v): %+v, want status and verdict aborted, finished, the write error as reason", first, r)
 		}
 		if err := d.Stop(t.Context(), started.ID); !errors.Is(err, api.ErrNotRunning) {
@@ -192,7 +193,7 @@ func TestServeReadOnlyHistory(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&report.Report{Run: "interrupted", Status: report.StatusRunning, Verdict: report.VerdictRunning}).Write(dir, nil); err != nil {
+	if err := (&report.Report{Run: "interrupted", Status: report.StatusRunning, Verdict: kpi.OutcomeRunning}).Write(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.InfoLevel)

@@ -22,6 +22,7 @@ import (
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
 
@@ -132,7 +133,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		wg.Go(func() {
 			rep, err := run.SoakOn(base, cfg, store, target, d.claim, log, run.SoakOptions{RunOptions: d.runOptions(), Cycles: cfg.Soak.Cycles, Duration: cfg.Soak.Duration})
 			if rep != nil {
-				log.Info("scheduled soak finished", zap.String("verdict", rep.Verdict), zap.Int("cycles", len(rep.Cycles)), zap.Error(err))
+				log.Info("scheduled soak finished", zap.String("verdict", string(rep.Verdict)), zap.Int("cycles", len(rep.Cycles)), zap.Error(err))
 			}
 		})
 	}
@@ -244,7 +245,7 @@ func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary,
 		if ferr != nil {
 			d.log.Warn("history", zap.Error(ferr))
 		}
-		d.log.Info("run finished", zap.String("run", id), zap.String("status", sum.Status), zap.String("verdict", sum.Verdict), zap.Error(err))
+		d.log.Info("run finished", zap.String("run", id), zap.String("status", sum.Status), zap.String("verdict", string(sum.Verdict)), zap.Error(err))
 		if _, err := d.store.Prune(d.cfg.Retention.KeepLast, d.cfg.Retention.MaxAge, time.Now()); err != nil {
 			d.log.Warn("retention", zap.Error(err))
 		}
@@ -302,7 +303,7 @@ func (d *daemon) inProgress(s api.RunSummary) api.RunSummary {
 	running := d.running
 	d.mu.Unlock()
 	if s.ID == running {
-		s.Status, s.Verdict = report.StatusRunning, report.VerdictRunning
+		s.Status, s.Verdict = report.StatusRunning, kpi.OutcomeRunning
 	}
 	return s
 }

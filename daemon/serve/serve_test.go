@@ -17,6 +17,7 @@ import (
 	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/internal/testkit"
 )
@@ -51,7 +52,7 @@ func TestStartReplyNamesProfileAndRunning(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Start(%q): %v", tc.asked, err)
 		}
-		if got.Profile != tc.want || got.Status != report.StatusRunning || got.Verdict != report.VerdictRunning {
+		if got.Profile != tc.want || got.Status != report.StatusRunning || got.Verdict != kpi.OutcomeRunning {
 			t.Errorf("Start(%q) replied %+v, want profile %q, status and verdict running", tc.asked, got, tc.want)
 		}
 		list, err := d.List(t.Context())
@@ -62,7 +63,7 @@ func TestStartReplyNamesProfileAndRunning(t *testing.T) {
 		for _, r := range list {
 			if r.ID == got.ID {
 				found = true
-				if r.Profile != tc.want || r.Verdict == report.VerdictAborted || r.Verdict == "" {
+				if r.Profile != tc.want || r.Verdict == kpi.OutcomeAborted || r.Verdict == "" {
 					t.Errorf("List shows the new run as %+v, want profile %q and a verdict other than aborted or empty", r, tc.want)
 				}
 			}

@@ -465,7 +465,7 @@ func (m *remoteMetrics) KPIResults(rows []kpi.Result) {
 func (m *remoteMetrics) CheckResults(checks []metrics.CheckOutcome) {
 	m.send(builtin.CtlMetrics{Op: builtin.OpCheckResults, Checks: checks})
 }
-func (m *remoteMetrics) RunVerdict(verdict string) {
+func (m *remoteMetrics) RunVerdict(verdict kpi.Outcome) {
 	m.send(builtin.CtlMetrics{Op: builtin.OpRunVerdict, Verdict: verdict})
 }
 

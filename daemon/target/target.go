@@ -82,7 +82,7 @@ type MetricsSink interface {
 	DriverResult(res workloads.Result)
 	KPIResults(rows []kpi.Result)
 	CheckResults(checks []metrics.CheckOutcome)
-	RunVerdict(verdict string)
+	RunVerdict(verdict kpi.Outcome)
 }
 
 // Pinnable is a target soakd hosts (the built-in one, in a process of its

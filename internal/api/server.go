@@ -49,6 +49,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/soakd/soakd/internal/kpi"
 )
 
 // MaxBodyBytes is the largest accepted request body, in bytes (64 KiB): a
@@ -131,7 +133,7 @@ type RunSummary struct {
 	// Verdict is pass, fail or inconclusive once complete, running while in
 	// progress, aborted when the run could not finish; empty when
 	// unreadable.
-	Verdict string `json:"verdict"`
+	Verdict kpi.Outcome `json:"verdict"`
 	// StartedAt is when the run began.
 	StartedAt time.Time `json:"started_at"`
 	// FinishedAt is when the run ended; zero (and omitted) while running.

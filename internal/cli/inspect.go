@@ -230,8 +230,8 @@ func writeComparison(w io.Writer, cmp report.Comparison, format string) error {
 // verdictError maps a verdict to the exit code: pass 0, fail 1,
 // inconclusive 4, anything else (an aborted run, or a report still
 // running) 3.
-func verdictError(v string) error {
-	switch kpi.Outcome(v) {
+func verdictError(v kpi.Outcome) error {
+	switch v {
 	case kpi.OutcomePass:
 		return nil
 	case kpi.OutcomeFail:

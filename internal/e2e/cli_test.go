@@ -221,7 +221,7 @@ func TestCLIStartWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"pass": 0, "fail": 1, "inconclusive": 4}[sum.Verdict]
+	want := map[string]int{"pass": 0, "fail": 1, "inconclusive": 4}[string(sum.Verdict)]
 	if sum.Status == "running" || code != want {
 		t.Errorf("start --wait exited %d for a run %s with verdict %s (want %d)", code, sum.Status, sum.Verdict, want)
 	}

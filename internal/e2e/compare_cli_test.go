@@ -35,7 +35,7 @@ func (r *runsAPI) Stop(context.Context, string) error { return api.ErrNotRunning
 func (r *runsAPI) List(context.Context) ([]api.RunSummary, error) {
 	var out []api.RunSummary
 	for id := range r.reports {
-		out = append(out, api.RunSummary{ID: id, Status: report.StatusComplete, Verdict: kpi.Pass, Baseline: id == r.baseline})
+		out = append(out, api.RunSummary{ID: id, Status: report.StatusComplete, Verdict: kpi.OutcomePass, Baseline: id == r.baseline})
 	}
 	return out, nil
 }
@@ -44,7 +44,7 @@ func (r *runsAPI) Get(_ context.Context, id string) (api.RunSummary, json.RawMes
 	if !ok {
 		return api.RunSummary{}, nil, fmt.Errorf("run %s: %w", id, api.ErrNotFound)
 	}
-	return api.RunSummary{ID: id, Status: report.StatusComplete, Verdict: kpi.Pass, Baseline: id == r.baseline}, b, nil
+	return api.RunSummary{ID: id, Status: report.StatusComplete, Verdict: kpi.OutcomePass, Baseline: id == r.baseline}, b, nil
 }
 func (r *runsAPI) SetBaseline(context.Context, string) error { return api.ErrInvalidRequest }
 func (r *runsAPI) Ready() bool                               { return true }
@@ -56,7 +56,7 @@ var _ api.Runner = (*runsAPI)(nil)
 // request scaled by cpu.
 func roundsReport(t *testing.T, id string, cpu float64) []byte {
 	t.Helper()
-	r := &report.Report{SchemaVersion: report.SchemaVersion, Run: id, Profile: "quick", Arms: "rest,graphql", Status: report.StatusComplete, Verdict: kpi.Pass}
+	r := &report.Report{SchemaVersion: report.SchemaVersion, Run: id, Profile: "quick", Arms: "rest,graphql", Status: report.StatusComplete, Verdict: kpi.OutcomePass}
 	for i, j := range []float64{0.99, 1.01, 0.995, 1.005} {
 		r.Phases = append(r.Phases, report.Phase{
 			Name: fmt.Sprintf("graphql-load#%d", i+1), Arm: "graphql", Requests: 10000, ThroughputRPS: 1000 * j,
@@ -106,7 +106,7 @@ func TestCompareBaselineFormats(t *testing.T) {
 		t.Errorf("compare --format json: %v\n%s", err, out)
 	}
 	var c report.Comparison
-	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Old != "accepted" || c.New != "same" || c.Verdict != kpi.Pass {
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Old != "accepted" || c.New != "same" || c.Verdict != kpi.OutcomePass {
 		t.Errorf("got old %q new %q verdict %q (%v), want the baseline accepted against same, pass", c.Old, c.New, c.Verdict, err)
 	}
 

@@ -44,6 +44,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/soakd/soakd/internal/fsutil"
+	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
 
@@ -125,7 +126,7 @@ type Summary struct {
 	// Verdict is pass, fail or inconclusive once complete, running while the run is in
 	// progress, aborted for a run that could not finish (or was in progress
 	// when a previous daemon died); empty when unreadable.
-	Verdict string `json:"verdict"`
+	Verdict kpi.Outcome `json:"verdict"`
 	// StartedAt is the report's start time (UTC). For a run created by
 	// NewRun before its first report it is the creation time; for an
 	// unreadable run, the directory's modification time.
@@ -355,7 +356,7 @@ func (s *Store) abort(sum Summary, reason string, finished time.Time) (Summary, 
 		}
 		err = fmt.Errorf("cannot mark run %s aborted: %w", sum.ID, err)
 	}
-	sum.Status, sum.Verdict, sum.Reasons, sum.Reason, sum.FinishedAt = report.StatusAborted, report.VerdictAborted, nil, reason, finished
+	sum.Status, sum.Verdict, sum.Reasons, sum.Reason, sum.FinishedAt = report.StatusAborted, kpi.OutcomeAborted, nil, reason, finished
 	s.ended[sum.ID] = sum
 	return sum, err
 }
@@ -461,7 +462,7 @@ func summarize(id, dir string, rep *report.Report) Summary {
 		StartedAt: rep.StartedAt.UTC(), FinishedAt: rep.FinishedAt.UTC(), Dir: dir, Reasons: rep.Reasons(), Reason: rep.Error,
 	}
 	if sum.Status == report.StatusRunning {
-		sum.Verdict = report.VerdictRunning
+		sum.Verdict = kpi.OutcomeRunning
 	}
 	return sum
 }
@@ -480,7 +481,7 @@ func (s *Store) markAborted(path, reason string, finished time.Time) (*report.Re
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return nil, fmt.Errorf("cannot decode %s: %w", path, err)
 	}
-	members := map[string]any{"status": report.StatusAborted, "verdict": report.VerdictAborted, "error": reason}
+	members := map[string]any{"status": report.StatusAborted, "verdict": kpi.OutcomeAborted, "error": reason}
 	if !finished.IsZero() {
 		members["finished_at"] = finished
 	}
@@ -533,7 +534,7 @@ func (s *Store) NewRun(id, profile string) (dir string, err error) {
 		}
 		return "", fmt.Errorf("cannot create run %s: %w", id, err)
 	}
-	s.index[id] = Summary{ID: id, Profile: profile, Status: report.StatusRunning, Verdict: report.VerdictRunning, StartedAt: time.Now().UTC(), Dir: dir}
+	s.index[id] = Summary{ID: id, Profile: profile, Status: report.StatusRunning, Verdict: kpi.OutcomeRunning, StartedAt: time.Now().UTC(), Dir: dir}
 	return dir, nil
 }
 

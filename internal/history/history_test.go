@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/internal/fsutil"
+	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
 
@@ -26,7 +27,7 @@ var t0 = time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 
 // newReport returns a report as the daemon writes it, with some content
 // beyond the fields the index uses.
-func newReport(id, status, verdict string, start time.Time) *report.Report {
+func newReport(id, status string, verdict kpi.Outcome, start time.Time) *report.Report {
 	r := &report.Report{
 		SchemaVersion: report.SchemaVersion, Run: id, Profile: "smoke", Description: "a short run",
 		Status: status, Verdict: verdict, StartedAt: start, TargetPID: 4242,
@@ -109,8 +110,8 @@ func statuses(list []Summary) []string {
 func TestOpen(t *testing.T) {
 	data := t.TempDir()
 	writeRun(t, data, "20250601T100000Z", newReport("20250601T100000Z", report.StatusComplete, "pass", t0))
-	runningDir := writeRun(t, data, "20250602T100000Z", newReport("20250602T100000Z", report.StatusRunning, report.VerdictRunning, t0.Add(24*time.Hour)))
-	writeRun(t, data, "20250603T100000Z", newReport("20250603T100000Z", report.StatusAborted, report.VerdictAborted, t0.Add(48*time.Hour)))
+	runningDir := writeRun(t, data, "20250602T100000Z", newReport("20250602T100000Z", report.StatusRunning, kpi.OutcomeRunning, t0.Add(24*time.Hour)))
+	writeRun(t, data, "20250603T100000Z", newReport("20250603T100000Z", report.StatusAborted, kpi.OutcomeAborted, t0.Add(48*time.Hour)))
 	writeFile(t, data, "no-report", "samples.json", []byte("{}"))
 	writeFile(t, data, "garbage", report.JSONFile, []byte("{not json"))
 	writeFile(t, data, ".hidden", "", nil)
@@ -150,11 +151,11 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the rewritten report.json is not a valid report: %v", err)
 	}
-	if rep.Status != report.StatusAborted || rep.Verdict != report.VerdictAborted || rep.Error != StoppedMessage {
+	if rep.Status != report.StatusAborted || rep.Verdict != kpi.OutcomeAborted || rep.Error != StoppedMessage {
 		t.Errorf("rewritten report: status %q verdict %q error %q, want %q %q %q",
-			rep.Status, rep.Verdict, rep.Error, report.StatusAborted, report.VerdictAborted, StoppedMessage)
+			rep.Status, rep.Verdict, rep.Error, report.StatusAborted, kpi.OutcomeAborted, StoppedMessage)
 	}
-	want := newReport("20250602T100000Z", report.StatusAborted, report.VerdictAborted, t0.Add(24*time.Hour))
+	want := newReport("20250602T100000Z", report.StatusAborted, kpi.OutcomeAborted, t0.Add(24*time.Hour))
 	want.Error, want.FinishedAt = StoppedMessage, time.Time{}
 	if gotJSON, wantJSON := mustJSON(t, rep), mustJSON(t, want); gotJSON != wantJSON {
 		t.Errorf("rewritten report:\n got %s\nwant %s", gotJSON, wantJSON)
@@ -170,7 +171,7 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Verdict != report.VerdictAborted || sum.Profile != "smoke" || !sum.StartedAt.Equal(t0.Add(24*time.Hour)) || sum.Reason != StoppedMessage {
+	if sum.Verdict != kpi.OutcomeAborted || sum.Profile != "smoke" || !sum.StartedAt.Equal(t0.Add(24*time.Hour)) || sum.Reason != StoppedMessage {
 		t.Errorf("summary of the interrupted run = %+v, want verdict aborted, profile smoke, started %s, reason %q", sum, t0.Add(24*time.Hour), StoppedMessage)
 	}
 
@@ -315,39 +316,39 @@ func TestGetAndUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new run is running, verdict included, and names its profile.
-	if got := s.List()[0]; got.Status != report.StatusRunning || got.Verdict != report.VerdictRunning || got.Profile != "smoke" {
+	if got := s.List()[0]; got.Status != report.StatusRunning || got.Verdict != kpi.OutcomeRunning || got.Profile != "smoke" {
 		t.Errorf("a new run: %+v, want status and verdict running, profile smoke", got)
 	}
 	// No report yet: Update fails and the run stays running.
 	if err := s.Update(id); !errors.Is(err, ErrNoReport) {
 		t.Errorf("Update before the first report: err %v, want ErrNoReport", err)
 	}
-	if got := s.List()[0]; got.Status != report.StatusRunning || got.Verdict != report.VerdictRunning {
+	if got := s.List()[0]; got.Status != report.StatusRunning || got.Verdict != kpi.OutcomeRunning {
 		t.Errorf("after a failed Update: %+v, want status and verdict running", got)
 	}
 
 	// The daemon writes a partial report, then the final one.
-	if err := newReport(id, report.StatusRunning, report.VerdictRunning, t0).Write(dir, nil); err != nil {
+	if err := newReport(id, report.StatusRunning, kpi.OutcomeRunning, t0).Write(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Update(id); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.List()[0]; got.Status != report.StatusRunning || got.Verdict != report.VerdictRunning || got.Profile != "smoke" || !got.StartedAt.Equal(t0) {
+	if got := s.List()[0]; got.Status != report.StatusRunning || got.Verdict != kpi.OutcomeRunning || got.Profile != "smoke" || !got.StartedAt.Equal(t0) {
 		t.Errorf("after the partial report: %+v, want running (verdict too), profile smoke, started %s", got, t0)
 	}
-	if sum, rep, err := s.Get(id); err != nil || sum.Verdict != report.VerdictRunning || rep.Verdict != report.VerdictRunning {
+	if sum, rep, err := s.Get(id); err != nil || sum.Verdict != kpi.OutcomeRunning || rep.Verdict != kpi.OutcomeRunning {
 		t.Errorf("Get of a live run: %+v, %v, want verdict running in the summary and the report", sum, err)
 	}
 	// A partial report written by an earlier version said aborted while
 	// running: the summary still reads running.
-	if err := newReport(id, report.StatusRunning, report.VerdictAborted, t0).Write(dir, nil); err != nil {
+	if err := newReport(id, report.StatusRunning, kpi.OutcomeAborted, t0).Write(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Update(id); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.List()[0]; got.Verdict != report.VerdictRunning {
+	if got := s.List()[0]; got.Verdict != kpi.OutcomeRunning {
 		t.Errorf("a running run whose report says aborted: verdict %q, want running", got.Verdict)
 	}
 	if err := newReport(id, report.StatusComplete, "pass", t0).Write(dir, nil); err != nil {
@@ -636,7 +637,7 @@ func TestOpenLocksDataDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := newReport("live", report.StatusRunning, report.VerdictRunning, t0).Write(dir, nil); err != nil {
+	if err := newReport("live", report.StatusRunning, kpi.OutcomeRunning, t0).Write(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -682,7 +683,7 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			data := t.TempDir()
 			writeRun(t, data, "r1", newReport("r1", report.StatusComplete, "pass", t0))
-			runningDir := writeRun(t, data, "r2", newReport("r2", report.StatusRunning, report.VerdictRunning, t0.Add(time.Hour)))
+			runningDir := writeRun(t, data, "r2", newReport("r2", report.StatusRunning, kpi.OutcomeRunning, t0.Add(time.Hour)))
 			before, err := os.ReadFile(filepath.Join(runningDir, report.JSONFile))
 			if err != nil {
 				t.Fatal(err)
@@ -702,7 +703,7 @@ func TestOpenReadOnly(t *testing.T) {
 			if err := s.Update("r2"); err != nil {
 				t.Fatal(err)
 			}
-			if sum, _, err := s.Get("r2"); err != nil || sum.Status != report.StatusAborted || sum.Verdict != report.VerdictAborted || sum.Reason != StoppedMessage {
+			if sum, _, err := s.Get("r2"); err != nil || sum.Status != report.StatusAborted || sum.Verdict != kpi.OutcomeAborted || sum.Reason != StoppedMessage {
 				t.Errorf("Get(r2) = %+v, %v, want aborted in memory, reason %q", sum, err, StoppedMessage)
 			}
 			if after, err := os.ReadFile(filepath.Join(runningDir, report.JSONFile)); err != nil || !bytes.Equal(after, before) {
@@ -781,7 +782,7 @@ func TestFinish(t *testing.T) {
 		if cause != nil {
 			want = cause.Error()
 		}
-		if err != nil || sum.Status != report.StatusAborted || sum.Verdict != report.VerdictAborted || sum.Reason != want || sum.Profile != "smoke" || sum.StartedAt.IsZero() || sum.FinishedAt.IsZero() {
+		if err != nil || sum.Status != report.StatusAborted || sum.Verdict != kpi.OutcomeAborted || sum.Reason != want || sum.Profile != "smoke" || sum.StartedAt.IsZero() || sum.FinishedAt.IsZero() {
 			t.Errorf("Finish(%s) on a full disk: %+v, %v, want aborted with reason %q, profile and times kept", id, sum, err, want)
 		}
 		if err := s.Update(id); err != nil && !errors.Is(err, ErrNoReport) {

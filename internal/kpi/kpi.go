@@ -119,13 +119,6 @@ type Result struct {
 	Gate     string   `json:"gate,omitempty"`
 }
 
-// Verdicts, as strings (the same words as the Outcome constants).
-const (
-	Pass         = string(OutcomePass)
-	Fail         = string(OutcomeFail)
-	Inconclusive = string(OutcomeInconclusive)
-)
-
 // Evaluate compares the arms metric by metric.
 func Evaluate(rest, gql Figures, l Limits) []Result {
 	rs := []Result{
@@ -226,7 +219,7 @@ func maxDecrease(name, title, unit string, rest, gql, limit float64, def string)
 // inconclusive when any was inconclusive or not measured, pass when every
 // gated row passed. Rows without an Outcome (one round's point values) count
 // by Pass.
-func Verdict(rs []Result) string {
+func Verdict(rs []Result) Outcome {
 	var os []Outcome
 	for _, r := range rs {
 		if !r.Gated {
@@ -241,5 +234,5 @@ func Verdict(rs []Result) string {
 			os = append(os, OutcomeFail)
 		}
 	}
-	return string(Combine(os...))
+	return Combine(os...)
 }

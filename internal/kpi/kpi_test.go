@@ -19,7 +19,7 @@ func find(t *testing.T, rs []Result, name string) Result {
 func TestEvaluateSeedTable(t *testing.T) {
 	// Seed 002's published v0.13.1 (fail) and v0.14.0 (pass) figures.
 	l := Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}
-	f := func(rest, gql Figures, wantVerdict string, wantPass map[string]bool) {
+	f := func(rest, gql Figures, wantVerdict Outcome, wantPass map[string]bool) {
 		t.Helper()
 		rs := Evaluate(rest, gql, l)
 		if got := Verdict(rs); got != wantVerdict {
@@ -33,10 +33,10 @@ func TestEvaluateSeedTable(t *testing.T) {
 	}
 	f(Figures{CPUMachinePercent: 2, GCPercent: 1, ThroughputRPS: 37490},
 		Figures{CPUMachinePercent: 9, GCPercent: 4, ThroughputRPS: 29830},
-		Fail, map[string]bool{"cpu_machine_percent": false, "gc_percent": false, "throughput_rps": false})
+		OutcomeFail, map[string]bool{"cpu_machine_percent": false, "gc_percent": false, "throughput_rps": false})
 	f(Figures{CPUMachinePercent: 2, GCPercent: 1, ThroughputRPS: 37360},
 		Figures{CPUMachinePercent: 3, GCPercent: 1, ThroughputRPS: 36509},
-		Pass, map[string]bool{"cpu_machine_percent": true, "gc_percent": true, "throughput_rps": true})
+		OutcomePass, map[string]bool{"cpu_machine_percent": true, "gc_percent": true, "throughput_rps": true})
 }
 
 func TestEvaluateBoundaries(t *testing.T) {
@@ -54,13 +54,13 @@ func TestEvaluateBoundaries(t *testing.T) {
 	}
 	rs = Evaluate(Figures{CPUMachinePercent: 10, GCPercent: 2, ThroughputRPS: 1000},
 		Figures{CPUMachinePercent: 15.01, GCPercent: 3.01, ThroughputRPS: 899}, l)
-	if Verdict(rs) != Fail {
+	if Verdict(rs) != OutcomeFail {
 		t.Errorf("just past every limit must fail")
 	}
 	// GraphQL cheaper than REST always passes.
 	rs = Evaluate(Figures{CPUMachinePercent: 10, GCPercent: 2, ThroughputRPS: 1000},
 		Figures{CPUMachinePercent: 1, GCPercent: 0, ThroughputRPS: 5000}, l)
-	if Verdict(rs) != Pass {
+	if Verdict(rs) != OutcomePass {
 		t.Errorf("a cheaper, faster GraphQL must pass")
 	}
 }
@@ -83,7 +83,7 @@ func TestOptionalGatesAndZeroBase(t *testing.T) {
 	if alloc.Gated || !alloc.Pass || alloc.Rule != "informational" {
 		t.Errorf("unset limit must be informational: %+v", alloc)
 	}
-	if Verdict(rs) != Fail {
+	if Verdict(rs) != OutcomeFail {
 		t.Errorf("a failing optional gate must fail the verdict")
 	}
 	if _, err := json.Marshal(rs); err != nil {

@@ -41,7 +41,7 @@ func TestGraphQLOnly(t *testing.T) {
 	f("throughput_rps", 1100, NoControlGroup)
 	f("gc_percent", 2, "GraphQL not measured in round 2: no GC cycle")
 	f("alloc_bytes_per_request", 0, "no allocation counter")
-	if v := Verdict(rows); v != Inconclusive {
+	if v := Verdict(rows); v != OutcomeInconclusive {
 		t.Errorf("Verdict of rows alone: %s; no gated row is no evidence, so inconclusive", v)
 	}
 	if _, err := GraphQLOnly(nil, l); err == nil {

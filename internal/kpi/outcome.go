@@ -1,5 +1,11 @@
 package kpi
 
+import (
+	"strings"
+
+	"github.com/soakd/soakd/internal/exitcode"
+)
+
 // Outcome is soakd's one verdict vocabulary: the outcome of a judged row
 // (a KPI, a check, a memory rule, a drift rule, a compare row) and of a whole
 // run. A rule that was not judged (informational) has no outcome ("").
@@ -50,4 +56,25 @@ func Combine(os ...Outcome) Outcome {
 		return OutcomeInconclusive
 	}
 	return OutcomePass
+}
+
+// Word is the outcome as the terminal and the reports write a verdict:
+// upper case, words apart ("FAIL", "NOT MEASURED").
+func (o Outcome) Word() string {
+	return strings.ToUpper(strings.ReplaceAll(string(o), "_", " "))
+}
+
+// ExitCode is the exit code a run, soak, comparison or A/B session with
+// this verdict gives CI: 0 pass, 1 fail, 4 inconclusive (not measured
+// too), 3 for anything else (aborted, still running).
+func (o Outcome) ExitCode() exitcode.Code {
+	switch o {
+	case OutcomePass:
+		return exitcode.Pass
+	case OutcomeFail:
+		return exitcode.Fail
+	case OutcomeInconclusive, OutcomeNotMeasured:
+		return exitcode.Inconclusive
+	}
+	return exitcode.Aborted
 }

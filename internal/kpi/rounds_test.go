@@ -64,7 +64,7 @@ func TestAggregateFloorAndNotMeasured(t *testing.T) {
 	if r := find(t, rs, "gc_percent"); r.Outcome != OutcomeNotMeasured || r.Pass || !strings.Contains(r.Reason, "round 2: GraphQL: no GC cycle") {
 		t.Errorf("not measured: %+v", r)
 	}
-	if Verdict(rs) != Inconclusive {
+	if Verdict(rs) != OutcomeInconclusive {
 		t.Errorf("a gated row not measured makes the verdict inconclusive, got %s", Verdict(rs))
 	}
 	// GraphQL's GC % was measured in rounds 1 and 3: its mean is theirs;

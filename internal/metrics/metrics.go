@@ -641,10 +641,10 @@ func (m *Metrics) CheckResults(checks []CheckOutcome) {
 // RunVerdict sets soakd_run_verdict: 1 for verdict, 0 for every other
 // value, all of them always present so a panel never reads "No data" ("" sets
 // them all to 0: no run yet).
-func (m *Metrics) RunVerdict(verdict string) {
+func (m *Metrics) RunVerdict(verdict kpi.Outcome) {
 	for _, v := range []kpi.Outcome{kpi.OutcomePass, kpi.OutcomeFail, kpi.OutcomeInconclusive, kpi.OutcomeAborted, kpi.OutcomeRunning} {
 		x := 0.0
-		if string(v) == verdict {
+		if v == verdict {
 			x = 1
 		}
 		m.runVerdict.WithLabelValues(string(v)).Set(x)

@@ -121,7 +121,7 @@ type Comparison struct {
 	// new run's phase order.
 	Rows []CompareRow `json:"rows"`
 	// Verdict is pass, fail or inconclusive (kpi.Combine of the gated rows).
-	Verdict string `json:"verdict"`
+	Verdict kpi.Outcome `json:"verdict"`
 	// Notes list phases found in only one run, missing data and anything
 	// else that limits the comparison.
 	Notes []string `json:"notes"`
@@ -266,7 +266,7 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 		forced = append(forced, kpi.OutcomeFail)
 		c.Notes = append(c.Notes, "the new run was aborted: the comparison cannot pass.")
 	}
-	c.Verdict = string(kpi.Combine(append(gated, forced...)...))
+	c.Verdict = (kpi.Combine(append(gated, forced...)...))
 	return c
 }
 
@@ -361,7 +361,7 @@ func compareVsControl(old, new *Report, l CompareLimits, paired bool, notes *[]s
 
 // runStatus is r's status, aborted when its verdict says so.
 func runStatus(r *Report) string {
-	if r.Verdict == VerdictAborted {
+	if r.Verdict == kpi.OutcomeAborted {
 		return StatusAborted
 	}
 	return r.Status
@@ -741,7 +741,7 @@ func (c Comparison) JSON() ([]byte, error) {
 func (c Comparison) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# soakd comparison %s → %s\n\n", c.Old, c.New)
-	fmt.Fprintf(&b, "**Verdict: %s**. Change is NEW − OLD, in points for GC %% and in percent of OLD otherwise.\n\n", strings.ToUpper(c.Verdict))
+	fmt.Fprintf(&b, "**Verdict: %s**. Change is NEW − OLD, in points for GC %% and in percent of OLD otherwise.\n\n", c.Verdict.Word())
 	if len(c.Rows) > 0 {
 		b.WriteString("| Phase | Metric | Old | New | Change | Limit | Result |\n|---|---|---:|---:|---:|---:|---|\n")
 		for _, r := range c.Rows {
@@ -778,6 +778,6 @@ func (c Comparison) Table(w io.Writer) error {
 	for _, r := range c.Reasons() {
 		fmt.Fprintf(w, "  - %s\n", r)
 	}
-	_, err := fmt.Fprintf(w, "comparison %s → %s: %s\n", c.Old, c.New, strings.ToUpper(c.Verdict))
+	_, err := fmt.Fprintf(w, "comparison %s → %s: %s\n", c.Old, c.New, c.Verdict.Word())
 	return err
 }

@@ -29,7 +29,7 @@ func cmpPhase(name string, f cmpFigures) Phase {
 }
 
 func cmpReport(run string, phases ...Phase) *Report {
-	return &Report{Run: run, Status: StatusComplete, Verdict: kpi.Pass, Phases: phases}
+	return &Report{Run: run, Status: StatusComplete, Verdict: kpi.OutcomePass, Phases: phases}
 }
 
 var allLimits = CompareLimits{CPUPerRequestPercent: 10, AllocPerRequestPercent: 20, GCPercentPoints: 1, P99LatencyPercent: 25, ThroughputDecreasePercent: 10, HeapLivePercent: 50}
@@ -118,7 +118,7 @@ func TestCompareSingleSamplesAndMaxLoad(t *testing.T) {
 	if r := rowOf(t, c, "p", metricCPU); r.Gated || !strings.Contains(r.Reason, "one sample per run") {
 		t.Errorf("single sample: %+v", r)
 	}
-	if c.Verdict != kpi.Inconclusive {
+	if c.Verdict != kpi.OutcomeInconclusive {
 		t.Errorf("nothing gated: verdict %s, want inconclusive", c.Verdict)
 	}
 	// A max-load phase that stopped at its duration cap is not attributable.
@@ -128,14 +128,14 @@ func TestCompareSingleSamplesAndMaxLoad(t *testing.T) {
 	if r := rowOf(t, c, "max", metricThroughput); r.Gated || !strings.Contains(r.Reason, "stopped by duration") {
 		t.Errorf("max load: %+v", r)
 	}
-	if c.Verdict != kpi.Pass {
+	if c.Verdict != kpi.OutcomePass {
 		t.Errorf("same rounds, max load reported only: verdict %s, want pass", c.Verdict)
 	}
 	// Different profiles are compared loudly and cannot pass.
 	a, b := cmpReport("a", roundsOf("p", baseFigures, 0.01)...), cmpReport("b", roundsOf("p", baseFigures, 0.01)...)
 	a.Profile, b.Profile = "quick", "seed"
 	c = CompareRuns(a, b, allLimits)
-	if c.Verdict != kpi.Inconclusive || !strings.Contains(strings.Join(c.Notes, "\n"), `DIFFERENT RUNS: the old run used profile "quick"`) {
+	if c.Verdict != kpi.OutcomeInconclusive || !strings.Contains(strings.Join(c.Notes, "\n"), `DIFFERENT RUNS: the old run used profile "quick"`) {
 		t.Errorf("different profiles: verdict %s notes %q", c.Verdict, c.Notes)
 	}
 }
@@ -154,16 +154,16 @@ func TestCompareMissingData(t *testing.T) {
 		metric   string
 		want     kpi.Outcome
 		wantNote string
-		wantVerd string
+		wantVerd kpi.Outcome
 	}{
 		{"gated metric, new lacks resources", roundsOf("p", baseFigures, 0.01), noRes, allLimits, metricCPU, kpi.OutcomeNotMeasured,
-			"phase p#2: cpu_us_per_request is missing in the new run (resources not summarised: fewer than 3 samples); the gated metric is not measured.", kpi.Inconclusive},
+			"phase p#2: cpu_us_per_request is missing in the new run (resources not summarised: fewer than 3 samples); the gated metric is not measured.", kpi.OutcomeInconclusive},
 		{"ungated metric, new lacks resources", roundsOf("p", baseFigures, 0.01), noRes, CompareLimits{ThroughputDecreasePercent: 10}, metricHeapLive, "",
-			"phase p#2: heap_live_bytes_max is missing in the new run (resources not summarised: fewer than 3 samples); not gated.", kpi.Pass},
+			"phase p#2: heap_live_bytes_max is missing in the new run (resources not summarised: fewer than 3 samples); not gated.", kpi.OutcomePass},
 		{"old lacks resources", noRes, roundsOf("p", baseFigures, 0.01), allLimits, metricAlloc, kpi.OutcomeNotMeasured,
-			"phase p#2: alloc_bytes_per_request is missing in the old run", kpi.Inconclusive},
+			"phase p#2: alloc_bytes_per_request is missing in the old run", kpi.OutcomeInconclusive},
 		{"gc not measured", roundsOf("p", baseFigures, 0.01), gcUnknown, allLimits, metricGC, kpi.OutcomeNotMeasured,
-			"gc_percent is missing in the new run (gc % not measured", kpi.Inconclusive},
+			"gc_percent is missing in the new run (gc % not measured", kpi.OutcomeInconclusive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := CompareRuns(cmpReport("old", tc.old...), cmpReport("new", tc.new...), tc.limits)
@@ -197,19 +197,19 @@ func TestComparePhases(t *testing.T) {
 			t.Errorf("notes %q lack %q", c.Notes, want)
 		}
 	}
-	if c.Verdict != kpi.Inconclusive {
+	if c.Verdict != kpi.OutcomeInconclusive {
 		t.Errorf("identical single-sample phase: got verdict %s, want inconclusive (nothing gateable)", c.Verdict)
 	}
 
 	none := CompareRuns(cmpReport("a", cmpPhase("x", baseFigures)), cmpReport("b", cmpPhase("y", baseFigures)), allLimits)
-	if none.Verdict != kpi.Inconclusive || len(none.Rows) != 0 {
+	if none.Verdict != kpi.OutcomeInconclusive || len(none.Rows) != 0 {
 		t.Errorf("no phase in common: got verdict %s with %d rows, want inconclusive with none", none.Verdict, len(none.Rows))
 	}
 
 	aborted := cmpReport("b", cmpPhase("x", baseFigures))
-	aborted.Status, aborted.Verdict, aborted.Error = StatusAborted, VerdictAborted, "driver died"
+	aborted.Status, aborted.Verdict, aborted.Error = StatusAborted, kpi.OutcomeAborted, "driver died"
 	ab := CompareRuns(cmpReport("a", cmpPhase("x", baseFigures)), aborted, allLimits)
-	if ab.Verdict != kpi.Fail || !strings.Contains(strings.Join(ab.Notes, "\n"), "the new run b is aborted (driver died)") {
+	if ab.Verdict != kpi.OutcomeFail || !strings.Contains(strings.Join(ab.Notes, "\n"), "the new run b is aborted (driver died)") {
 		t.Errorf("aborted new run: got verdict %s, notes %q; want fail with a note", ab.Verdict, ab.Notes)
 	}
 }
@@ -293,7 +293,7 @@ func TestCompareJUnit(t *testing.T) {
 	}
 
 	aborted := cmpReport("b", roundsOf("p", baseFigures, 0.01)...)
-	aborted.Status, aborted.Verdict, aborted.Error = StatusAborted, VerdictAborted, "driver died"
+	aborted.Status, aborted.Verdict, aborted.Error = StatusAborted, kpi.OutcomeAborted, "driver died"
 	b, err = CompareRuns(old, aborted, allLimits).JUnit()
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +308,7 @@ func TestCompareJUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := parseJUnitBytes(t, b).Suites[0]; s.Failures != 0 || s.Errors != 0 || same.Verdict != kpi.Pass {
+	if s := parseJUnitBytes(t, b).Suites[0]; s.Failures != 0 || s.Errors != 0 || same.Verdict != kpi.OutcomePass {
 		t.Errorf("identical runs: verdict %s, %d failures, %d errors; want pass and none", same.Verdict, s.Failures, s.Errors)
 	}
 }
@@ -335,7 +335,7 @@ func TestCompareLatencyAgainstTheControl(t *testing.T) {
 	if r := rowOf(t, c, "graphql-load", metricP99); r.Outcome != kpi.OutcomeFail {
 		t.Errorf("GraphQL-only p99 regression: %q (%s), want fail", r.Outcome, r.Reason)
 	}
-	if c.Verdict != kpi.Fail {
+	if c.Verdict != kpi.OutcomeFail {
 		t.Errorf("verdict %s, want fail", c.Verdict)
 	}
 	// Both arms slowed: the machine changed too.
@@ -345,7 +345,7 @@ func TestCompareLatencyAgainstTheControl(t *testing.T) {
 			t.Errorf("%s p99 with the control moved: %q (%s), want inconclusive naming both arms", phase, r.Outcome, r.Reason)
 		}
 	}
-	if c.Verdict != kpi.Inconclusive || !strings.Contains(strings.Join(c.Notes, "\n"), "CONTROL GROUP MOVED") {
+	if c.Verdict != kpi.OutcomeInconclusive || !strings.Contains(strings.Join(c.Notes, "\n"), "CONTROL GROUP MOVED") {
 		t.Errorf("verdict %s, notes %v: want inconclusive and the note", c.Verdict, c.Notes)
 	}
 }
@@ -377,7 +377,7 @@ func TestCompareCPUAgainstTheControl(t *testing.T) {
 	if r := rowOf(t, c, "graphql-load", metricCPUVsControl); r.Outcome != kpi.OutcomePass || r.OldRounds != 4 {
 		t.Errorf("GraphQL CPU relative to its control: %q over %d rounds (%+v), want pass over 4", r.Outcome, r.OldRounds, r.Interval)
 	}
-	if c.Verdict == kpi.Fail {
+	if c.Verdict == kpi.OutcomeFail {
 		t.Errorf("an unchanged build on a slower machine failed: %v", c.Reasons())
 	}
 	// GraphQL +30 %, REST unchanged: the build did it.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"strings"
 	"time"
 
 	"github.com/soakd/soakd/internal/kpi"
@@ -153,14 +152,14 @@ var outcomeClass = map[string]string{"info": "info", "pass": "pass", "FAIL": "fa
 	"inconclusive": "open", "not measured": "open"}
 
 func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
-	p := htmlPage{R: r, Verdict: strings.ToUpper(r.Verdict), Heading: r.comparisonHeading(), GateWords: gateWords(r.Gate), RoundVerdictNote: roundVerdictNote,
+	p := htmlPage{R: r, Verdict: r.Verdict.Word(), Heading: r.comparisonHeading(), GateWords: gateWords(r.Gate), RoundVerdictNote: roundVerdictNote,
 		Failed: r.Reasons(), Footer: r.footerLines(), SubscriptionColumns: subscriptionColumns,
 		FigureSourcesHeading: figureSourcesHeading,
 		Script:               template.JS(chartScript), UPlot: template.JS(uplotJS), UPlotCSS: template.CSS(uplotCSS)}
 	p.ArmA, p.ArmB = r.ArmTitles()
 	p.PhasesA, p.PhasesB = r.Compare.Ran()
 	p.ArmSep = armSeparator(p.PhasesA, p.PhasesB)
-	p.VerdictClass = map[string]string{"pass": "pass", "fail": "fail", VerdictAborted: "aborted", VerdictRunning: "running", kpi.Inconclusive: "inconclusive"}[r.Verdict]
+	p.VerdictClass = map[kpi.Outcome]string{kpi.OutcomePass: "pass", kpi.OutcomeFail: "fail", kpi.OutcomeAborted: "aborted", kpi.OutcomeRunning: "running", kpi.OutcomeInconclusive: "inconclusive"}[r.Verdict]
 	if p.VerdictClass == "" {
 		p.VerdictClass = "other"
 	}

@@ -290,9 +290,9 @@ func missingSections(md, page string) []string {
 func TestHTMLHasEverySection(t *testing.T) {
 	all, s := allSectionsFixture()
 	rich, _ := htmlFixture()
-	aborted := &Report{Run: "r1", Profile: "p", Status: StatusAborted, Verdict: VerdictAborted, Error: "target <exited>"}
+	aborted := &Report{Run: "r1", Profile: "p", Status: StatusAborted, Verdict: kpi.OutcomeAborted, Error: "target <exited>"}
 	running := fixture()
-	running.Status, running.Verdict, running.KPIs = StatusRunning, VerdictRunning, nil
+	running.Status, running.Verdict, running.KPIs = StatusRunning, kpi.OutcomeRunning, nil
 	for name, r := range map[string]*Report{"all sections": all, "rich": rich, "aborted": aborted, "running": running} {
 		t.Run(name, func(t *testing.T) {
 			md := r.Markdown()
@@ -565,7 +565,7 @@ func TestHTMLWithoutDriverSeries(t *testing.T) {
 }
 
 func TestHTMLAborted(t *testing.T) {
-	r := &Report{Run: "r1", Profile: "p", Status: StatusAborted, Verdict: VerdictAborted, Error: "target <exited>"}
+	r := &Report{Run: "r1", Profile: "p", Status: StatusAborted, Verdict: kpi.OutcomeAborted, Error: "target <exited>"}
 	page := render(t, r, nil)
 	for _, want := range []string{`class="verdict aborted"`, "target &lt;exited&gt;", "No KPIs were evaluated"} {
 		if !strings.Contains(page, want) {

@@ -163,7 +163,7 @@ func (r *Report) JUnit() ([]byte, error) {
 	s.Properties = []junitProperty{
 		{Name: "run", Value: r.Run},
 		{Name: "status", Value: r.Status},
-		{Name: "verdict", Value: r.Verdict},
+		{Name: "verdict", Value: string(r.Verdict)},
 		{Name: "target_pid", Value: fmt.Sprint(r.TargetPID)},
 		{Name: "rest_phase", Value: r.Compare.REST},
 		{Name: "graphql_phase", Value: r.Compare.GraphQL},
@@ -200,11 +200,11 @@ func (r *Report) JUnit() ([]byte, error) {
 		return seconds(sum)
 	}
 
-	if r.Status == StatusRunning || r.Verdict == VerdictRunning {
+	if r.Status == StatusRunning || r.Verdict == kpi.OutcomeRunning {
 		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run", Time: runTime,
 			Error: &junitFailure{Message: "the run is still in progress: this report is partial", Type: "running",
 				Text: xmlText("run " + r.Run + " is still running: its verdict is not known yet")}})
-	} else if r.Status == StatusAborted || r.Verdict == VerdictAborted {
+	} else if r.Status == StatusAborted || r.Verdict == kpi.OutcomeAborted {
 		msg := r.Error
 		if msg == "" {
 			msg = "the run was aborted"
@@ -374,7 +374,7 @@ func (c Comparison) JUnit() ([]byte, error) {
 		{Name: "new", Value: c.New},
 		{Name: "old_status", Value: c.OldStatus},
 		{Name: "new_status", Value: c.NewStatus},
-		{Name: "verdict", Value: c.Verdict},
+		{Name: "verdict", Value: string(c.Verdict)},
 	}}
 	for _, r := range c.Rows {
 		cells := compareCells(r)
@@ -402,7 +402,7 @@ func (c Comparison) JUnit() ([]byte, error) {
 		s.Cases = append(s.Cases, tc)
 	}
 	verdict := junitCase{ClassName: "compare", Name: "verdict"}
-	lines := append([]string{fmt.Sprintf("comparison %s → %s: %s", c.Old, c.New, strings.ToUpper(c.Verdict))}, c.Reasons()...)
+	lines := append([]string{fmt.Sprintf("comparison %s → %s: %s", c.Old, c.New, c.Verdict.Word())}, c.Reasons()...)
 	for _, n := range c.Notes {
 		lines = append(lines, "note: "+n)
 	}
@@ -410,7 +410,7 @@ func (c Comparison) JUnit() ([]byte, error) {
 	switch {
 	case c.NewStatus == StatusAborted:
 		verdict.Error = &junitFailure{Message: fmt.Sprintf("the new run %s was aborted: nothing could be judged", c.New), Type: "aborted", Text: text}
-	case c.Verdict == string(kpi.OutcomeFail):
+	case c.Verdict == kpi.OutcomeFail:
 		failed := 0
 		for _, r := range c.Rows {
 			if r.Gated && r.Outcome == kpi.OutcomeFail {
@@ -418,7 +418,7 @@ func (c Comparison) JUnit() ([]byte, error) {
 			}
 		}
 		verdict.Failure = &junitFailure{Message: fmt.Sprintf("comparison %s → %s fails: %d gated rows failed", c.Old, c.New, failed), Type: "compare", Text: text}
-	case c.Verdict == string(kpi.OutcomePass):
+	case c.Verdict == kpi.OutcomePass:
 		verdict.SystemOut = &junitText{Text: text}
 	default:
 		verdict.Skipped = &junitSkipped{Message: fmt.Sprintf("comparison %s → %s is %s: see the notes", c.Old, c.New, c.Verdict)}

@@ -270,7 +270,7 @@ func TestJUnitThroughputMessage(t *testing.T) {
 }
 
 func TestJUnitAborted(t *testing.T) {
-	r := &Report{Run: "r1", Profile: "soak <24h> & more", Status: StatusAborted, Verdict: VerdictAborted,
+	r := &Report{Run: "r1", Profile: "soak <24h> & more", Status: StatusAborted, Verdict: kpi.OutcomeAborted,
 		Error: "target exited: signal \"killed\" <oom> \x1b[31m]]>", StartedAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	p := parseJUnit(t, r)
 	s := p.Suites[0]

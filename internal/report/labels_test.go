@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/soakd/soakd/internal/kpi"
 )
 
 // armsFixture is fixture() as a run with arms and rounds would have
@@ -197,7 +199,7 @@ func TestCompareRanFallback(t *testing.T) {
 // TestRunningReport checks that a partial report of a run in progress
 // reads running, never aborted, and that its junit.xml cannot pass.
 func TestRunningReport(t *testing.T) {
-	r := &Report{Run: "r1", Profile: "quick", Status: StatusRunning, Verdict: VerdictRunning,
+	r := &Report{Run: "r1", Profile: "quick", Status: StatusRunning, Verdict: kpi.OutcomeRunning,
 		Arms: "rest,graphql", StartedAt: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	if md := r.Markdown(); !strings.Contains(md, "**Verdict: RUNNING**") || strings.Contains(strings.ToLower(md), "aborted") {
 		t.Errorf("report.md of a running run:\n%s", md)
@@ -217,7 +219,7 @@ func TestRunningReport(t *testing.T) {
 	if e := s.Cases[0].Error; !strings.Contains(e.Message, "in progress") || strings.Contains(e.Message, "abort") || e.Type != "running" {
 		t.Errorf("junit error %+v, want type running saying the run is in progress", e)
 	}
-	if props := junitProperties(t, r); props["verdict"] != VerdictRunning {
+	if props := junitProperties(t, r); props["verdict"] != string(kpi.OutcomeRunning) {
 		t.Errorf("junit verdict property %q, want running", props["verdict"])
 	}
 }

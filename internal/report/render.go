@@ -165,7 +165,7 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# soakd report %s\n\n", r.Run)
 	fmt.Fprintf(&b, "Profile **%s**: %s.  \n", r.Profile, r.Description)
-	fmt.Fprintf(&b, "Status: %s. **Verdict: %s**", r.Status, strings.ToUpper(r.Verdict))
+	fmt.Fprintf(&b, "Status: %s. **Verdict: %s**", r.Status, r.Verdict.Word())
 	if r.Error != "" {
 		fmt.Fprintf(&b, " (%s)", r.Error)
 	}
@@ -309,7 +309,7 @@ func (r *Report) Table(w io.Writer) error {
 	for _, reason := range r.Reasons() {
 		fmt.Fprintf(w, "  - %s\n", reason)
 	}
-	verdict := fmt.Sprintf("verdict: %s", strings.ToUpper(r.Verdict))
+	verdict := fmt.Sprintf("verdict: %s", r.Verdict.Word())
 	if r.Error != "" {
 		verdict += " (" + r.Error + ")"
 	}

@@ -30,16 +30,6 @@ const (
 	StatusAborted  = "aborted"
 )
 
-// Verdicts other than kpi.Pass and kpi.Fail.
-const (
-	// VerdictRunning is the verdict of a run still in progress (status
-	// running): the KPIs are not evaluated yet.
-	VerdictRunning = "running"
-	// VerdictAborted is the verdict of a run that could not finish; the
-	// KPIs are then not evaluated.
-	VerdictAborted = "aborted"
-)
-
 // Report is report.json.
 type Report struct {
 	SchemaVersion int    `json:"schema_version"`
@@ -51,7 +41,7 @@ type Report struct {
 	Status string `json:"status"`
 	// Verdict is pass or fail once complete, running while Status is
 	// running, aborted when the run could not finish.
-	Verdict string `json:"verdict"`
+	Verdict kpi.Outcome `json:"verdict"`
 	// Error says why an aborted run stopped.
 	Error      string    `json:"error,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
@@ -162,7 +152,7 @@ type Round struct {
 	REST    string       `json:"rest"`
 	GraphQL string       `json:"graphql"`
 	KPIs    []kpi.Result `json:"kpis"`
-	Verdict string       `json:"verdict"`
+	Verdict kpi.Outcome  `json:"verdict"`
 }
 
 // Check is one verdict rule that is not a KPI row.
