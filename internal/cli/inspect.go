@@ -231,13 +231,12 @@ func writeComparison(w io.Writer, cmp report.Comparison, format string) error {
 // inconclusive 4, anything else (an aborted run, or a report still
 // running) 3.
 func verdictError(v kpi.Outcome) error {
-	switch v {
-	case kpi.OutcomePass:
+	switch code := v.ExitCode(); code {
+	case exitcode.Pass:
 		return nil
-	case kpi.OutcomeFail:
-		return exitcode.With(exitcode.Fail, errors.New("the verdict is fail"))
-	case kpi.OutcomeInconclusive:
-		return exitcode.With(exitcode.Inconclusive, errors.New("the verdict is inconclusive"))
+	case exitcode.Aborted:
+		return exitcode.With(code, fmt.Errorf("the run's verdict is %q", v))
+	default:
+		return exitcode.With(code, fmt.Errorf("the verdict is %s", v))
 	}
-	return exitcode.With(exitcode.Aborted, fmt.Errorf("the run's verdict is %q", v))
 }

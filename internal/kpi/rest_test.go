@@ -1,6 +1,10 @@
 package kpi
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/soakd/soakd/internal/exitcode"
+)
 
 func TestReturned(t *testing.T) {
 	f := func(base, now uint64, subs int, want bool) {
@@ -14,4 +18,19 @@ func TestReturned(t *testing.T) {
 	f(15, 18, 0, false)
 	f(15, 10, 0, true)
 	f(15, 15, 1, false) // a subscription still open
+}
+
+// TestOutcomeExitCode: the code CI gets for each verdict.
+func TestOutcomeExitCode(t *testing.T) {
+	for o, want := range map[Outcome]exitcode.Code{
+		OutcomePass: exitcode.Pass, OutcomeFail: exitcode.Fail, OutcomeInconclusive: exitcode.Inconclusive,
+		OutcomeNotMeasured: exitcode.Inconclusive, OutcomeAborted: exitcode.Aborted, OutcomeRunning: exitcode.Aborted, "": exitcode.Aborted,
+	} {
+		if got := o.ExitCode(); got != want {
+			t.Errorf("Outcome(%q).ExitCode() = %d, want %d", o, got, want)
+		}
+	}
+	if w := OutcomeNotMeasured.Word(); w != "NOT MEASURED" {
+		t.Errorf("Word = %q, want NOT MEASURED", w)
+	}
 }
