@@ -30,6 +30,9 @@ const (
 type Options struct {
 	// PID is the target process whose OS figures are read; 0 means none (the OS figures are not measured).
 	PID int32
+	// Tree reads the OS figures of PID and of every process under it, summed (TreeProc), instead of PID's
+	// alone: a server that forks workers is measured as the sum of them.
+	Tree bool
 	// Endpoint is the URL of the target's Prometheus endpoint ("http://127.0.0.1:9100/metrics"); "" means
 	// none (the runtime figures are not measured).
 	Endpoint string
@@ -49,6 +52,12 @@ type Options struct {
 	Client *http.Client
 }
 
+// osReader reads a process's OS figures: *Proc (one process) or *TreeProc (a process and the processes
+// under it).
+type osReader interface {
+	Read(ctx context.Context) (OSFigures, error)
+}
+
 // Sampler takes samples of one external target into a bounded ring. Run samples at the interval; SampleNow
 // may be called at the same time from other goroutines, and Samples read at any time.
 type Sampler struct {
@@ -62,7 +71,7 @@ type Sampler struct {
 
 	// sampleMu serialises readings: the Proc and the detected runtime are per-reading state.
 	sampleMu     sync.Mutex
-	proc         *Proc
+	proc         osReader
 	runtime      Runtime
 	runtimeBasis string
 
@@ -122,7 +131,14 @@ func New(ctx context.Context, opts Options) (*Sampler, error) {
 	if opts.Runtime != RuntimeUnknown {
 		s.runtimeBasis = "set by the caller"
 	}
-	if opts.PID > 0 {
+	switch {
+	case opts.PID > 0 && opts.Tree:
+		p, err := OpenTree(opts.PID)
+		if err != nil {
+			return nil, err
+		}
+		s.proc = p
+	case opts.PID > 0:
 		p, err := OpenProc(ctx, opts.PID)
 		if err != nil {
 			return nil, err
