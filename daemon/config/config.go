@@ -1282,7 +1282,7 @@ func (c *Config) validateTarget() []FieldError {
 	only("target.argv", len(t.Argv) > 0, report.TargetCommand)
 	only("target.env", len(t.Env) > 0, report.TargetCommand)
 	only("target.dir", t.Dir != "", report.TargetCommand)
-	only("target.ready_url", t.ReadyURL != "", report.TargetCommand)
+	only("target.ready_url", t.ReadyURL != "", report.TargetAttach, report.TargetCommand)
 	if !t.External() {
 		return ps
 	}

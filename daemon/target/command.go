@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -183,38 +184,82 @@ func commandEnv(base []string, add map[string]string, secrets []string) []string
 // awaitReady polls url until it answers HTTP 200, the process exits, the
 // timeout passes or ctx ends.
 func (p *commandProc) awaitReady(ctx context.Context, url string, timeout time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
+	return awaitAnswer(ctx, url, timeout, func() error {
+		select {
+		case <-p.exited:
+			return p.exitError()
+		default:
+			return nil
+		}
+	}, fmt.Sprintf("%s (pid %d)", p.what, p.pid()), p.stderr.Context)
+}
+
+// awaitAnswer polls url until it answers HTTP 200 (a URL of scheme tcp is
+// ready once a connection to its host:port is accepted), gone returns an
+// error (the process exited), timeout passes or ctx ends. what names the
+// process in messages; tail, when set, adds the end of its standard error.
+// Redirects are not followed: a ready URL answering 3xx is not ready.
+func awaitAnswer(ctx context.Context, url string, timeout time.Duration, gone func() error, what string, tail func() string) error {
+	client := &http.Client{Timeout: time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if tail == nil {
+		tail = func() string { return "" }
+	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(readyPoll)
 	defer tick.Stop()
 	last := "no answer yet"
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return exitcode.With(exitcode.Usage, fmt.Errorf("target.ready_url: %w", err))
-		}
-		if resp, err := client.Do(req); err != nil {
-			last = err.Error()
+		if ok, why, err := tryAnswer(ctx, client, url); err != nil {
+			return err
+		} else if ok {
+			return nil
 		} else {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = "HTTP " + resp.Status
+			last = why
+		}
+		if err := gone(); err != nil {
+			return fmt.Errorf("%s exited before %s answered: %w", what, url, err)
 		}
 		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited before %s answered: %w", p.what, url, p.exitError())
 		case <-ctx.Done():
 			return fmt.Errorf("stopped waiting for the target to get ready: %w", ctx.Err())
 		case <-deadline.C:
-			return fmt.Errorf("%s (pid %d) did not answer %s with HTTP 200 within target.ready_timeout %s (last: %s)%s",
-				p.what, p.pid(), url, timeout, last, p.stderr.Context())
+			return fmt.Errorf("%s did not answer %s within target.ready_timeout %s (last: %s)%s",
+				what, url, timeout, last, tail())
 		case <-tick.C:
 		}
 	}
+}
+
+// tryAnswer makes one readiness attempt: ok, or why not; err is a URL that
+// can never answer.
+func tryAnswer(ctx context.Context, client *http.Client, url string) (ok bool, why string, err error) {
+	if hostport, isTCP := strings.CutPrefix(url, "tcp://"); isTCP {
+		var d net.Dialer
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		c, err := d.DialContext(dctx, "tcp", hostport)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		c.Close()
+		return true, "", nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, "", exitcode.With(exitcode.Usage, fmt.Errorf("target.ready_url: %w", err))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return true, "", nil
+	}
+	return false, "HTTP " + resp.Status, nil
 }
 
 // logPath is the path of its log file i (0 stdout, 1 stderr), or "" when

@@ -25,6 +25,7 @@ import (
 	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
+	"github.com/soakd/soakd/internal/proctree"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
@@ -45,6 +46,15 @@ type External struct {
 	log      *zap.Logger
 	failed   *failsig.Signal
 	proc     *commandProc // kind command; nil for attach
+	// givenPID is the process soakd was given or started; pid is the one
+	// it samples (with the processes under it): the holder of the socket
+	// gql listens on, when local.
+	givenPID      int
+	local         bool
+	gql           socketOf
+	verified      bool // the holder of gql's socket was seen and is pid
+	processes     []report.ProcessInfo
+	listenerCheck string
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 }
@@ -65,25 +75,66 @@ func openExternal(ctx context.Context, cfg *config.Config, logDir string, log *z
 	ep.GraphQLWS = ws
 	t := &External{cfg: tc, ep: ep, interval: cfg.Sampler.Interval, log: log.Named("target"), failed: failsig.New(),
 		m: metrics.New(prometheus.NewRegistry())}
+	gql, err := socketFor(ctx, tc.GraphQLURL)
+	t.local = err == nil
+	if err != nil && !errors.Is(err, errNotLocal) {
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.graphql_url: %w", err))
+	}
+	var given int
 	switch tc.Kind {
 	case report.TargetAttach:
-		if t.pid, err = attachPID(tc); err != nil {
+		if given, err = attachPID(tc); err != nil {
 			return nil, exitcode.With(exitcode.Usage, err)
 		}
+		if err := awaitAttached(ctx, tc, gql, given); err != nil {
+			return nil, err
+		}
 	case report.TargetCommand:
+		if t.local {
+			holder, err := portInUse(proctree.DefaultRoot, gql)
+			if err != nil {
+				return nil, fmt.Errorf("cannot check that %s is free before starting the target: %w", gql.what, err)
+			}
+			if holder != "" {
+				return nil, exitcode.With(exitcode.Usage, fmt.Errorf(
+					"target.graphql_url: %s is already served, by %s, before soakd started target.argv: stop that process (or point target.graphql_url at another port); "+
+						"soakd would drive load at it while measuring the process it starts", gql.what, holder))
+			}
+		}
 		if t.proc, err = startCommand(ctx, tc, logDir, cfg.SecretEnvs(), t.log); err != nil {
 			return nil, err
 		}
-		t.pid = t.proc.pid()
+		given = t.proc.pid()
 	default:
 		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.kind %q is not a target soakd does not host", tc.Kind))
+	}
+	t.pid, t.givenPID = given, given
+	if !t.local {
+		t.listenerCheck = fmt.Sprintf("not checked: %s is not an address of this machine, so soakd cannot see which process serves it; the OS figures are of pid %d", gql.what, given)
+	} else {
+		who := "target.pid " + strconv.Itoa(given)
+		if t.proc != nil {
+			who = "the target command " + tc.Argv[0]
+		}
+		l, tree, err := locateServer(proctree.DefaultRoot, gql, given, who)
+		if err != nil {
+			t.stopProcess()
+			return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target: %w", err))
+		}
+		t.pid, t.processes, t.gql = l.Root, tree, gql
+		t.listenerCheck = "verified: " + tabDescribe(tree, l.Root) + " holds the socket listening on " + gql.what
+		if l.Note != "" {
+			t.listenerCheck = l.Note
+			t.log.Warn("the measured process is not the one given", zap.String("detail", l.Note))
+		}
+		t.verified = len(l.Holders) > 0
 	}
 	rt := extsample.RuntimeUnknown
 	if tc.Runtime != "auto" {
 		rt = extsample.Runtime(tc.Runtime)
 	}
 	sampler, err := extsample.New(ctx, extsample.Options{
-		PID: int32(t.pid), Endpoint: tc.MetricsURL, Runtime: rt, Interval: cfg.Sampler.Interval,
+		PID: int32(t.pid), Tree: true, Endpoint: tc.MetricsURL, Runtime: rt, Interval: cfg.Sampler.Interval,
 		// A scrape may take longer than a short interval on a loaded
 		// machine; the next tick then waits for it.
 		Timeout:    min(max(cfg.Sampler.Interval, 500*time.Millisecond), extsample.DefaultTimeout),
@@ -171,6 +222,10 @@ func (t *External) Info() report.TargetInfo {
 	info := report.TargetInfo{
 		Kind: t.cfg.Kind, PID: t.pid, GraphQLURL: t.ep.GraphQL, GraphQLWSURL: t.ep.GraphQLWS, RESTURL: t.ep.REST,
 		MetricsURL: t.cfg.MetricsURL, PprofURL: t.cfg.PprofURL,
+		Processes: t.processes, ListenerCheck: t.listenerCheck,
+	}
+	if t.givenPID != t.pid {
+		info.GivenPID = t.givenPID
 	}
 	if t.cfg.Runtime != "auto" {
 		info.Runtime, info.RuntimeBasis = t.cfg.Runtime, "set in target.runtime"
@@ -236,10 +291,35 @@ func (t *External) RunMetrics() MetricsSink { return t.m }
 // (externalNotes), so it adds none of its own.
 func (t *External) Notes() []string { return nil }
 
-// SetPhase takes a sample at the phase's edge, as the built-in sampler
-// does, so a phase's first sample is at its start.
-func (t *External) SetPhase(string) {
+// SetPhase checks that the sampled process still serves the GraphQL URL
+// and takes a sample at the phase's edge, as the built-in sampler does, so
+// a phase's first sample is at its start. A server that another process
+// now serves (restarted by a supervisor, replaced by a leftover copy) fails
+// the target: every figure from then on would be of the wrong process.
+func (t *External) SetPhase(name string) {
+	if err := t.checkListener(); err != nil {
+		t.failed.Set(fmt.Errorf("before phase %s: %w", name, err))
+	}
 	_, _ = t.sampler.SampleNow(context.Background())
+}
+
+// checkListener checks that the socket the GraphQL URL listens on is still
+// held by the sampled process or a process under it.
+func (t *External) checkListener() error {
+	if !t.verified {
+		return nil
+	}
+	holders, _, _, err := holdersOf(proctree.DefaultRoot, t.gql)
+	if err != nil {
+		t.log.Warn("cannot check which process serves the GraphQL URL", zap.Error(err))
+		return nil
+	}
+	tab, err := proctree.DefaultRoot.Snapshot()
+	if err != nil {
+		t.log.Warn("cannot check which process serves the GraphQL URL", zap.Error(err))
+		return nil
+	}
+	return listenerStillOurs(tab, holders, t.pid, t.gql.what)
 }
 
 // Baseline samples the target; no GC can be forced in another process.

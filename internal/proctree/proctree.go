@@ -225,6 +225,14 @@ func (t Table) Describe(pid int) string {
 	return fmt.Sprintf("pid %d", pid)
 }
 
+// Comm is pid's executable name, "?" when it is not in the table.
+func (t Table) Comm(pid int) string {
+	if p, ok := t[pid]; ok {
+		return p.Comm
+	}
+	return "?"
+}
+
 // DescribeAll names several processes: "pid 1 (a), pid 2 (b)".
 func (t Table) DescribeAll(pids []int) string {
 	s := make([]string, len(pids))
@@ -281,13 +289,14 @@ func (t Table) Locate(holders []int, given int, what, who string) (Located, erro
 	case given == root:
 	case t.IsUnder(given, root):
 		l.Note = fmt.Sprintf("%s (%s) is under %s, which holds the socket listening on %s: soakd samples %s and every process under it",
-			who, t.Describe(given), t.Describe(root), what, t.Describe(root))
+			who, t.Comm(given), t.Describe(root), what, t.Describe(root))
 	case t.IsUnder(root, given):
 		l.Note = fmt.Sprintf("%s (%s) started %s, which holds the socket listening on %s: soakd samples %s and every process under it",
-			who, t.Describe(given), t.Describe(root), what, t.Describe(root))
+			who, t.Comm(given), t.Describe(root), what, t.Describe(root))
 	default:
-		return Located{}, fmt.Errorf("%s (%s) is not the server listening on %s: that socket is held by %s, which is neither it, under it nor above it",
-			who, t.Describe(given), what, t.DescribeAll(holders))
+		return Located{}, fmt.Errorf("%s (%s) is not the server listening on %s: that socket is held by %s, which is neither it, under it nor above it "+
+			"(attach to the server's own pid, or point the URLs at the server the pid runs)",
+			who, t.Comm(given), what, t.DescribeAll(holders))
 	}
 	return l, nil
 }

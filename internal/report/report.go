@@ -312,8 +312,24 @@ type TargetInfo struct {
 	// donut (nothing more) or relational (seed 000's endpoints); "" for a
 	// target soakd does not host.
 	Scenario string `json:"scenario,omitempty"`
-	// PID is the measured process (soakd's own for builtin).
+	// PID is the measured process (soakd's own for builtin). For a target
+	// soakd does not host it is the process holding the socket the GraphQL
+	// URL's host:port listens on (or the nearest common ancestor of the
+	// processes holding it), which may be a child of the process soakd
+	// started or was given (GivenPID); the OS figures are summed over it and
+	// every process under it (Processes).
 	PID int `json:"pid"`
+	// GivenPID is the process soakd was given (target.pid, the pid in
+	// target.pid_file) or started (target.argv), when it is not PID.
+	GivenPID int `json:"given_pid,omitempty"`
+	// Processes are the processes sampled when the target started: PID
+	// and every process under it.
+	Processes []ProcessInfo `json:"processes,omitempty"`
+	// ListenerCheck says how PID was found to be the server that answers:
+	// "verified" (it holds the listening socket), or why that could not be
+	// checked (a URL off this machine, no permission to see the socket's
+	// holder).
+	ListenerCheck string `json:"listener_check,omitempty"`
 	// GraphQLURL is the GraphQL endpoint, GraphQLWSURL its websocket URL,
 	// RESTURL the base of the REST twin (/api/donuts/{id} below it).
 	GraphQLURL   string `json:"graphql_url"`
@@ -340,6 +356,19 @@ type TargetInfo struct {
 	// where it comes from and what it is; a figure the target does not give
 	// is not measured, with the reason.
 	Figures []FigureSource `json:"figures"`
+}
+
+// ProcessInfo is one process of a target's sampled tree.
+type ProcessInfo struct {
+	PID  int `json:"pid"`
+	PPID int `json:"ppid"`
+	// Comm is the executable's name as the kernel keeps it (15 bytes at most).
+	Comm string `json:"comm"`
+	// Cmdline is its command line (200 bytes at most).
+	Cmdline string `json:"cmdline,omitempty"`
+	// HoldsListener is true for a process holding the socket the GraphQL
+	// URL's host:port listens on.
+	HoldsListener bool `json:"holds_listener,omitempty"`
 }
 
 // FigureSource is one resource figure's provenance.
