@@ -1,6 +1,7 @@
 package target
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ import (
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/childlog"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/guard"
+	"github.com/soakd/soakd/internal/proctree"
 )
 
 // Files a command target's output goes to, in the run directory.
@@ -56,6 +59,9 @@ type commandProc struct {
 	stopping atomic.Bool
 	// graceKey names the setting of the stop grace in messages.
 	graceKey string
+	// guarded is set when the process is `soakd guard`, which ends its
+	// tree itself within the same grace: it gets a little longer.
+	guarded bool
 }
 
 // startError is a process that could not be started at all.
@@ -80,6 +86,9 @@ type procSpec struct {
 	// logsOptional starts it even when its log files cannot be created
 	// (a read-only data_dir): its output is then not kept.
 	logsOptional bool
+	// deathSignal is what the kernel sends it when soakd dies: SIGKILL
+	// when unset; the guard gets SIGTERM, to end its tree.
+	deathSignal syscall.Signal
 }
 
 // startProcess starts spec.argv in its own process group, its output kept
@@ -123,7 +132,7 @@ func startProcess(spec procSpec, log *zap.Logger) (*commandProc, error) {
 		// which then stops the target in order (and the whole group).
 		Setpgid: true,
 		// If soakd dies, the target must not run on unattended.
-		Pdeathsig: syscall.SIGKILL,
+		Pdeathsig: cmp.Or(spec.deathSignal, syscall.SIGKILL),
 	}
 	if err := cmd.Start(); err != nil {
 		p.closeFiles()
@@ -143,19 +152,27 @@ func startProcess(spec procSpec, log *zap.Logger) (*commandProc, error) {
 // answers HTTP 200 within tc.ReadyTimeout. A process that exits first, or
 // does not get ready in time, is stopped and the error says why, quoting
 // its standard error.
-func startCommand(ctx context.Context, tc config.TargetConfig, logDir string, secrets []string, log *zap.Logger) (*commandProc, error) {
+func startCommand(ctx context.Context, tc config.TargetConfig, exe, logDir string, secrets []string, log *zap.Logger) (*commandProc, error) {
 	if len(tc.Argv) == 0 {
 		return nil, exitcode.Usagef("target.argv: no command to start")
 	}
-	p, err := startProcess(procSpec{argv: tc.Argv, env: commandEnv(os.Environ(), tc.Env, secrets), dir: tc.Dir,
-		what: "the target command " + tc.Argv[0], logDir: logDir}, log)
+	env := commandEnv(os.Environ(), tc.Env, secrets)
+	if err := checkExecutable(tc.Argv[0], tc.Dir, env); err != nil {
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.argv: %w", err))
+	}
+	spec := procSpec{argv: tc.Argv, env: env, dir: tc.Dir, what: "the target command " + tc.Argv[0], logDir: logDir}
+	if exe != "" {
+		// Under `soakd guard`, so that no process of its tree outlives soakd.
+		spec.argv, spec.deathSignal = guard.Args(exe, os.Getpid(), tc.StopGrace, tc.Argv), syscall.SIGTERM
+	}
+	p, err := startProcess(spec, log)
 	if _, ok := errors.AsType[*startError](err); ok {
 		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.argv: %w", err))
 	} else if err != nil {
 		return nil, err
 	}
-	p.graceKey = "target.stop_grace "
-	log.Info("target command started", zap.Strings("argv", tc.Argv), zap.Int("pid", p.pid()),
+	p.graceKey, p.guarded = "target.stop_grace ", exe != ""
+	log.Info("target command started", zap.Strings("argv", tc.Argv), zap.Int("pid", p.pid()), zap.Bool("guarded", p.guarded),
 		zap.String("stdout", p.logPath(0)), zap.String("stderr", p.logPath(1)))
 	if err := p.awaitReady(ctx, tc.ReadyURL, tc.ReadyTimeout); err != nil {
 		if serr := p.stop(context.WithoutCancel(ctx), tc.StopGrace); serr != nil {
@@ -165,6 +182,44 @@ func startCommand(ctx context.Context, tc config.TargetConfig, logDir string, se
 	}
 	log.Info("target command ready", zap.String("ready_url", tc.ReadyURL))
 	return p, nil
+}
+
+// checkExecutable fails when argv0 names no executable file: a path (with a
+// slash) is taken from dir, a bare name is looked for in env's PATH. The
+// guard would otherwise start and fail to exec it.
+func checkExecutable(argv0, dir string, env []string) error {
+	path := argv0
+	if !strings.Contains(argv0, "/") {
+		search := ""
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+				search = v
+			}
+		}
+		for _, d := range filepath.SplitList(search) {
+			if d == "" {
+				d = "."
+			}
+			if c := filepath.Join(d, argv0); isExecutable(c, dir) {
+				return nil
+			}
+		}
+		return fmt.Errorf("cannot start %s: %w", argv0, exec.ErrNotFound)
+	}
+	if !isExecutable(path, dir) {
+		return fmt.Errorf("cannot start %s: not an executable file", argv0)
+	}
+	return nil
+}
+
+// isExecutable reports whether path (relative to dir when not absolute) is
+// an executable regular file.
+func isExecutable(path, dir string) bool {
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
 // commandEnv is base less the variables named in secrets, with add set on
@@ -302,6 +357,9 @@ func (p *commandProc) stop(ctx context.Context, grace time.Duration) error {
 	}
 	pgid := p.pid()
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	if p.guarded {
+		grace += 2 * time.Second // the guard's own SIGKILL comes first
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -381,4 +439,18 @@ func (b *boundedFile) Close() error {
 		_, err = fmt.Fprintf(b.f, "\n[soakd: %d more bytes not kept: this log keeps the first %d bytes]\n", b.dropped, b.max)
 	}
 	return errors.Join(err, b.f.Close())
+}
+
+// mainPID is the process of argv: the guard's child when guarded (the
+// guard's one child found in the process table), else the process itself.
+func (p *commandProc) mainPID() int {
+	if !p.guarded {
+		return p.pid()
+	}
+	if tab, err := proctree.DefaultRoot.Snapshot(); err == nil {
+		if kids := tab.Children(p.pid()); len(kids) > 0 {
+			return kids[0]
+		}
+	}
+	return p.pid()
 }

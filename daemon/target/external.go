@@ -65,7 +65,7 @@ var _ Target = (*External)(nil)
 // process named by target.pid or target.pid_file; for command, a process it
 // starts (its output kept in logDir) and waits for until target.ready_url
 // answers.
-func openExternal(ctx context.Context, cfg *config.Config, logDir string, log *zap.Logger) (Target, error) {
+func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, log *zap.Logger) (Target, error) {
 	tc := cfg.Target
 	ep := workloads.Endpoints{GraphQL: tc.GraphQLURL, GraphQLWS: tc.GraphQLWSURL, REST: tc.RESTURL}
 	ws, err := ep.WebsocketURL()
@@ -101,10 +101,10 @@ func openExternal(ctx context.Context, cfg *config.Config, logDir string, log *z
 						"soakd would drive load at it while measuring the process it starts", gql.what, holder))
 			}
 		}
-		if t.proc, err = startCommand(ctx, tc, logDir, cfg.SecretEnvs(), t.log); err != nil {
+		if t.proc, err = startCommand(ctx, tc, exe, logDir, cfg.SecretEnvs(), t.log); err != nil {
 			return nil, err
 		}
-		given = t.proc.pid()
+		given = t.proc.mainPID()
 	default:
 		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.kind %q is not a target soakd does not host", tc.Kind))
 	}
@@ -114,7 +114,7 @@ func openExternal(ctx context.Context, cfg *config.Config, logDir string, log *z
 	} else {
 		who := "target.pid " + strconv.Itoa(given)
 		if t.proc != nil {
-			who = "the target command " + tc.Argv[0]
+			who = "the target command's process"
 		}
 		l, tree, err := locateServer(proctree.DefaultRoot, gql, given, who)
 		if err != nil {

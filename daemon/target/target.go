@@ -152,7 +152,7 @@ func Open(ctx context.Context, cfg *config.Config, exe, logDir string, log *zap.
 		}
 		return InProcess(t), nil
 	}
-	return openExternal(ctx, cfg, logDir, log)
+	return openExternal(ctx, cfg, exe, logDir, log)
 }
 
 // CPUReading is one reading of the target process's cumulative CPU time

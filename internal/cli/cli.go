@@ -45,7 +45,7 @@ func Run(defaults []byte, args []string, stdout, stderr io.Writer) exitcode.Code
 		code = exitcode.Usage
 	}
 	// A fail or inconclusive verdict has already printed its reasons.
-	if err != nil && code != exitcode.Fail && code != exitcode.Inconclusive {
+	if err != nil && code != exitcode.Fail && code != exitcode.Inconclusive && !c.quiet {
 		c.printError(err, code)
 	}
 	return code
@@ -60,6 +60,9 @@ type cli struct {
 	// started is set once cobra has parsed a command line and handed it
 	// to a command: an error before that is bad usage.
 	started bool
+	// quiet is set by a command whose error must not be printed (the
+	// guard: its exit code is the target's).
+	quiet bool
 }
 
 // warn reports the configuration's warnings: through log when the
@@ -158,6 +161,7 @@ func (c *cli) root() *cobra.Command {
 		cmd.GroupID = "tools"
 		root.AddCommand(cmd)
 	}
+	root.AddCommand(c.guardCmd())
 	root.SetHelpCommandGroupID("tools")
 	return root
 }

@@ -6,12 +6,16 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/soakd/soakd/daemon/builtin"
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/guard"
 	"github.com/soakd/soakd/internal/pin"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
@@ -160,5 +164,39 @@ surface (loopback only) answers only requests carrying the token given in
 		},
 	}
 	configFlag(cmd, &configPath)
+	return cmd
+}
+
+// guardCmd is `soakd guard`, the process soakd starts for a command
+// target: it runs target.argv under it and ends the whole tree when soakd
+// stops it or dies (package guard). It is not for people to run, so it is
+// hidden from the help.
+func (c *cli) guardCmd() *cobra.Command {
+	var (
+		parent int
+		grace  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:    guard.Command + " --parent PID --grace D -- ARGV...",
+		Short:  "Run a command target's process tree so that none of it outlives soakd (started by soakd)",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			c.quiet = true // the exit is the target's, and its stderr is the target's log
+			code, sig := guard.Run(cmd.Context(), argv, parent, grace, c.stderr)
+			if sig != 0 {
+				// End as argv's process did, so soakd reports "signal: killed".
+				signal.Reset(sig)
+				_ = syscall.Kill(os.Getpid(), sig)
+				time.Sleep(time.Second)
+			}
+			if code == 0 {
+				return nil
+			}
+			return exitcode.With(exitcode.Code(code), fmt.Errorf("the target exited with code %d", code))
+		},
+	}
+	cmd.Flags().IntVar(&parent, "parent", 0, "pid of the soakd that started the guard")
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the tree is ended")
 	return cmd
 }
