@@ -350,12 +350,15 @@ func (p *commandProc) exitError() error {
 // returns an error only when the process had to be killed or would not go.
 func (p *commandProc) stop(ctx context.Context, grace time.Duration) error {
 	p.stopping.Store(true)
+	pgid := p.pid()
 	select {
 	case <-p.exited:
+		// What is left of its process group (a server under a wrapper
+		// that died) goes too.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		return nil
 	default:
 	}
-	pgid := p.pid()
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	if p.guarded {
 		grace += 2 * time.Second // the guard's own SIGKILL comes first

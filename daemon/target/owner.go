@@ -151,22 +151,28 @@ func locateServer(root proctree.Root, s socketOf, given int, who string) (l proc
 			"not verified that %s (%s) is the server listening on %s: the socket's holder is not visible to soakd "+
 				"(%d processes' descriptors could not be read: run soakd as the server's user or as root)",
 			who, tab.Describe(given), s.what, denied)}
-		return l, processTree(root, tab, l), nil
+		return l, processTree(root, tab, l, given), nil
 	}
 	l, err = tab.Locate(holders, given, s.what, who)
 	if err != nil {
 		return l, nil, err
 	}
-	return l, processTree(root, tab, l), nil
+	return l, processTree(root, tab, l, given), nil
 }
 
-// processTree describes the sampled tree for the report.
-func processTree(root proctree.Root, tab proctree.Table, l proctree.Located) []report.ProcessInfo {
+// processTree describes the target's processes for the report: the tree
+// under the process given, when that is above the sampled one (a
+// launcher), else the sampled tree.
+func processTree(root proctree.Root, tab proctree.Table, l proctree.Located, given int) []report.ProcessInfo {
+	top := l.Root
+	if tab.IsUnder(l.Root, given) {
+		top = given
+	}
 	var out []report.ProcessInfo
-	for _, pid := range tab.Tree(l.Root) {
+	for _, pid := range tab.Tree(top) {
 		p := tab[pid]
 		out = append(out, report.ProcessInfo{PID: pid, PPID: p.PPID, Comm: p.Comm, Cmdline: root.Cmdline(pid),
-			HoldsListener: slices.Contains(l.Holders, pid)})
+			HoldsListener: slices.Contains(l.Holders, pid), Sampled: tab.IsUnder(pid, l.Root)})
 	}
 	return out
 }

@@ -189,12 +189,14 @@ func newPhaseFrom(sum func(from, to time.Time) (*profiles.Summary, error), res w
 		serr = fmt.Errorf("no steady window (%s): lengthen the phase (more iterations) or shorten ramp_up, trim_head and trim_tail", res.SteadyFallbackReason)
 	} else {
 		steady, serr = sum(res.SteadyStart, res.SteadyEnd)
+		distrustIdleCPU(steady, res.ThroughputRPS)
 	}
 	p := report.NewPhase(res, steady, serr)
 	if ml := res.MaxLoad; ml != nil {
 		p.MaxLoad = &report.MaxLoad{MaxLoadResult: *ml}
 		if ml.PeakWindowEnd.After(ml.PeakWindowStart) {
 			peak, err := sum(ml.PeakWindowStart, ml.PeakWindowEnd)
+			distrustIdleCPU(peak, ml.PeakThroughputRPS)
 			p.MaxLoad.PeakResources = peak
 			if err != nil {
 				p.MaxLoad.PeakResourcesError = err.Error()
@@ -204,6 +206,24 @@ func newPhaseFrom(sum func(from, to time.Time) (*profiles.Summary, error), res w
 		}
 	}
 	return p
+}
+
+// distrustIdleCPU makes a window's CPU figures not measured when the
+// sampled process used no CPU to speak of while the target served rps
+// requests a second (kpi.ImplausibleCPU): they are not the server's.
+func distrustIdleCPU(s *profiles.Summary, rps float64) {
+	if s == nil || !s.CPUKnown {
+		return
+	}
+	why := kpi.ImplausibleCPU(rps*s.WindowSeconds, s.CPUSeconds)
+	if why == "" {
+		return
+	}
+	s.CPUKnown, s.CPUSeconds, s.CPUMachinePercent, s.CPUCorePercent = false, 0, 0, 0
+	if s.NotMeasured == nil {
+		s.NotMeasured = map[string]string{}
+	}
+	s.NotMeasured["cpu_seconds"] = why
 }
 
 // summarize reduces the target's samples inside [from, to] to resource

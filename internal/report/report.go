@@ -322,8 +322,9 @@ type TargetInfo struct {
 	// GivenPID is the process soakd was given (target.pid, the pid in
 	// target.pid_file) or started (target.argv), when it is not PID.
 	GivenPID int `json:"given_pid,omitempty"`
-	// Processes are the processes sampled when the target started: PID
-	// and every process under it.
+	// Processes are the target's processes when it started: PID and every
+	// process under it (Sampled), and above it up to the process soakd was
+	// given or started when that is a launcher of PID.
 	Processes []ProcessInfo `json:"processes,omitempty"`
 	// ListenerCheck says how PID was found to be the server that answers:
 	// "verified" (it holds the listening socket), or why that could not be
@@ -369,6 +370,9 @@ type ProcessInfo struct {
 	// HoldsListener is true for a process holding the socket the GraphQL
 	// URL's host:port listens on.
 	HoldsListener bool `json:"holds_listener,omitempty"`
+	// Sampled is true for the processes whose OS figures are summed: PID
+	// and every process under it.
+	Sampled bool `json:"sampled"`
 }
 
 // FigureSource is one resource figure's provenance.
