@@ -421,6 +421,10 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	}
 	capt.after(res.Requests)
 	r.rep.Profiles = append(r.rep.Profiles, capt.files...)
+	if w := phase.ResourceFigures; w != nil && w.CPUCrossCheck != "" {
+		r.rep.Notes = append(r.rep.Notes, "Phase "+phase.Name+": "+w.CPUCrossCheck+".")
+		r.log.Warn("CPU cross-check", zap.String("phase", phase.Name), zap.String("detail", w.CPUCrossCheck))
+	}
 	r.rep.Phases = append(r.rep.Phases, phase)
 	r.rep.Seed000 = seed000Section(r.cfg.Operations, r.rep.Phases)
 	if err := r.write(); err != nil {
@@ -845,9 +849,12 @@ func (p *progress) done() {
 // target (Go's collector, sampled from inside) with what holds for a
 // server sampled from outside.
 func externalNotes(info report.TargetInfo, notes []string) []string {
-	out := []string{fmt.Sprintf("The target is a server soakd does not host (kind %s, pid %d), sampled from outside: its OS figures by PID (gopsutil), its runtime figures scraped from %s. "+
+	out := []string{fmt.Sprintf("The target is a server soakd does not host (kind %s, pid %d), sampled from outside: its OS figures summed over pid %d and every process under it (from /proc), its runtime figures scraped from %s. "+
 		"target.figures names every resource figure's source and definition; a figure the target does not expose is not measured, with the reason, never 0.",
-		info.Kind, info.PID, cmp.Or(info.MetricsURL, "no metrics endpoint (so no runtime figures)"))}
+		info.Kind, info.PID, info.PID, cmp.Or(info.MetricsURL, "no metrics endpoint (so no runtime figures)"))}
+	if info.ListenerCheck != "" {
+		out = append(out, "The measured process: "+info.ListenerCheck+".")
+	}
 	out = append(out, "No GC can be forced in a target soakd does not host: phases start from whatever heap the target left, "+
 		"and the return-to-rest checks read the live heap as of the target's own last GC cycle.")
 	for _, n := range notes {

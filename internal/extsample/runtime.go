@@ -153,6 +153,7 @@ func MapRuntime(e Exposition, rt Runtime) (RuntimeFigures, error) {
 		_, err := ParseRuntime(string(rt))
 		return runtimeNotMeasured(rt, basis, err.Error()), err
 	}
+	appendSelfCPU(e, &r)
 	r.Runtime, r.RuntimeBasis = rt, basis
 	return r, nil
 }

@@ -52,6 +52,10 @@ type Window struct {
 	CPUMachinePercent Figure `json:"cpu_machine_percent"`
 	// CPUCorePercent is CPUSeconds ÷ Seconds × 100: the share of one core (up to Cores × 100).
 	CPUCorePercent Figure `json:"cpu_core_percent"`
+	// CPUCrossCheck, when set, says that CPUSeconds and the target's own process_cpu_seconds_total over the
+	// same samples disagree, by how much, and what that may mean (see CPUCrossCheck); "" when they agree or
+	// the target does not export the counter.
+	CPUCrossCheck string `json:"cpu_cross_check,omitempty"`
 
 	// GCPercent is the share of time spent in GC: of the runtime's available CPU time where the runtime gives
 	// it (Go with runtime/metrics), of wall time otherwise. Its Definition says which.
@@ -123,6 +127,8 @@ func Between(first, last Sample, cores int) (Window, error) {
 		w.CPUMachinePercent = notMeasured("cpu_machine_percent", "percent", w.CPUSeconds.Source, machineDef, w.CPUSeconds.Reason)
 		w.CPUCorePercent = notMeasured("cpu_core_percent", "percent", w.CPUSeconds.Source, coreDef, w.CPUSeconds.Reason)
 	}
+
+	w.CPUCrossCheck = CPUCrossCheck(first, last, w.CPUSeconds)
 
 	// GC.
 	w.GCCycles = delta("gc_cycles", "count", first.Runtime.GCCycles, last.Runtime.GCCycles)
