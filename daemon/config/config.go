@@ -116,8 +116,10 @@ type TargetConfig struct {
 	Argv []string          `yaml:"argv"`
 	Env  map[string]string `yaml:"env"`
 	Dir  string            `yaml:"dir"`
-	// ReadyURL (command) must answer HTTP 200 within ReadyTimeout of the
-	// start before the run begins.
+	// ReadyURL must answer HTTP 200 within ReadyTimeout before the run
+	// begins: of the start (command), or of the run's start (attach, where
+	// it is optional: without it the run waits for the GraphQL URL's port
+	// to take a TCP connection).
 	ReadyURL     string        `yaml:"ready_url"`
 	ReadyTimeout time.Duration `yaml:"ready_timeout"`
 	// StopGrace (command) is how long the process gets after SIGTERM, at
@@ -1326,6 +1328,7 @@ func (c *Config) validateTarget() []FieldError {
 		case t.PID == os.Getpid():
 			bad("target.pid", "%d is soakd itself; use target.kind builtin to measure the built-in target", t.PID)
 		}
+		url("target.ready_url", t.ReadyURL, false, "http", "https")
 	case report.TargetCommand:
 		if len(t.Argv) == 0 || t.Argv[0] == "" {
 			bad("target.argv", "command needs the program to start and its arguments, e.g. [/usr/local/bin/server, --port, \"8080\"]")

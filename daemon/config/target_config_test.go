@@ -108,7 +108,6 @@ target:
 	has(t, ps, "target.metrics_url", 6, "without query or fragment")
 	has(t, ps, "target.runtime", 7, "must be go, node, dotnet, jvm or auto")
 	has(t, ps, "target.pid", 0, "set target.pid or target.pid_file")
-	has(t, ps, "target.ready_url", 8, "is read only for target.kind command")
 	has(t, ps, "target.argv", 9, "is read only for target.kind command")
 
 	ps = problems(t, `

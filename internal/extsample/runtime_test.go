@@ -82,10 +82,11 @@ func TestMapNodePromClient(t *testing.T) {
 	}
 	wantFigure(t, r.GCKinds[0].Cycles, 1, `series nodejs_gc_duration_seconds_count{kind="major"}`)
 	wantFigure(t, r.GCKinds[1].Seconds, 0.01660341700003483, `series nodejs_gc_duration_seconds_sum{kind="minor"}`)
-	if len(r.Extra) != 1 {
-		t.Fatalf("extra %+v, want the event-loop delay", r.Extra)
+	if len(r.Extra) != 2 {
+		t.Fatalf("extra %+v, want the event-loop delay and the process's own CPU counter", r.Extra)
 	}
 	wantFigure(t, r.Extra[0], 0.020611071, "series nodejs_eventloop_lag_p99_seconds")
+	wantFigure(t, r.Extra[1], 0.136409, "series process_cpu_seconds_total")
 	if !strings.Contains(r.GCCycles.Definition, "lower bound") {
 		t.Errorf("Node GC count definition %q does not say prom-client undercounts", r.GCCycles.Definition)
 	}
@@ -119,8 +120,8 @@ func TestMapDotNetPrometheusNet(t *testing.T) {
 	wantFigure(t, r.GCCycles, 120, `series dotnet_collection_count_total{generation="0"}`)
 	wantNotMeasured(t, r.GCSeconds, "DotNetStats exposes no GC time")
 	wantNotMeasured(t, r.AllocBytes, "the .NET target exposes no allocation counter")
-	if len(r.Extra) != 0 {
-		t.Errorf("extra %+v, want none without the event counters", r.Extra)
+	if len(r.Extra) != 1 || r.Extra[0].Name != "process_cpu_seconds" {
+		t.Errorf("extra %+v, want only the process's own CPU counter without the event counters", r.Extra)
 	}
 }
 
