@@ -97,7 +97,7 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 			}
 			if holder != "" {
 				return nil, exitcode.With(exitcode.Usage, fmt.Errorf(
-					"target.graphql_url: %s is already served, by %s, before soakd started target.argv: stop that process (or point target.graphql_url at another port); "+
+					"target.graphql_url: %s is already served by %s before soakd started target.argv: stop that process (or point target.graphql_url at another port); "+
 						"soakd would drive load at it while measuring the process it starts", gql.what, holder))
 			}
 		}
