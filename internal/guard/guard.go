@@ -130,7 +130,9 @@ func signalTree(sig syscall.Signal) {
 	self, pgrp := os.Getpid(), syscall.Getpgrp()
 	tab, err := proctree.DefaultRoot.Snapshot()
 	if err != nil {
-		_ = syscall.Kill(-pgrp, sig) // the best that can be done
+		if pgrp == self {
+			_ = syscall.Kill(-pgrp, sig) // the best that can be done
+		}
 		return
 	}
 	for _, pid := range Victims(tab, self, pgrp) {
@@ -138,8 +140,10 @@ func signalTree(sig syscall.Signal) {
 	}
 }
 
-// Victims are the processes the guard self ends: those under it and those
-// of its process group pgrp, never itself.
+// Victims are the processes the guard self ends: those under it and, when
+// it leads its process group pgrp (as soakd starts it), those of the group;
+// never itself, and never a group it does not lead (that of the shell or
+// test runner that started it).
 func Victims(tab proctree.Table, self, pgrp int) []int {
 	seen := map[int]bool{self: true}
 	var out []int
@@ -150,7 +154,7 @@ func Victims(tab proctree.Table, self, pgrp int) []int {
 		}
 	}
 	for pid, p := range tab {
-		if p.PGID == pgrp && !seen[pid] {
+		if pgrp == self && p.PGID == pgrp && !seen[pid] {
 			seen[pid] = true
 			out = append(out, pid)
 		}
