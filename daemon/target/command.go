@@ -62,6 +62,9 @@ type commandProc struct {
 	// guarded is set when the process is `soakd guard`, which ends its
 	// tree itself within the same grace: it gets a little longer.
 	guarded bool
+	// record is the guard's record file (guard.Write), removed once the
+	// process is stopped; "" when none was written.
+	record string
 }
 
 // startError is a process that could not be started at all.
@@ -152,7 +155,7 @@ func startProcess(spec procSpec, log *zap.Logger) (*commandProc, error) {
 // answers HTTP 200 within tc.ReadyTimeout. A process that exits first, or
 // does not get ready in time, is stopped and the error says why, quoting
 // its standard error.
-func startCommand(ctx context.Context, tc config.TargetConfig, exe, logDir string, secrets []string, log *zap.Logger) (*commandProc, error) {
+func startCommand(ctx context.Context, tc config.TargetConfig, exe, logDir, recordDir string, secrets []string, log *zap.Logger) (*commandProc, error) {
 	if len(tc.Argv) == 0 {
 		return nil, exitcode.Usagef("target.argv: no command to start")
 	}
@@ -172,6 +175,11 @@ func startCommand(ctx context.Context, tc config.TargetConfig, exe, logDir strin
 		return nil, err
 	}
 	p.graceKey, p.guarded = "target.stop_grace ", exe != ""
+	if p.guarded && recordDir != "" {
+		if p.record, err = guard.Write(recordDir, p.pid(), tc.Argv); err != nil {
+			log.Warn("the target is not recorded: a soakd that dies cannot be cleaned up after by the next one", zap.Error(err))
+		}
+	}
 	log.Info("target command started", zap.Strings("argv", tc.Argv), zap.Int("pid", p.pid()), zap.Bool("guarded", p.guarded),
 		zap.String("stdout", p.logPath(0)), zap.String("stderr", p.logPath(1)))
 	if err := p.awaitReady(ctx, tc.ReadyURL, tc.ReadyTimeout); err != nil {
@@ -350,6 +358,7 @@ func (p *commandProc) exitError() error {
 // returns an error only when the process had to be killed or would not go.
 func (p *commandProc) stop(ctx context.Context, grace time.Duration) error {
 	p.stopping.Store(true)
+	defer p.forget()
 	pgid := p.pid()
 	select {
 	case <-p.exited:
@@ -456,4 +465,14 @@ func (p *commandProc) mainPID() int {
 		}
 	}
 	return p.pid()
+}
+
+// forget removes the guard's record, once its tree is ended.
+func (p *commandProc) forget() {
+	if p.record == "" {
+		return
+	}
+	if err := os.Remove(p.record); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.log.Warn("target record", zap.Error(err))
+	}
 }

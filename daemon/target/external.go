@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"github.com/soakd/soakd/internal/extsample"
 	"github.com/soakd/soakd/internal/failsig"
 	"github.com/soakd/soakd/internal/fsutil"
+	"github.com/soakd/soakd/internal/guard"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/proctree"
@@ -55,8 +57,8 @@ type External struct {
 	verified      bool // the holder of gql's socket was seen and is pid
 	processes     []report.ProcessInfo
 	listenerCheck string
-	stop     context.CancelFunc
-	wg       sync.WaitGroup
+	stop          context.CancelFunc
+	wg            sync.WaitGroup
 }
 
 var _ Target = (*External)(nil)
@@ -90,6 +92,14 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 			return nil, err
 		}
 	case report.TargetCommand:
+		recordDir := filepath.Join(cfg.DataDir, guard.RecordDir)
+		swept, err := guard.Sweep(recordDir)
+		if err != nil {
+			t.log.Warn("cannot clean up after a soakd that died", zap.Error(err))
+		}
+		for _, s := range swept {
+			t.log.Warn("cleaned up after a soakd that died", zap.String("detail", s))
+		}
 		if t.local {
 			holder, err := portInUse(proctree.DefaultRoot, gql)
 			if err != nil {
@@ -101,7 +111,7 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 						"soakd would drive load at it while measuring the process it starts", gql.what, holder))
 			}
 		}
-		if t.proc, err = startCommand(ctx, tc, exe, logDir, cfg.SecretEnvs(), t.log); err != nil {
+		if t.proc, err = startCommand(ctx, tc, exe, logDir, recordDir, cfg.SecretEnvs(), t.log); err != nil {
 			return nil, err
 		}
 		given = t.proc.mainPID()

@@ -116,11 +116,20 @@ func holdersOf(root proctree.Root, s socketOf) (holders []int, listening bool, d
 // when nothing listens there.
 func portInUse(root proctree.Root, s socketOf) (string, error) {
 	holders, listening, denied, err := holdersOf(root, s)
+	// A listener without a holder may be a socket still being closed by a
+	// process that just exited: look again for up to a second.
+	for i := 0; err == nil && listening && len(holders) == 0 && denied == 0 && i < 20; i++ {
+		time.Sleep(50 * time.Millisecond)
+		holders, listening, denied, err = holdersOf(root, s)
+	}
 	if err != nil || !listening {
 		return "", err
 	}
+	if len(holders) == 0 && denied > 0 {
+		return fmt.Sprintf("a process soakd cannot see (%d processes' descriptors could not be read: another user's; run soakd as root to see which)", denied), nil
+	}
 	if len(holders) == 0 {
-		return fmt.Sprintf("a process soakd cannot see (%d processes' descriptors could not be read: another user's)", denied), nil
+		return "a socket no process of this machine's process table holds (another PID namespace, such as a container's)", nil
 	}
 	tab, err := root.Snapshot()
 	if err != nil {

@@ -142,19 +142,96 @@ func TestTheMeasuredProcessIsTheServer(t *testing.T) {
 		}
 		_ = cmd.Wait()
 		// The guard ends the tree within target.stop_grace (10 s) of soakd's death.
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			_, err := http.Get(srv.url("/healthz"))
-			left := processesWith(t, srv.config)
-			if err != nil && len(left) == 0 {
-				break
+		awaitNoServer(t, srv)
+	})
+
+	t.Run("soakd and its guard killed at once", func(t *testing.T) {
+		// pkill -9 soakd kills the guard too (it is soakd); the server,
+		// in the guard's process group, runs on under PID 1. The next soakd
+		// on the same data_dir ends it from the guard's record.
+		srv := newExternalServer(t)
+		dir := t.TempDir()
+		data := filepath.Join(dir, "data")
+		cfgPath := filepath.Join(dir, "long.yaml")
+		long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
+		section := strings.Replace(srv.commandSection(bin), "  argv: [", `  argv: [sh, -c, '"$0" "$@"; echo done', `, 1)
+		if err := os.WriteFile(cfgPath, []byte(long+section+"\ndata_dir: "+data+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "run", "--config", cfgPath, "--out", filepath.Join(dir, "run"), "--log-format", "json")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		sc := bufio.NewScanner(stderr)
+		guardPID := 0
+		for guardPID == 0 && sc.Scan() {
+			var m struct {
+				Msg string `json:"msg"`
+				PID int    `json:"pid"`
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("30 s after kill -9 of soakd: serving %v, processes left %v", err == nil, left)
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m.Msg == "target command started" {
+				guardPID = m.PID
 			}
+		}
+		ready := false
+		for !ready && sc.Scan() {
+			ready = strings.Contains(sc.Text(), `"target command ready"`)
+		}
+		if guardPID == 0 || !ready {
+			t.Fatal("the target command never got ready")
+		}
+		go func() {
+			for sc.Scan() {
+			}
+		}()
+		records, _ := filepath.Glob(filepath.Join(data, "targets", "*.json"))
+		if len(records) != 1 {
+			t.Fatalf("guard records %v, want one", records)
+		}
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(guardPID, syscall.SIGKILL)
+		_ = cmd.Wait()
+		time.Sleep(500 * time.Millisecond) // what was going to die has died
+		stillServing(t, srv.port, "the orphaned server")
+
+		// The next run on the same data_dir: its target never gets ready
+		// (a wrong ready_url), so it ends quickly, but only after the sweep
+		// and the check that the port is free.
+		next := strings.Replace(tinyConfig+srv.commandSection(bin), "ready_timeout: 30s", "ready_timeout: 1s", 1)
+		next = strings.Replace(next, "ready_url: "+srv.url("/healthz"), "ready_url: "+srv.url("/not-ready"), 1)
+		rep, _, code := runConfig(t, bin, next+"\ndata_dir: "+data+"\n")
+		if code != 3 {
+			t.Errorf("the next run exited %d (%v), want 3 (aborted: never ready), not 2 (port served by the orphan)", code, rep["error"])
+		}
+		awaitNoServer(t, srv)
+		if records, _ := filepath.Glob(filepath.Join(data, "targets", "*.json")); len(records) != 0 {
+			t.Errorf("records left: %v", records)
 		}
 	})
 }
 
+// awaitNoServer waits, up to 30 s, until nothing answers srv's port and
+// no process runs with srv's config.
+func awaitNoServer(t *testing.T, srv externalServer) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, err := http.Get(srv.url("/healthz"))
+		left := processesWith(t, srv.config)
+		if err != nil && len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s on: serving %v, processes left %v", err == nil, left)
+		}
+	}
+}
+
+// processesWith lists the processes whose command line holds s.
 // processesWith lists the processes whose command line holds s.
 func processesWith(t *testing.T, s string) []string {
 	t.Helper()

@@ -104,3 +104,30 @@ func TestGuardEndsOrphans(t *testing.T) {
 		t.Errorf("the orphan %d still runs after the guard returned", bg)
 	}
 }
+
+func TestLeftovers(t *testing.T) {
+	r := Record{GuardPID: 50, GuardStartTicks: 1000, SoakdPID: 40, SoakdStartTicks: 900}
+	// soakd 40 and the guard 50 were killed; the server 52 (group 50) runs
+	// under PID 1; 60 is a later, unrelated group.
+	dead := proctree.Table{1: {PID: 1}, 52: {PID: 52, PPID: 1, PGID: 50, StartTicks: 1010}, 60: {PID: 60, PPID: 1, PGID: 60, StartTicks: 2000}}
+	if got := Leftovers(dead, r); len(got) != 1 || got[0] != 52 {
+		t.Errorf("leftovers %v, want the server 52", got)
+	}
+	// The same PID 40 now names a later process: soakd is still dead.
+	reused := proctree.Table{40: {PID: 40, StartTicks: 5000}, 52: {PID: 52, PPID: 1, PGID: 50, StartTicks: 1010}}
+	if got := Leftovers(reused, r); len(got) != 1 {
+		t.Errorf("leftovers %v with soakd's pid reused, want the server", got)
+	}
+	// soakd still runs: nothing is left over.
+	live := proctree.Table{40: {PID: 40, StartTicks: 900}, 50: {PID: 50, PPID: 40, PGID: 50, StartTicks: 1000},
+		52: {PID: 52, PPID: 50, PGID: 50, StartTicks: 1010}}
+	if got := Leftovers(live, r); got != nil {
+		t.Errorf("leftovers %v of a live soakd, want none", got)
+	}
+	// The guard survived its soakd: it and its tree are left over.
+	orphanGuard := proctree.Table{50: {PID: 50, PPID: 1, PGID: 50, StartTicks: 1000}, 52: {PID: 52, PPID: 50, PGID: 50, StartTicks: 1010},
+		53: {PID: 53, PPID: 52, PGID: 53, StartTicks: 1020}}
+	if got := Leftovers(orphanGuard, r); len(got) != 3 {
+		t.Errorf("leftovers %v, want the guard and its tree", got)
+	}
+}
