@@ -108,13 +108,13 @@ func checkGoBooksRun(t *testing.T, out string, code int, kind string, pid int) {
 			t.Errorf("figure %s not measured without a reason", f.Name)
 		case !f.Measured:
 			figs[f.Name] = "not measured: " + f.Reason
-		case !strings.HasPrefix(f.Source, "os: gopsutil") && !strings.HasPrefix(f.Source, "series go_"):
+		case !strings.HasPrefix(f.Source, "os: /proc") && !strings.HasPrefix(f.Source, "series go_"):
 			t.Errorf("figure %s from %q; want the OS or a go_… series of the server's /metrics", f.Name, f.Source)
 		default:
 			figs[f.Name] = f.Source
 		}
 	}
-	osSrc := fmt.Sprintf("os: gopsutil, pid %d", rep.Target.PID)
+	osSrc := fmt.Sprintf("os: /proc, pid %d and the processes under it", rep.Target.PID)
 	for name, want := range map[string]string{
 		"cpu_seconds":     osSrc,
 		"rss_bytes":       osSrc,

@@ -234,7 +234,7 @@ func checkNodeRun(t *testing.T, out string, code int, kind string, pid int) {
 			}
 		}
 	}
-	osSrc := fmt.Sprintf("os: gopsutil, pid %d", rep.Target.PID)
+	osSrc := fmt.Sprintf("os: /proc, pid %d and the processes under it", rep.Target.PID)
 	for name, want := range map[string]string{
 		"cpu_seconds":               osSrc,
 		"rss_bytes":                 osSrc,

@@ -209,12 +209,12 @@ func checkExternalRun(t *testing.T, rep externalReport, raw []byte, kind string,
 		}
 	}
 	for name, want := range map[string]string{
-		"cpu_seconds":     fmt.Sprintf("os: gopsutil, pid %d", pid),
+		"cpu_seconds":     fmt.Sprintf("os: /proc, pid %d and the processes under it", pid),
 		"gc_percent":      "series go_cpu_classes_gc_total_cpu_seconds_total",
 		"gc_cycles":       "series go_gc_cycles_total_gc_cycles_total",
 		"alloc_bytes":     "series go_gc_heap_allocs_bytes_total",
 		"heap_live_bytes": "series go_gc_heap_live_bytes",
-		"rss_bytes":       fmt.Sprintf("os: gopsutil, pid %d", pid),
+		"rss_bytes":       fmt.Sprintf("os: /proc, pid %d and the processes under it", pid),
 	} {
 		if !strings.Contains(sources[name], want) {
 			t.Errorf("figure %s: source %q, want it measured from %q", name, sources[name], want)
@@ -236,7 +236,7 @@ func checkExternalRun(t *testing.T, rep externalReport, raw []byte, kind string,
 		}
 		// CPU and GC from the external process: its OS times, its runtime's series.
 		if !r.CPUKnown || r.CPUMachinePercent <= 0 || !w.CPUSeconds.Measured || w.CPUSeconds.Value <= 0 ||
-			w.CPUSeconds.Source != fmt.Sprintf("os: gopsutil, pid %d", pid) {
+			w.CPUSeconds.Source != fmt.Sprintf("os: /proc, pid %d and the processes under it", pid) {
 			t.Errorf("%s: CPU not measured from pid %d: resources %+v, figure %+v", p.Name, pid, r, w.CPUSeconds)
 		}
 		if r.AllocBytes == 0 || r.GCCycles == 0 {

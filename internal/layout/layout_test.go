@@ -39,6 +39,8 @@ var forbidden = []struct {
 	{"internal/fsutil", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/strictjson", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/jsonhttp", []string{"daemon/...", "internal/..."}, "a leaf"},
+	{"internal/proctree", []string{"daemon/...", "internal/..."}, "a leaf"},
+	{"internal/guard", []string{"daemon/...", "internal/cli", "internal/report", "internal/kpi", "internal/extsample"}, "the guard runs a target's tree and nothing else"},
 }
 
 // topLevel are the directories holding Go packages at the top: the design
