@@ -34,6 +34,10 @@ type ABOptions struct {
 	// Old and New configure the two sides: the build compared against and
 	// the candidate (the same file with different target or inject keys).
 	Old, New *config.Config
+	// Base is the configuration both sides are made from (--config): the
+	// session is judged by its limits, and a side that changes anything
+	// but the build (config.SideChanges) is refused. Nil: Old is the base.
+	Base *config.Config
 }
 
 // ABResult is what an A/B session produced: each side's report (nil when
@@ -78,6 +82,21 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	}
 	if opts.Old == nil || opts.New == nil {
 		return nil, errors.New("an A/B session needs both sides' configs")
+	}
+	base := cmp.Or(opts.Base, opts.Old)
+	for _, side := range []struct {
+		name string
+		cfg  *config.Config
+	}{{report.ABOld, opts.Old}, {report.ABNew, opts.New}} {
+		changed, err := config.SideChanges(base, side.cfg)
+		if err != nil {
+			return nil, err
+		}
+		if len(changed) > 0 {
+			return nil, exitcode.Usagef("the %s side's file sets %s, which the base configuration (--config) decides for both sides: "+
+				"limits, KPIs, the profile, its phases, operations, data and the sampler must be the same, or the comparison would judge the candidate by its own rules or another workload; "+
+				"a side file may set only target:, inject:, server:, graphql:, pinning: and profiling:", side.name, strings.Join(changed, ", "))
+		}
 	}
 	if err := abConflicts(opts.Old, opts.New); err != nil {
 		return nil, err
@@ -160,8 +179,10 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		}
 	}
 	res.Old, res.New = sideReports(sides)
-	lim := opts.New.Compare.Limits()
-	lim.Confidence = opts.New.KPIs.Confidence
+	// The base configuration's limits, never a side's (a candidate could
+	// otherwise pass itself).
+	lim := base.Compare.Limits()
+	lim.Confidence = base.KPIs.Confidence
 	res.Comparison = report.CompareRuns(res.Old, res.New, lim)
 	if err := writeComparisonFiles(res.Dir, res.Comparison); err != nil {
 		return res, exitcode.With(exitcode.Aborted, err)

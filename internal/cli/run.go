@@ -105,7 +105,7 @@ build: an A/A session, whose verdict should pass.`,
 			}
 			res, err := run.RunAB(cmd.Context(), run.ABOptions{
 				RunOptions: run.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
-				Old:        oldCfg, New: newCfg,
+				Old:        oldCfg, New: newCfg, Base: env.cfg,
 			})
 			if res == nil || res.Old == nil || res.New == nil || res.Comparison.Verdict == "" {
 				return err

@@ -127,7 +127,11 @@ func TestABRefusals(t *testing.T) {
 	fixed := filepath.Join(dir, "fixed.yaml")
 	rounds := filepath.Join(dir, "rounds.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
+	loose := filepath.Join(dir, "loose.yaml")
 	for path, body := range map[string]string{
+		// A candidate with a planted regression that loosens the limit it
+		// is judged by: before, it passed (exit 0) at +238 % CPU.
+		loose: "inject:\n  graphql_cpu_us_per_request: 400\ncompare:\n  cpu_per_request_increase_percent: 100000\n",
 		cfg:    abConfig,
 		fixed:  abConfig + "server:\n  listen: 127.0.0.1:18765\n",
 		rounds: strings.Replace(abConfig, "rounds: 3", "rounds: 2", 1),
@@ -145,7 +149,8 @@ func TestABRefusals(t *testing.T) {
 		{"missing file", []string{"--config", cfg, "--new", filepath.Join(dir, "nope.yaml")}, "cannot read --new"},
 		{"unknown key", []string{"--config", cfg, "--new", bad}, "graphql_cpu_us_per_reqest"},
 		{"one fixed address", []string{"--config", fixed}, "server.listen 127.0.0.1:18765"},
-		{"different phases", []string{"--config", cfg, "--old", rounds}, "the two sides run different phases"},
+		{"different phases", []string{"--config", cfg, "--old", rounds}, "the old side's file sets profiles."},
+		{"a side loosens the gate", []string{"--config", cfg, "--new", loose}, "the new side's file sets compare.cpu_per_request_increase_percent, which the base configuration (--config) decides"},
 		{"bad format", []string{"--config", cfg, "--format", "yaml"}, "--format must be"},
 		{"endless file", []string{"--config", cfg, "--new", "/dev/zero"}, "--new /dev/zero is larger than 16 MiB"},
 	} {
