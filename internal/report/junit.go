@@ -48,8 +48,8 @@ type junitProperty struct {
 type junitCase struct {
 	ClassName string `xml:"classname,attr"`
 	Name      string `xml:"name,attr"`
-	// Time is the seconds of measurement the case judges (see JUnit);
-	// omitted when no phase of the case is known.
+	// Time is the run's duration on the "run" case (see JUnit);
+	// omitted on the rule cases.
 	Time string `xml:"time,attr,omitempty"`
 	// Skipped marks a rule that was neither passed nor failed:
 	// informational, inconclusive or not measured. CI shows it, and it is
@@ -140,11 +140,10 @@ func encodeJUnit(s junitSuite) ([]byte, error) {
 // error, or of type "running" for a partial report of a run still in
 // progress, so that it never reads as a pass.
 //
-// Each testcase's time is the seconds of measurement it judges: a KPI row
-// the compared phases of every round, a round's row that round's two
-// phases, a check its phase, and the "run" case and checks of no phase the
-// whole run; it is omitted when none of those is known (a partial report's
-// phases still to run count for nothing).
+// The first testcase, "run" of class "soakd", carries the verdict (a
+// failure for fail and, of type "inconclusive", for inconclusive; an error
+// for aborted or running) and the run's duration as its time; the rule
+// cases carry no time, so that the cases' times add up to the run's.
 //
 // The properties name the compared phases as they ran: rest_phase and
 // graphql_phase are the first and second arm's base names (see Compare; in a
@@ -181,60 +180,47 @@ func (r *Report) JUnit() ([]byte, error) {
 		s.Properties = append(s.Properties, junitProperty{Name: "gate", Value: r.Gate})
 	}
 
-	// phaseTime sums the durations of the named phases that ran; "" when
-	// none did.
-	durations := map[string]float64{}
-	for _, p := range r.Phases {
-		durations[p.Name] = p.DurationSeconds
-	}
-	phaseTime := func(names ...string) string {
-		sum, found := 0.0, false
-		for _, n := range names {
-			if d, ok := durations[n]; ok {
-				sum, found = sum+d, true
-			}
-		}
-		if !found {
-			return ""
-		}
-		return seconds(sum)
-	}
-
-	if r.Status == StatusRunning || r.Verdict == kpi.OutcomeRunning {
-		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run", Time: runTime,
-			Error: &junitFailure{Message: "the run is still in progress: this report is partial", Type: "running",
-				Text: xmlText("run " + r.Run + " is still running: its verdict is not known yet")}})
-	} else if r.Status == StatusAborted || r.Verdict == kpi.OutcomeAborted {
+	// The "run" case carries the run's verdict and the run's time, so that
+	// a CI widget shows what the exit code says: a failure for fail, a
+	// failure of type inconclusive for inconclusive (exit 4 must not read
+	// green because every undecided rule is a skipped case), an error for
+	// an aborted or running run. The rule cases carry no time: they judge
+	// parts of one measurement, and summing their phases counted each phase
+	// many times (1,867 s of cases for a 158 s run).
+	run := junitCase{ClassName: "soakd", Name: "run", Time: runTime}
+	reasons := xmlText(strings.Join(append([]string{"run " + r.Run + ": " + r.Verdict.Word()}, r.Reasons()...), "\n"))
+	switch {
+	case r.Status == StatusRunning || r.Verdict == kpi.OutcomeRunning:
+		run.Error = &junitFailure{Message: "the run is still in progress: this report is partial", Type: "running",
+			Text: xmlText("run " + r.Run + " is still running: its verdict is not known yet")}
+	case r.Status == StatusAborted || r.Verdict == kpi.OutcomeAborted:
 		msg := r.Error
 		if msg == "" {
 			msg = "the run was aborted"
 		}
-		s.Cases = append(s.Cases, junitCase{ClassName: "soakd", Name: "run", Time: runTime,
-			Error: &junitFailure{Message: msg, Type: "aborted", Text: xmlText("run " + r.Run + " aborted: " + msg)}})
+		run.Error = &junitFailure{Message: msg, Type: "aborted", Text: xmlText("run " + r.Run + " aborted: " + msg)}
+	case r.Verdict == kpi.OutcomeFail:
+		run.Failure = &junitFailure{Message: fmt.Sprintf("the verdict is FAIL (exit %d): %d rules did not pass", kpi.OutcomeFail.ExitCode(), len(r.Reasons())),
+			Type: "fail", Text: reasons}
+	case r.Verdict == kpi.OutcomeInconclusive || r.Verdict == kpi.OutcomeNotMeasured:
+		run.Failure = &junitFailure{Message: fmt.Sprintf("the verdict is INCONCLUSIVE (exit %d): nothing failed, but %d rules could not be decided; see their skipped cases",
+			kpi.OutcomeInconclusive.ExitCode(), len(r.Reasons())), Type: "inconclusive", Text: reasons}
+	default:
+		run.SystemOut = &junitText{Text: reasons}
 	}
-	kpiTime := phaseTime(append(append([]string{}, ranA...), ranB...)...)
+	s.Cases = append(s.Cases, run)
 	for _, k := range r.KPIs {
-		c := kpiCase("kpi", k, true, "")
-		c.Time = kpiTime
-		s.Cases = append(s.Cases, c)
+		s.Cases = append(s.Cases, kpiCase("kpi", k, true, ""))
 	}
 	for _, ch := range r.Checks {
-		c := checkCase(ch)
-		c.Time = runTime
-		if ch.Phase != "" {
-			c.Time = phaseTime(ch.Phase)
-		}
-		s.Cases = append(s.Cases, c)
+		s.Cases = append(s.Cases, checkCase(ch))
 	}
 	armA, armB := r.ArmTitles()
 	for _, rd := range r.Rounds {
 		class := fmt.Sprintf("round%d.kpi", rd.Round)
 		ctx := fmt.Sprintf("round %d: %s phase %s, %s phase %s", rd.Round, armA, rd.REST, armB, rd.GraphQL)
-		t := phaseTime(rd.REST, rd.GraphQL)
 		for _, k := range rd.KPIs {
-			c := kpiCase(class, k, false, ctx)
-			c.Time = t
-			s.Cases = append(s.Cases, c)
+			s.Cases = append(s.Cases, kpiCase(class, k, false, ctx))
 		}
 	}
 	return encodeJUnit(s)
@@ -364,8 +350,8 @@ func checkValue(v float64, unit string) string {
 // passing test and one that failed a failure; an informational row, or an
 // inconclusive or not-measured one, is skipped with the reason. The verdict
 // case fails with every row that did not pass when the verdict is fail, is
-// in error when the new run was aborted (nothing could be judged), and is
-// skipped with the notes when inconclusive. The rows' values and the notes
+// in error when the new run was aborted (nothing could be judged), and
+// fails with type "inconclusive" when inconclusive (exit 4: never green). The rows' values and the notes
 // are in system-out. The cases carry no time: a comparison measures
 // nothing itself.
 func (c Comparison) JUnit() ([]byte, error) {
@@ -421,8 +407,10 @@ func (c Comparison) JUnit() ([]byte, error) {
 	case c.Verdict == kpi.OutcomePass:
 		verdict.SystemOut = &junitText{Text: text}
 	default:
-		verdict.Skipped = &junitSkipped{Message: fmt.Sprintf("comparison %s → %s is %s: see the notes", c.Old, c.New, c.Verdict)}
-		verdict.SystemOut = &junitText{Text: text}
+		// Inconclusive exits 4: a failure of its own type, so a CI widget
+		// does not read it as green.
+		verdict.Failure = &junitFailure{Message: fmt.Sprintf("comparison %s → %s is %s (exit %d): see the notes", c.Old, c.New, c.Verdict.Word(), kpi.OutcomeInconclusive.ExitCode()),
+			Type: "inconclusive", Text: text}
 	}
 	s.Cases = append(s.Cases, verdict)
 	return encodeJUnit(s)

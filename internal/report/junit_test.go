@@ -157,11 +157,12 @@ func TestJUnitGolden(t *testing.T) {
 func TestJUnitCases(t *testing.T) {
 	for _, tc := range []struct {
 		gate string
-		// wantFailures: 2 failing KPI rows + 1 failing check; one round's
-		// point values never fail (the interval across rounds decides).
+		// wantFailures: the run's verdict, 2 failing KPI rows + 1 failing
+		// check; one round's point values never fail (the interval across
+		// rounds decides).
 		wantFailures int
 	}{
-		{kpi.GateInterval, 3},
+		{kpi.GateInterval, 4},
 	} {
 		t.Run(tc.gate, func(t *testing.T) {
 			r := richFixture(tc.gate)
@@ -170,7 +171,7 @@ func TestJUnitCases(t *testing.T) {
 			if s.Name != "soakd quick" {
 				t.Errorf("suite name: got %q, want %q", s.Name, "soakd quick")
 			}
-			wantTests := len(r.KPIs) + len(r.Checks) + len(r.Rounds[0].KPIs) + len(r.Rounds[1].KPIs)
+			wantTests := 1 + len(r.KPIs) + len(r.Checks) + len(r.Rounds[0].KPIs) + len(r.Rounds[1].KPIs) // the run's verdict case first
 			if s.Tests != wantTests || len(s.Cases) != wantTests || p.Tests != wantTests {
 				t.Errorf("tests: got suite %d, cases %d, root %d; want %d", s.Tests, len(s.Cases), p.Tests, wantTests)
 			}
@@ -207,18 +208,16 @@ func TestJUnitCases(t *testing.T) {
 			if !ok || info.Failure != nil || info.Skipped == nil || !strings.Contains(info.Skipped.Message, "informational") || !strings.Contains(info.SystemOut, "graphql: 101.7 µs") {
 				t.Errorf("informational row: got %+v, want a skipped case saying it is informational, its values in system-out", info)
 			}
-			// Times: a KPI row judges both arms' phases (in the
-			// fixture: 20 s each), a check its phase, a check of no phase the
-			// whole run (60 s), a round's row its two phases.
-			for _, w := range []struct{ class, name, time string }{
-				{"kpi", "cpu_machine_percent", "40.000"},
-				{"check.errors", "graphql-load/error_free", "20.000"},
-				{"check.memory", "heap_slope", "60.000"},
-				{"round1.kpi", "gc_percent", "40.000"},
-			} {
-				if c, _ := findCase(s.Cases, w.class, w.name); c.Time == nil || *c.Time != w.time {
-					t.Errorf("%s/%s: time %v, want %s", w.class, w.name, c.Time, w.time)
+			// Times: the run's case carries the run's 60 s, the rule
+			// cases none, so the cases add up to the run.
+			for _, c := range s.Cases {
+				want := c.ClassName == "soakd" && c.Name == "run"
+				if (c.Time != nil) != want || (want && *c.Time != "60.000") {
+					t.Errorf("%s/%s: time %v; want 60.000 on soakd/run alone", c.ClassName, c.Name, c.Time)
 				}
+			}
+			if run, _ := findCase(s.Cases, "soakd", "run"); run.Failure == nil || run.Failure.Type != "fail" || !strings.Contains(run.Failure.Text, "FAIL: KPI CPU (share of machine)") {
+				t.Errorf("the run's case: %+v; want a failure of type fail listing the reasons", run)
 			}
 			// Only gated rules that passed are passing tests.
 			passing := 0
@@ -293,8 +292,9 @@ func TestJUnitAborted(t *testing.T) {
 func TestJUnitPassingRunHasNoFailure(t *testing.T) {
 	r := fixture()
 	r.KPIs = kpi.Evaluate(r.Phases[0].Figures(), r.Phases[1].Figures(), kpi.Limits{CPUIncreasePoints: 50, GCIncreasePoints: 10, ThroughputDecreasePercent: 10})
+	r.Verdict = kpi.OutcomePass
 	p := parseJUnit(t, r)
-	if p.Failures != 0 || p.Tests != len(r.KPIs) {
-		t.Errorf("got %d tests, %d failures; want %d and 0", p.Tests, p.Failures, len(r.KPIs))
+	if p.Failures != 0 || p.Tests != 1+len(r.KPIs) {
+		t.Errorf("got %d tests, %d failures; want %d and 0", p.Tests, p.Failures, 1+len(r.KPIs))
 	}
 }

@@ -1,0 +1,72 @@
+package report
+
+import (
+	"testing"
+	"time"
+
+	junit "github.com/joshdk/go-junit"
+
+	"github.com/soakd/soakd/internal/kpi"
+)
+
+// TestJUnitReadByAJUnitParser reads junit.xml with a JUnit parser as CI
+// servers use one (github.com/joshdk/go-junit): the widget must show what
+// the exit code says. Before, an inconclusive run (exit 4) was only skipped
+// cases (green), and the cases' times summed every phase once per rule
+// (1,867 s of cases for a 158 s run).
+func TestJUnitReadByAJUnitParser(t *testing.T) {
+	for _, c := range []struct {
+		verdict                 kpi.Outcome
+		failed, errored, passed int // the run's own case among them
+		runStatus               junit.Status
+	}{
+		{kpi.OutcomePass, 0, 0, 1, junit.StatusPassed},
+		{kpi.OutcomeFail, 1, 0, 0, junit.StatusFailed},
+		{kpi.OutcomeInconclusive, 1, 0, 0, junit.StatusFailed},
+		{kpi.OutcomeAborted, 0, 1, 0, junit.StatusError},
+	} {
+		r := richFixture(kpi.GateInterval)
+		r.Verdict, r.Status = c.verdict, StatusComplete
+		if c.verdict == kpi.OutcomeAborted {
+			r.Status = StatusAborted
+		}
+		r.KPIs, r.Checks, r.Rounds = nil, nil, nil // the run's case alone decides the counts here
+		b, err := r.JUnit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		suites, err := junit.Ingest(b)
+		if err != nil || len(suites) != 1 {
+			t.Fatalf("%s: the parser read %d suites: %v", c.verdict, len(suites), err)
+		}
+		tot := suites[0].Totals
+		if tot.Failed != c.failed || tot.Error != c.errored || tot.Passed != c.passed {
+			t.Errorf("%s: parsed totals %+v, want %d failed, %d error, %d passed", c.verdict, tot, c.failed, c.errored, c.passed)
+		}
+		if got := suites[0].Tests[0]; got.Name != "run" || got.Status != c.runStatus {
+			t.Errorf("%s: first case %s is %s, want run %s", c.verdict, got.Name, got.Status, c.runStatus)
+		}
+	}
+
+	// With every rule: the times add up to the run's duration.
+	r := richFixture(kpi.GateInterval)
+	r.Verdict = kpi.OutcomeInconclusive
+	b, err := r.JUnit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	suites, err := junit.Ingest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum time.Duration
+	for _, tc := range suites[0].Tests {
+		sum += tc.Duration
+	}
+	if want := r.FinishedAt.Sub(r.StartedAt); sum != want {
+		t.Errorf("the cases' times add up to %s, want the run's %s", sum, want)
+	}
+	if suites[0].Totals.Failed == 0 {
+		t.Errorf("an inconclusive run read no failure: %+v", suites[0].Totals)
+	}
+}
