@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -187,11 +186,11 @@ func (c *cli) compareInput(ctx context.Context, cfg *config.Config, base, arg st
 	if raw == nil {
 		return nil, exitcode.With(exitcode.NotFound, fmt.Errorf("run %s (status %s) has no report yet", sum.ID, sum.Status))
 	}
-	var rep report.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		return nil, fmt.Errorf("cannot decode the report of run %s from %s: %w", id, cl.BaseURL, err)
+	rep, err := report.Decode(raw, fmt.Sprintf("the report of run %s from %s", id, cl.BaseURL))
+	if err != nil {
+		return nil, exitcode.With(exitcode.Usage, err)
 	}
-	return &rep, nil
+	return rep, nil
 }
 
 // checkFormat refuses a --format of soakd compare and soakd ab other than

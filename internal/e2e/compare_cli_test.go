@@ -137,6 +137,30 @@ func TestCompareBaselineFormats(t *testing.T) {
 	if _, stderr, code := compare(filepath.Join(dir, "missing"), "same"); code != 2 || !strings.Contains(stderr, "no such file or directory") {
 		t.Errorf("a missing run directory: exit %d, want 2\n%s", code, stderr)
 	}
+	// Reports soakd cannot read are refused (exit 2), never compared: {}
+	// and null compared as empty runs (exit 4) and schema_version 999 was
+	// read silently.
+	future := strings.Replace(string(runs.reports["same"]), `"schema_version":1`, `"schema_version":999`, 1)
+	for name, body := range map[string]string{"empty.json": "{}", "null.json": "null", "future.json": future, "list.json": "[]"} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"empty.json": "has no schema_version", "null.json": "holds null", "future.json": "schema_version 999", "list.json": "cannot decode"}[name]
+		if _, stderr, code := compare("baseline", path); code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, name) {
+			t.Errorf("%s: exit %d, want 2 naming the file and %q\n%s", name, code, want, stderr)
+		}
+	}
+	// Runs of different profiles are inconclusive (4), never a release fail.
+	other := strings.Replace(string(runs.reports["slower"]), `"profile":"quick"`, `"profile":"gate"`, 1)
+	otherPath := filepath.Join(dir, "other-profile.json")
+	if err := os.WriteFile(otherPath, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := compare("baseline", otherPath); code != 4 || !strings.Contains(out, "DIFFERENT RUNS") {
+		t.Errorf("a slower run of another profile: exit %d, want 4 with DIFFERENT RUNS\n%s", code, out)
+	}
+
 	runs.baseline = ""
 	if _, stderr, code := compare("baseline", "same"); code != 7 || !strings.Contains(stderr, "has no baseline run") {
 		t.Errorf("no baseline marked: exit %d, want 7 saying so\n%s", code, stderr)

@@ -181,7 +181,8 @@ func phaseGroups(r *Report) (names []string, groups map[string][]Phase) {
 // otherwise. It is pure. A phase with one sample in either run is reported
 // but not gated; a gated metric whose data is missing is not measured;
 // nothing unmeasured passes. Runs of different profiles or arms are
-// compared with a loud note and cannot pass.
+// compared with a loud note and are inconclusive: they can neither pass
+// nor fail a release.
 func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 	if l.Confidence == 0 {
 		l.Confidence = kpi.DefaultConfidence
@@ -201,8 +202,9 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 			c.Notes = append(c.Notes, n+".")
 		}
 	}
-	if old.Profile != new.Profile || old.Arms != new.Arms {
-		c.Notes = append(c.Notes, fmt.Sprintf("DIFFERENT RUNS: the old run used profile %q with arms %q, the new one profile %q with arms %q; their figures measure different workloads, so the comparison cannot pass.",
+	different := old.Profile != new.Profile || old.Arms != new.Arms
+	if different {
+		c.Notes = append(c.Notes, fmt.Sprintf("DIFFERENT RUNS: the old run used profile %q with arms %q, the new one profile %q with arms %q; their figures measure different workloads, so the comparison is inconclusive whatever the rows say: neither pass nor a release fail.",
 			old.Profile, old.Arms, new.Profile, new.Arms))
 		forced = append(forced, kpi.OutcomeInconclusive)
 	}
@@ -267,6 +269,10 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 		c.Notes = append(c.Notes, "the new run was aborted: the comparison cannot pass.")
 	}
 	c.Verdict = (kpi.Combine(append(gated, forced...)...))
+	if different && c.Verdict == kpi.OutcomeFail && c.NewStatus != StatusAborted {
+		// A change between two workloads is no regression of the build.
+		c.Verdict = kpi.OutcomeInconclusive
+	}
 	return c
 }
 

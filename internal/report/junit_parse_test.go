@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +69,16 @@ func TestJUnitReadByAJUnitParser(t *testing.T) {
 	}
 	if suites[0].Totals.Failed == 0 {
 		t.Errorf("an inconclusive run read no failure: %+v", suites[0].Totals)
+	}
+}
+
+// TestSelfCheckReasonsNameTheArms: a self-check (--arms rest,rest) compares
+// REST with a copy of itself, and its reasons say so, not "GraphQL − REST".
+func TestSelfCheckReasonsNameTheArms(t *testing.T) {
+	r := richFixture(kpi.GateInterval)
+	r.Arms = "rest,rest"
+	reasons := strings.Join(r.Reasons(), "\n")
+	if strings.Contains(reasons, "GraphQL − REST") || !strings.Contains(reasons, "REST (copy) − REST") {
+		t.Errorf("self-check reasons:\n%s", reasons)
 	}
 }

@@ -322,6 +322,7 @@ func (r *Report) Table(w io.Writer) error {
 // control API and junit.xml name as the reason for the verdict.
 func (r *Report) Reasons() []string {
 	var out []string
+	armA, armB := r.ArmTitles() // a self-check compares an arm with its copy
 	for _, k := range r.KPIs {
 		if !k.Gated || k.Pass {
 			continue
@@ -330,7 +331,7 @@ func (r *Report) Reasons() []string {
 		if o == "" {
 			o = kpi.OutcomeFail
 		}
-		line := fmt.Sprintf("%s: KPI %s, GraphQL − REST %s", strings.ToUpper(string(o)), k.Title, variance(k))
+		line := fmt.Sprintf("%s: KPI %s, %s − %s %s", strings.ToUpper(string(o)), k.Title, armB, armA, variance(k))
 		if k.Interval != nil {
 			line += ", interval " + intervalText(k)
 		}

@@ -819,17 +819,48 @@ func ReadSamples(path string) (*Samples, error) {
 	return &s, nil
 }
 
-// Read loads a report.json.
+// Read loads a report.json (Decode).
 func Read(path string) (*Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read report: %w", err)
 	}
-	var r Report
+	return Decode(b, path)
+}
+
+// Decode decodes a report.json's text, what naming it in errors. It
+// refuses what is not a report soakd can read: not a JSON object (null, a
+// list), one without schema_version, run and status (`{}` compared as an
+// empty run before), and a schema_version other than SchemaVersion (a newer
+// soakd's layout would be read wrong without a word).
+func Decode(b []byte, what string) (*Report, error) {
+	var r *Report
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("cannot decode %s: %w", path, err)
+		return nil, fmt.Errorf("cannot decode %s: %w", what, err)
 	}
-	return &r, nil
+	switch {
+	case r == nil:
+		return nil, fmt.Errorf("%s is not a soakd report.json: it holds null", what)
+	case r.SchemaVersion == 0:
+		return nil, fmt.Errorf("%s is not a soakd report.json: it has no schema_version", what)
+	case r.SchemaVersion != SchemaVersion:
+		return nil, fmt.Errorf("%s has schema_version %d, which this soakd (%d) cannot read: compare it with the soakd that wrote it", what, r.SchemaVersion, SchemaVersion)
+	case r.Run == "" || r.Status == "":
+		return nil, fmt.Errorf("%s is not a complete soakd report.json: it lacks %s", what, missingKeys(r))
+	}
+	return r, nil
+}
+
+// missingKeys names the identifying keys a decoded report lacks.
+func missingKeys(r *Report) string {
+	var m []string
+	if r.Run == "" {
+		m = append(m, "run")
+	}
+	if r.Status == "" {
+		m = append(m, "status")
+	}
+	return strings.Join(m, " and ")
 }
 
 // Database is a phase's database work on the relational scenario, from the
