@@ -322,15 +322,44 @@ func tbl(title, description string, queries ...*prometheus.DataqueryBuilder) *ta
 	return p
 }
 
-// passFail maps 1 to a green PASS and 0 to a red FAIL.
-func passFail() []dashboard.ValueMapping {
-	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
-		Type: dashboard.MappingTypeValueToText,
-		Options: map[string]dashboard.ValueMappingResult{
-			"0": {Text: cog.ToPtr("FAIL"), Color: cog.ToPtr("red"), Index: cog.ToPtr(int32(0))},
-			"1": {Text: cog.ToPtr("PASS"), Color: cog.ToPtr("green"), Index: cog.ToPtr(int32(1))},
-		},
-	}}}
+// Outcome codes: the dashboards turn the one-hot outcome series
+// (soakd_kpi_outcome, soakd_run_verdict: 1 for the outcome that holds, 0 for
+// the others) into one number per KPI or run, which a value mapping turns
+// into the word and colour every report uses. INCONCLUSIVE and NOT MEASURED
+// are never painted as a red FAIL.
+type outcomeCode struct {
+	label, text, color string
+	code               int
+}
+
+func outcomeCodes() []outcomeCode {
+	return []outcomeCode{
+		{"pass", "PASS", "green", 1},
+		{"fail", "FAIL", "red", 2},
+		{"inconclusive", "INCONCLUSIVE", "orange", 3},
+		{"not_measured", "NOT MEASURED", "purple", 4},
+		{"aborted", "ABORTED", "dark-red", 5},
+		{"running", "RUNNING", "blue", 6},
+	}
+}
+
+// outcomeExpr is a PromQL expression giving, per by label set, the code of
+// the outcome whose series of metric (with the outcome in label) is 1.
+func outcomeExpr(metric, selector, label, by string) string {
+	var parts []string
+	for _, o := range outcomeCodes() {
+		parts = append(parts, fmt.Sprintf(`(last_over_time(%s{%s, %s="%s"}[$__range]) == 1) * %d`, metric, selector, label, o.label, o.code))
+	}
+	return "max by (" + by + ") (" + strings.Join(parts, " or ") + ")"
+}
+
+// outcomeMappings maps the outcome codes to their words and colours.
+func outcomeMappings() []dashboard.ValueMapping {
+	opts := map[string]dashboard.ValueMappingResult{}
+	for i, o := range outcomeCodes() {
+		opts[fmt.Sprint(o.code)] = dashboard.ValueMappingResult{Text: cog.ToPtr(o.text), Color: cog.ToPtr(o.color), Index: cog.ToPtr(int32(i))}
+	}
+	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{Type: dashboard.MappingTypeValueToText, Options: opts}}}
 }
 
 // Reused expressions.
@@ -544,20 +573,21 @@ func kpis() *dashboard.DashboardBuilder {
 			AllValue(".*")).
 		WithRow(dashboard.NewRowBuilder("Gate")).
 		WithPanel(stats("Run verdict",
-			"The last run's verdict: the value whose series is 1 among pass, fail, inconclusive (an interval straddles a limit, or a gated figure was not measured), aborted and running.",
+			"The last run's verdict (soakd_run_verdict), worded and coloured as in every report: PASS green, FAIL red, INCONCLUSIVE orange (an interval straddles a limit, or a gated figure was not measured), ABORTED dark red, RUNNING blue.",
 			"none",
-			instant(last("soakd_run_verdict", "")+` == 1`, "{{verdict}}")).
+			instant(outcomeExpr("soakd_run_verdict", sel, "verdict", "job"), "verdict")).
+			Mappings(outcomeMappings()).
 			ColorMode(common.BigValueColorModeBackground).
-			TextMode(common.BigValueTextModeName).
-			Thresholds(thresholds("blue")).
+			TextMode(common.BigValueTextModeValue).
+			Thresholds(thresholds("text")).
 			Span(24).
 			Height(4)).
 		WithPanel(stats("Verdict per KPI",
-			"PASS (green) when the gated KPI's whole confidence interval lay inside its limit in the last run, FAIL (red) otherwise (failed, inconclusive or not measured: see soakd_kpi_outcome); informational KPIs are not shown.",
+			"Each gated KPI's outcome in the last run (soakd_kpi_outcome): PASS (green) when its whole confidence interval lay inside its limit, FAIL (red) when wholly beyond, INCONCLUSIVE (orange) when it straddles the limit, NOT MEASURED (purple) when a figure was missing; informational KPIs are not shown.",
 			"none",
-			instant(last("soakd_kpi_pass", pick), "{{kpi}}")).
-			Mappings(passFail()).
-			Thresholds(thresholds("red", 1.0, "green")).
+			instant(outcomeExpr("soakd_kpi_outcome", sel+pick, "outcome", "kpi"), "{{kpi}}")).
+			Mappings(outcomeMappings()).
+			Thresholds(thresholds("text")).
 			ColorMode(common.BigValueColorModeBackground).
 			TextMode(common.BigValueTextModeValueAndName).
 			Span(24).
@@ -566,7 +596,7 @@ func kpis() *dashboard.DashboardBuilder {
 			"Per KPI: GraphQL's variance from REST and the limit on it, as percentages (kind difference: GraphQL - REST of two shares, in points; kind relative: the change relative to REST), and the verdict, as in report.md. Informational KPIs have no limit and no verdict.",
 			instant(last("soakd_kpi_delta_ratio", pick), ""),
 			instant(last("soakd_kpi_threshold_ratio", pick), ""),
-			instant(last("soakd_kpi_pass", pick), "")).
+			instant(outcomeExpr("soakd_kpi_outcome", sel+pick, "outcome", "kpi"), "")).
 			Unit("percentunit").
 			WithTransformation(dashboard.DataTransformerConfig{Id: "joinByField", Options: map[string]any{"byField": "kpi", "mode": "outer"}}).
 			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
@@ -576,7 +606,7 @@ func kpis() *dashboard.DashboardBuilder {
 			}}).
 			OverrideByName("verdict", []dashboard.DynamicConfigValue{
 				{Id: "unit", Value: "none"},
-				{Id: "mappings", Value: passFail()},
+				{Id: "mappings", Value: outcomeMappings()},
 				{Id: "custom.cellOptions", Value: map[string]string{"type": "color-background"}},
 			}).
 			Span(24).

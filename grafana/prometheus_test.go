@@ -124,11 +124,19 @@ func (f *fixture) finishedPhase() {
 		MaxLoad:       &workloads.MaxLoadResult{Failed: true, UsersAtFailure: 80, PeakThroughputRPS: 5000, PeakUsers: 70, PeakWindowEnd: time.Now()},
 	})
 	f.m.PhaseEnded()
-	f.m.KPIResults(kpi.Evaluate(
+	rows := kpi.Evaluate(
 		kpi.Figures{CPUMachinePercent: 20, GCPercent: 2, ThroughputRPS: 1000, CPUCorePercent: 40, CPUMicrosPerRequest: 100, AllocBytesPerRequest: 1000, GCPauseP99Ms: 0.1},
 		kpi.Figures{CPUMachinePercent: 30, GCPercent: 2.5, ThroughputRPS: 950, CPUCorePercent: 60, CPUMicrosPerRequest: 150, AllocBytesPerRequest: 3000, GCPauseP99Ms: 0.2},
-		kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10}))
-	f.m.RunVerdict("fail")
+		kpi.Limits{CPUIncreasePoints: 5, GCIncreasePoints: 1, ThroughputDecreasePercent: 10})
+	// One of each outcome: cpu_machine_percent fails, throughput_rps
+	// passes, gc_percent is inconclusive (its interval straddles the limit).
+	for i := range rows {
+		if rows[i].Name == "gc_percent" {
+			rows[i].Outcome, rows[i].Pass = kpi.OutcomeInconclusive, false
+		}
+	}
+	f.m.KPIResults(rows)
+	f.m.RunVerdict(kpi.OutcomeInconclusive)
 }
 
 // traffic runs a phase until ctx is done: requests through both arms
@@ -278,7 +286,8 @@ type queryResult struct {
 	Data      struct {
 		ResultType string `json:"resultType"`
 		Result     []struct {
-			Value [2]any `json:"value"`
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
 		} `json:"result"`
 	} `json:"data"`
 }
@@ -313,6 +322,71 @@ func instantQuery(ctx context.Context, base, expr string) (int, error) {
 		}
 	}
 	return finite, nil
+}
+
+// instantValues evaluates expr now and returns each series' value by the
+// value of its label key ("" when it has none).
+func instantValues(ctx context.Context, base, expr, key string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?query="+url.QueryEscape(expr), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r queryResult
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, err
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("%s: %s", r.ErrorType, r.Error)
+	}
+	out := map[string]float64{}
+	for _, s := range r.Data.Result {
+		v, _ := s.Value[1].(string)
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, err
+		}
+		out[s.Metric[key]] = f
+	}
+	return out, nil
+}
+
+// panelMapping returns the expression of the panel titled title in
+// dashboard file and what its value mapping makes of a value: word and
+// colour.
+func panelMapping(t *testing.T, file, title string) (expr string, mapped func(v float64) (string, string)) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(Dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var panel map[string]any
+	walk(doc, func(o map[string]any) {
+		if o["title"] == title && o["targets"] != nil {
+			panel = o
+		}
+	})
+	if panel == nil {
+		t.Fatalf("%s has no panel %q", file, title)
+	}
+	expr = panel["targets"].([]any)[0].(map[string]any)["expr"].(string)
+	maps := panel["fieldConfig"].(map[string]any)["defaults"].(map[string]any)["mappings"].([]any)
+	opts := maps[0].(map[string]any)["options"].(map[string]any)
+	return expr, func(v float64) (string, string) {
+		o, ok := opts[strconv.FormatFloat(v, 'f', -1, 64)].(map[string]any)
+		if !ok {
+			return "unmapped", ""
+		}
+		return o["text"].(string), o["color"].(string)
+	}
 }
 
 // TestDashboardQueriesAgainstPrometheus runs a real Prometheus scraping a
@@ -375,4 +449,30 @@ func TestDashboardQueriesAgainstPrometheus(t *testing.T) {
 		t.Errorf("%s\n\t%s", q, failed[q])
 	}
 	t.Logf("evaluated %d dashboard queries against Prometheus", len(queries))
+
+	// One verdict, shown the same everywhere: each outcome reads as its own
+	// word and colour on the gate's tiles (before, INCONCLUSIVE was a red
+	// FAIL and the verdict tile one colour whatever the verdict).
+	subst := strings.NewReplacer("$__range", "10m", "$kpi", ".+", "$instance", ".+")
+	expr, mapped := panelMapping(t, "kpi.json", "Verdict per KPI")
+	got, err := instantValues(t.Context(), base, subst.Replace(expr), "kpi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string][2]string{
+		"cpu_machine_percent": {"FAIL", "red"}, "throughput_rps": {"PASS", "green"}, "gc_percent": {"INCONCLUSIVE", "orange"},
+	} {
+		word, colour := mapped(got[k])
+		if word != want[0] || colour != want[1] {
+			t.Errorf("Verdict per KPI, %s: value %v reads %s in %s, want %s in %s", k, got[k], word, colour, want[0], want[1])
+		}
+	}
+	expr, mapped = panelMapping(t, "kpi.json", "Run verdict")
+	got, err = instantValues(t.Context(), base, subst.Replace(expr), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if word, colour := mapped(got[""]); len(got) != 1 || word != "INCONCLUSIVE" || colour != "orange" {
+		t.Errorf("Run verdict: %v reads %s in %s, want INCONCLUSIVE in orange", got, word, colour)
+	}
 }
