@@ -149,7 +149,7 @@ func (c *cli) compareInput(ctx context.Context, cfg *config.Config, base, arg st
 		if st.IsDir() {
 			path = filepath.Join(arg, report.JSONFile)
 		}
-		rep, err := report.Read(path)
+		rep, err := report.ReadStrict(path)
 		if err != nil {
 			return nil, exitcode.With(exitcode.Usage, err)
 		}

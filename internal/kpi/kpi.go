@@ -67,8 +67,9 @@ type Result struct {
 	Rule string `json:"rule"`
 	// Gated is true when the row counts towards the verdict.
 	Gated bool `json:"gated"`
-	// Pass is true when the row passed (Outcome pass), and always true when
-	// not gated. Kept for readers of schema 1; Outcome is the verdict.
+	// Pass is true when the row passed (Outcome pass), and true for an
+	// informational row whose figures were measured; never for a figure
+	// not measured. Kept for readers of schema 1; Outcome is the verdict.
 	Pass bool `json:"pass"`
 	// Outcome is pass, fail, inconclusive or not_measured for a gated row
 	// judged over rounds; "" for an informational row and for one round's
@@ -156,9 +157,10 @@ func Evaluate(rest, gql Figures, l Limits) []Result {
 		if _, fromREST := rest.NotMeasured[r.Name]; !fromREST {
 			why = "GraphQL: " + why
 		}
-		r.Delta, r.Reason = nil, why
+		// Not measured is never a pass, gated or not.
+		r.Delta, r.Reason, r.Pass = nil, why, false
 		if r.Gated {
-			r.Pass, r.Outcome = false, OutcomeNotMeasured
+			r.Outcome = OutcomeNotMeasured
 		}
 	}
 	return rs

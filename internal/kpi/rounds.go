@@ -76,8 +76,9 @@ func aggregateRow(rows []Result, confidence float64) Result {
 		r.GraphQL = mean(gql)
 	}
 	if r.Reason != "" {
+		r.Pass = false // not measured is never a pass, gated or not
 		if r.Gated {
-			r.Pass, r.Outcome = false, OutcomeNotMeasured
+			r.Outcome = OutcomeNotMeasured
 		}
 		return r
 	}

@@ -301,12 +301,13 @@ func checkCase(ch Check) junitCase {
 	case !ch.Pass:
 		result = "FAIL"
 	}
-	lines := []string{
-		ch.Title,
-		"value: " + checkValue(ch.Value, ch.Unit),
-		"limit: " + checkValue(ch.Limit, ch.Unit),
-		"result: " + result,
+	lines := []string{ch.Title}
+	if ch.Outcome == kpi.OutcomeNotMeasured {
+		lines = append(lines, "value: not measured", "limit: "+checkValue(ch.Limit, ch.Unit))
+	} else {
+		lines = append(lines, "value: "+checkValue(ch.Value, ch.Unit), "limit: "+checkValue(ch.Limit, ch.Unit))
 	}
+	lines = append(lines, "result: "+result)
 	if ch.Detail != "" {
 		lines = append(lines, "detail: "+ch.Detail)
 	}

@@ -82,3 +82,17 @@ func TestSelfCheckReasonsNameTheArms(t *testing.T) {
 		t.Errorf("self-check reasons:\n%s", reasons)
 	}
 }
+
+// TestNotMeasuredChecksShowNoFigure: a check not measured gives its reason,
+// never a figure (the reasons read "0 B against 0 B: no baseline sample").
+func TestNotMeasuredChecksShowNoFigure(t *testing.T) {
+	r := richFixture(kpi.GateInterval)
+	reasons := strings.Join(r.Reasons(), "\n")
+	if !strings.Contains(reasons, "NOT_MEASURED: check Heap returned: no baseline sample") || strings.Contains(reasons, "0 B against") {
+		t.Errorf("reasons:\n%s", reasons)
+	}
+	md := r.Markdown()
+	if !strings.Contains(md, "| Heap returned | not measured |") {
+		t.Errorf("report.md's check row for a not-measured check:\n%s", md)
+	}
+}

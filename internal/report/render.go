@@ -356,7 +356,11 @@ func (r *Report) Reasons() []string {
 		if c.Phase != "" {
 			line += " (" + c.Phase + ")"
 		}
-		line += fmt.Sprintf(", %s against %s", checkValue(c.Value, c.Unit), checkValue(c.Limit, c.Unit))
+		if o != kpi.OutcomeNotMeasured {
+			// A check not measured has no figure to show: its reason only
+			// (it read "0 goroutines against 2 goroutines: not measured").
+			line += fmt.Sprintf(", %s against %s", checkValue(c.Value, c.Unit), checkValue(c.Limit, c.Unit))
+		}
 		if c.Detail != "" {
 			line += ": " + c.Detail
 		}
@@ -490,7 +494,11 @@ func (r *Report) checkSections(b *strings.Builder) {
 			if res == "FAIL" {
 				res = "**FAIL**"
 			}
-			fmt.Fprintf(b, "| %s | %s | %.4g %s | %.4g %s | %s | %s |\n", c.Phase, c.Title, c.Value, c.Unit, c.Limit, c.Unit, res, c.Detail)
+			val := fmt.Sprintf("%.4g %s", c.Value, c.Unit)
+			if c.Outcome == kpi.OutcomeNotMeasured {
+				val = "not measured" // never a 0 beside its reason
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %.4g %s | %s | %s |\n", c.Phase, c.Title, val, c.Limit, c.Unit, res, c.Detail)
 		}
 		b.WriteString("\nDefinitions:\n\n")
 		for _, c := range checkDefinitions(g.Rows) {

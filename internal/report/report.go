@@ -819,8 +819,23 @@ func ReadSamples(path string) (*Samples, error) {
 	return &s, nil
 }
 
-// Read loads a report.json (Decode).
+// Read loads a report.json as soakd's own history does: any JSON object
+// soakd wrote, a partial one included.
 func Read(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("cannot decode %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// ReadStrict loads a report.json given by a user (soakd compare, soakd
+// report): see Decode.
+func ReadStrict(path string) (*Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read report: %w", err)
