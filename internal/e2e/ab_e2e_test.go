@@ -131,7 +131,7 @@ func TestABRefusals(t *testing.T) {
 	for path, body := range map[string]string{
 		// A candidate with a planted regression that loosens the limit it
 		// is judged by: before, it passed (exit 0) at +238 % CPU.
-		loose: "inject:\n  graphql_cpu_us_per_request: 400\ncompare:\n  cpu_per_request_increase_percent: 100000\n",
+		loose:  "inject:\n  graphql_cpu_us_per_request: 400\ncompare:\n  cpu_per_request_increase_percent: 100000\n",
 		cfg:    abConfig,
 		fixed:  abConfig + "server:\n  listen: 127.0.0.1:18765\n",
 		rounds: strings.Replace(abConfig, "rounds: 3", "rounds: 2", 1),
