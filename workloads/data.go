@@ -131,7 +131,9 @@ func ReadCSVColumn(r io.Reader, column string) ([]string, error) {
 	}
 	col := slices.Index(head, column)
 	if col < 0 {
-		return nil, fmt.Errorf("line 1 names no column %q; its columns: %s", column, strings.Join(head, ", "))
+		// The file's text is never quoted: an error may reach whoever
+		// gave the path (a run's overrides), not only who may read it.
+		return nil, fmt.Errorf("line 1 names no column %q (it names %d columns)", column, len(head))
 	}
 	var values []string
 	for {

@@ -328,6 +328,11 @@ func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(
 		if !strings.HasPrefix(r.Path, "/") {
 			bad("rest.path: must start with / (it is appended to the REST base URL), got %q", r.Path)
 		}
+		if strings.ContainsAny(r.Path, "\r\n\x00") {
+			// As for headers: the HTTP client would turn them into spaces
+			// and send another request than the one written.
+			bad("rest.path: a path holds no line break or NUL (got %q)", r.Path)
+		}
 		op.url = compile("rest.path", ep.rest+r.Path, escPath)
 		switch b := r.Body.(type) {
 		case nil:

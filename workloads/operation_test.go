@@ -113,7 +113,7 @@ func TestReadCSVColumn(t *testing.T) {
 	}
 	bad("", "id", "the file is empty")
 	bad("id,name\n", "id", "no rows after the header line")
-	bad("id,name\n1,a\n", "flavor", "line 1 names no column \"flavor\"; its columns: id, name")
+	bad("id,name\n1,a\n", "flavor", "line 1 names no column \"flavor\" (it names 2 columns)")
 	bad("id,name\n1,a\n2\n", "id", "line 3: wrong number of fields")
 	bad("id,name\n1,a\n2,\"b\n", "id", "line 3")
 	bad("id\n1,\"x\"y\n", "id", "line 2")
@@ -346,6 +346,7 @@ func TestOperationProblems(t *testing.T) {
 	}
 	f(OperationDef{}, "needs exactly one of rest, graphql or subscription")
 	f(OperationDef{REST: &RESTDef{Path: "x", Method: "get"}}, "rest.path: must start with /", `rest.method: "get" is not an HTTP method`)
+	f(OperationDef{REST: &RESTDef{Path: "/a\r\nX-Evil: 1"}}, "rest.path: a path holds no line break or NUL")
 	f(OperationDef{REST: &RESTDef{Path: "/{{event}}"}}, "rest.path:", "{{event}}, which is not a variable")
 	f(OperationDef{REST: &RESTDef{Path: "/", Body: "x"}}, "rest.body: a GET request carries no body")
 	f(OperationDef{GraphQL: &GraphQLDef{Document: "q", Transport: "ws"}}, "graphql.transport: must be post, get, graphql or persisted")

@@ -891,14 +891,15 @@ func (c *Config) loadCSV() []FieldError {
 	return ps
 }
 
-// readCSVColumn reads column of the CSV file at path.
+// readCSVColumn reads column of the CSV file at path: a regular file
+// (OpenRegular) of at most MaxCSVBytes, lines of at most MaxCSVLineBytes.
 func readCSVColumn(path, column string) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the CSV file: %w", err)
 	}
 	defer f.Close()
-	values, err := workloads.ReadCSVColumn(f, column)
+	values, err := workloads.ReadCSVColumn(&boundedLines{r: f, max: MaxCSVBytes, line: MaxCSVLineBytes}, column)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -1011,6 +1012,7 @@ func (c *Config) Validate() []FieldError {
 		}
 	}
 
+	ps = append(ps, nonFinite(reflect.ValueOf(c).Elem(), "")...)
 	ps = append(ps, c.validateTarget()...)
 	ps = append(ps, c.validateOperations()...)
 	if host, _, err := net.SplitHostPort(c.Server.Listen); err != nil {

@@ -61,6 +61,13 @@ func overrideRules() []overrideRule {
 // running daemon, or "" when it can: the rule of the longest listed path
 // that is path or one of its ancestors.
 func overrideRefusal(path string) string {
+	if parts := strings.Split(path, "."); len(parts) == 5 && parts[0] == "operations" && parts[2] == "data" && parts[4] == "csv" {
+		// The daemon would read the file with its own rights for whoever
+		// can reach the API: /etc/shadow, ../../…, /proc/self/environ
+		// (which holds the control token and the database password).
+		return "a run started through the control API may not name files: the daemon would read them with its own rights for whoever can reach the API; " +
+			"define operations that read CSV data in the daemon's config" + restart
+	}
 	why, best := "it is not on the list of keys a run can override", -1
 	for _, r := range overrideRules() {
 		if (path == r.Path || strings.HasPrefix(path, r.Path+".") || strings.HasPrefix(path, r.Path+"[")) && len(r.Path) > best {

@@ -3,6 +3,7 @@ package config
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -36,6 +37,22 @@ func TestSideChanges(t *testing.T) {
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: changes %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestNonFiniteFloatsRefused: .nan and .inf are YAML floats; as limits they
+// made every comparison false, and the run failed at its end writing
+// report.json (exit 3, left "running").
+func TestNonFiniteFloatsRefused(t *testing.T) {
+	for _, c := range []struct{ doc, path string }{
+		{"kpis:\n  cpu_increase_points: .nan\n", "kpis.cpu_increase_points"},
+		{"compare:\n  cpu_per_request_increase_percent: .inf\n", "compare.cpu_per_request_increase_percent"},
+		{"memory:\n  alloc_spike_factor: -.inf\n", "memory.alloc_spike_factor"},
+	} {
+		_, err := Load(defaults(t), []byte(c.doc), "user.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.path) || !strings.Contains(err.Error(), "must be a finite number") {
+			t.Errorf("%q: %v, want %s refused as not finite", c.doc, err, c.path)
 		}
 	}
 }

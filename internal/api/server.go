@@ -46,6 +46,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -406,7 +407,7 @@ func runnerError(err error, id string) error {
 	}
 	msg := err.Error()
 	if s, ok := err.(sentinel); ok && id != "" {
-		msg = fmt.Sprintf("run %q: %s", id, s)
+		msg = fmt.Sprintf("run %q: %s", echoID(id), s)
 	}
 	return &httpError{status: status, message: msg}
 }
@@ -514,4 +515,21 @@ func (h *handler) readyz(w http.ResponseWriter, _ *http.Request) error {
 	}
 	h.write(w, http.StatusOK, statusResponse{Status: "ready"})
 	return nil
+}
+
+// maxEchoedID bounds a run id quoted back in an error: ids soakd makes are
+// about 20 bytes, and a 5,000-character one was echoed whole before.
+const maxEchoedID = 64
+
+// echoID is id as an error may quote it: at most maxEchoedID bytes, then an
+// ellipsis with the length.
+func echoID(id string) string {
+	if len(id) <= maxEchoedID {
+		return id
+	}
+	cut := maxEchoedID
+	for cut > 0 && !utf8.RuneStart(id[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", id[:cut], len(id))
 }
