@@ -51,4 +51,3 @@ func nonFinite(v reflect.Value, path string) []FieldError {
 	}
 	return nil
 }
-
