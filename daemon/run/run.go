@@ -225,7 +225,7 @@ func startRun(ctx context.Context, cfg *config.Config, opts RunOptions) (*run, [
 		r.rep.Notes = externalNotes(info, r.rep.Notes)
 	}
 	if pc := r.cfg.Profiling; pc.CPU || pc.Heap || pc.Goroutines {
-		if m := r.target.Captures().Missing; m != "" {
+		if m := r.target.Captures(ctx).Missing; m != "" {
 			r.rep.Notes = append(r.rep.Notes, "Profiles: "+m+".")
 		}
 	}
@@ -350,7 +350,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	if err := r.targetFailure(); err != nil {
 		return nil, err
 	}
-	capt := newCapture(r.dir, spec, pc, r.target.Captures(), r.log)
+	capt := newCapture(r.dir, spec, pc, r.target.Captures(ctx), r.log)
 	capt.before()
 	r.target.SetPhase(spec.Name)
 	m := r.target.RunMetrics()

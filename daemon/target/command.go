@@ -263,6 +263,7 @@ func (p *commandProc) awaitReady(ctx context.Context, url string, timeout time.D
 // process in messages; tail, when set, adds the end of its standard error.
 // Redirects are not followed: a ready URL answering 3xx is not ready.
 func awaitAnswer(ctx context.Context, url string, timeout time.Duration, gone func() error, what string, tail func() string) error {
+	// A redirect is not followed: a ready URL answering 3xx is not ready.
 	client := &http.Client{Timeout: time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	if tail == nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/soakd/soakd/internal/guard"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
+	"github.com/soakd/soakd/internal/nofollow"
 	"github.com/soakd/soakd/internal/proctree"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
@@ -432,15 +433,15 @@ func (t *External) SamplesSince(from time.Time) *report.Samples {
 // Captures fetches a Go target's heap profile and goroutine dump from
 // target.pprof_url; a CPU profile over the steady window needs in-process
 // control of when it starts and stops, so none is taken.
-func (t *External) Captures() Captures {
+func (t *External) Captures(ctx context.Context) Captures {
 	base := t.cfg.PprofURL
 	if base == "" {
 		return Captures{Missing: "no pprof files: soakd does not host the target and target.pprof_url is not set"}
 	}
 	base = strings.TrimRight(base, "/") + "/"
 	return Captures{
-		Heap:       func(path string) error { return fetchProfile(base+"heap", path) },
-		Goroutines: func(path string) error { return fetchProfile(base+"goroutine?debug=2", path) },
+		Heap:       func(path string) error { return fetchProfile(ctx, base+"heap", path) },
+		Goroutines: func(path string) error { return fetchProfile(ctx, base+"goroutine?debug=2", path) },
 		Missing: "no CPU profiles (so no overhead breakdown): a CPU profile over the steady window needs in-process control of its start and stop; " +
 			"heap profiles and goroutine dumps are fetched from " + base,
 	}
@@ -449,15 +450,26 @@ func (t *External) Captures() Captures {
 // maxProfileBytes bounds a profile fetched over HTTP.
 const maxProfileBytes = 64 << 20
 
-// fetchProfile GETs url and stores the body at path.
-func fetchProfile(url, path string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// profileTimeout bounds one profile fetch: a heap profile or goroutine dump
+// of a healthy server takes well under a second, and three fetches a phase
+// of 30 s each kept a hanging pprof_url's run alive for minutes after
+// SIGINT.
+const profileTimeout = 5 * time.Second
+
+// fetchProfile GETs url and stores the body at path, within
+// profileTimeout and while ctx (the run's) lasts: none is started after
+// the run was cancelled. It follows no redirect.
+func fetchProfile(ctx context.Context, url, path string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("GET %s: not fetched: %w", url, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, profileTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := nofollow.Client(0).Do(req)
 	if err != nil {
 		return err
 	}

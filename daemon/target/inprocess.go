@@ -96,7 +96,7 @@ func (t inProcess) SamplesSince(from time.Time) *report.Samples {
 	return &report.Samples{PauseBuckets: t.srv.Sampler.PauseBuckets(), Samples: t.srv.Sampler.Samples(from, time.Now().Add(time.Hour))}
 }
 
-func (t inProcess) Captures() Captures {
+func (t inProcess) Captures(context.Context) Captures {
 	return Captures{
 		Heap:       profiles.HeapProfile,
 		Goroutines: profiles.GoroutineDump,

@@ -1,7 +1,12 @@
 package target
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,5 +54,39 @@ func TestListenerStillOurs(t *testing.T) {
 	}
 	if err := listenerStillOurs(tab, nil, 10, "127.0.0.1:4000"); err == nil || !strings.Contains(err.Error(), "nothing listens") {
 		t.Errorf("nothing listens: %v", err)
+	}
+}
+
+// TestProfileFetchFollowsTheRun: no pprof fetch starts once the run is
+// cancelled (with a hanging pprof_url, SIGINT took 2 min 18 s to end a run),
+// and none follows a redirect.
+func TestProfileFetchFollowsTheRun(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Redirect(w, r, "http://127.0.0.2:1/elsewhere", http.StatusFound)
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "heap.pb.gz")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := fetchProfile(ctx, srv.URL+"/heap", path); err == nil || hits.Load() != 0 {
+		t.Errorf("after cancellation: %v, %d requests; want none sent", err, hits.Load())
+	}
+	if err := fetchProfile(t.Context(), srv.URL+"/heap", path); err == nil || !strings.Contains(err.Error(), "follows no redirect") {
+		t.Errorf("a redirecting pprof_url: %v, want it refused", err)
+	}
+}
+
+// TestReadyURLRedirectIsNotReady: a readiness URL answering 302 is not
+// ready; the redirect is not followed.
+func TestReadyURLRedirectIsNotReady(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.2:1/healthz", http.StatusFound)
+	}))
+	defer srv.Close()
+	err := awaitAnswer(t.Context(), srv.URL+"/healthz", time.Second, func() error { return nil }, "the test server", nil)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 302") {
+		t.Errorf("a redirecting ready_url: %v, want not ready (last: HTTP 302)", err)
 	}
 }

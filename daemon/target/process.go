@@ -372,7 +372,9 @@ func (t *processTarget) SamplesSince(from time.Time) *report.Samples {
 }
 
 // Captures has the child write its profiles into the run directory.
-func (t *processTarget) Captures() Captures {
+// The child is local and answers at once; its captures are taken even
+// after the run was cancelled, for the partial report.
+func (t *processTarget) Captures(context.Context) Captures {
 	write := func(what string) func(string) error {
 		return func(path string) error {
 			return t.call(context.Background(), http.MethodPost, what, builtin.CtlPath{Path: absPath(path)}, nil)

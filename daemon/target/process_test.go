@@ -122,7 +122,7 @@ func TestProcessTarget(t *testing.T) {
 	if r := rt.CPUReadings(start, time.Now()); len(r) < 2 || r[len(r)-1].CPUSeconds <= 0 {
 		t.Errorf("cpu readings: %+v", r)
 	}
-	tools := rt.Captures()
+	tools := rt.Captures(t.Context())
 	dir := t.TempDir()
 	if err := tools.Heap(filepath.Join(dir, "h.pb.gz")); err != nil {
 		t.Error(err)

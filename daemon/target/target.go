@@ -56,8 +56,9 @@ type Target interface {
 	MemoryData(p report.Phase) MemoryData
 	// SamplesSince are the SamplesSince since from, for SamplesSince.json.
 	SamplesSince(from time.Time) *report.Samples
-	// Captures are the profiles the target can give.
-	Captures() Captures
+	// Captures are the profiles the target can give; a fetch over the
+	// network is bound to ctx (none after the run is cancelled).
+	Captures(ctx context.Context) Captures
 	// CPUReadings are the target process's cumulative CPU time readings
 	// between from and to, for its utilisation through a max-load ramp.
 	CPUReadings(from, to time.Time) []CPUReading

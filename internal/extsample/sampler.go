@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/soakd/soakd/internal/nofollow"
 )
 
 const (
@@ -121,7 +123,7 @@ func New(ctx context.Context, opts Options) (*Sampler, error) {
 		opts.MaxSamples = DefaultMaxSamples
 	}
 	if opts.Client == nil {
-		opts.Client = &http.Client{}
+		opts.Client = nofollow.Client(0) // a scrape follows no redirect
 	}
 	s := &Sampler{
 		pid: opts.PID, endpoint: opts.Endpoint, interval: opts.Interval, timeout: opts.Timeout,

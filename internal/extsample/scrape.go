@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/soakd/soakd/internal/nofollow"
 )
 
 const (
@@ -46,7 +47,7 @@ func Scrape(ctx context.Context, client *http.Client, url string, timeout time.D
 		return nil, 0, fmt.Errorf("invalid scrape size cap %d: must be positive", maxBytes)
 	}
 	if client == nil {
-		client = http.DefaultClient
+		client = nofollow.Client(0)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

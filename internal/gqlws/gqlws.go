@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/soakd/soakd/internal/nofollow"
 )
 
 // Protocol is a GraphQL websocket subprotocol, as negotiated in the
@@ -116,7 +117,9 @@ func DialWith(ctx context.Context, url string, p Protocol, o DialOptions) (*Conn
 	if p != TransportWS && p != LegacyWS {
 		return nil, fmt.Errorf("cannot dial %s: unknown protocol %q", url, p)
 	}
-	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{string(p)}, HTTPHeader: o.Header})
+	// A client of its own that follows no redirect: the upgrade request
+	// carries the operation's headers (headers_env secrets among them).
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{string(p)}, HTTPHeader: o.Header, HTTPClient: nofollow.Client(0)})
 	if err != nil {
 		return nil, fmt.Errorf("cannot dial %s: %w", url, err)
 	}

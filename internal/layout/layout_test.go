@@ -40,6 +40,7 @@ var forbidden = []struct {
 	{"internal/strictjson", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/jsonhttp", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/proctree", []string{"daemon/...", "internal/..."}, "a leaf"},
+	{"internal/nofollow", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/guard", []string{"daemon/...", "internal/cli", "internal/report", "internal/kpi", "internal/extsample"}, "the guard runs a target's tree and nothing else"},
 }
 
