@@ -140,3 +140,35 @@ profiles:
 		t.Errorf("a broken CSV file: got %v, want its line named", err)
 	}
 }
+
+// TestCSVPathsAbsoluteAndNotInTheTarget: a CSV path relative to a relative
+// --config is made absolute when the config loads, and `soakd target` (the
+// measured process, LoadTarget) reads no CSV data at all.
+func TestCSVPathsAbsoluteAndNotInTheTarget(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ids.csv"), []byte("id\n1\n2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte("operations:\n  rest-get:\n    rest: {path: \"/api/donuts/{{id}}\"}\n    data: {id: {csv: ids.csv, column: id}}\n")
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	def := defaults(t)
+	t.Chdir(filepath.Dir(dir))
+	rel := filepath.Join(filepath.Base(dir), "c.yaml") // relative to the working directory
+	cfg, err := Load(def, doc, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.Operations["rest-get"].Data["id"].CSV
+	if got != filepath.Join(dir, "ids.csv") || len(cfg.CSVData) != 1 {
+		t.Errorf("csv %q (%d columns read), want %s, read", got, len(cfg.CSVData), filepath.Join(dir, "ids.csv"))
+	}
+	tc, err := LoadTarget(def, doc, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.CSVData != nil {
+		t.Errorf("the measured process read %d CSV columns, want none", len(tc.CSVData))
+	}
+}

@@ -188,14 +188,20 @@ func maxArgs(n int, what string) cobra.PositionalArgs {
 }
 
 func (c *cli) loadConfig(path string) (*config.Config, error) {
+	return c.loadWith(config.Load, path)
+}
+
+// loadWith loads the configuration at path (the embedded one when "") with
+// load: config.Load, or config.LoadTarget for the measured process.
+func (c *cli) loadWith(load func(defaults, user []byte, source string) (*config.Config, error), path string) (*config.Config, error) {
 	if path == "" {
-		return config.Load(c.defaults, nil, "config.yaml (embedded)")
+		return load(c.defaults, nil, "config.yaml (embedded)")
 	}
 	user, err := config.ReadFile("--config", path)
 	if err != nil {
 		return nil, err
 	}
-	return config.Load(c.defaults, user, path)
+	return load(c.defaults, user, path)
 }
 
 // configFlag adds --config to cmd.

@@ -150,7 +150,8 @@ surface (loopback only) answers only requests carrying the token given in
 				return err
 			}
 			defer func() { _ = log.Sync() }()
-			cfg, err := c.loadConfig(configPath)
+			// The measured process reads no operation data: it serves.
+			cfg, err := c.loadWith(config.LoadTarget, configPath)
 			if err != nil {
 				return err
 			}
