@@ -88,9 +88,23 @@ func TestTargetControlSurface(t *testing.T) {
 		t.Errorf("the target's listener answers /soakd/samples with %d, want 404", code)
 	}
 
-	code, body := ctlDo(t, ready.ControlURL, "s3cret", "GET", "/soakd/samples", "")
-	var s report.Samples
-	if err := json.Unmarshal([]byte(body), &s); code != http.StatusOK || err != nil || len(s.Samples) == 0 || len(s.PauseBuckets) == 0 {
+	// The sampler's first sample may not be taken yet on a loaded machine:
+	// ask again (bounded) until one is.
+	var (
+		s    report.Samples
+		code int
+		body string
+		err  error
+	)
+	for range 100 {
+		code, body = ctlDo(t, ready.ControlURL, "s3cret", "GET", "/soakd/samples", "")
+		s = report.Samples{}
+		if err = json.Unmarshal([]byte(body), &s); code != http.StatusOK || err != nil || len(s.Samples) > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code != http.StatusOK || err != nil || len(s.Samples) == 0 || len(s.PauseBuckets) == 0 {
 		t.Fatalf("samples: HTTP %d (%v) %d samples, %d buckets", code, err, len(s.Samples), len(s.PauseBuckets))
 	}
 	last := s.Samples[len(s.Samples)-1].Time
