@@ -94,7 +94,6 @@ func TestTargetControlSurface(t *testing.T) {
 		s    report.Samples
 		code int
 		body string
-		err  error
 	)
 	for range 100 {
 		code, body = ctlDo(t, ready.ControlURL, "s3cret", "GET", "/soakd/samples", "")
