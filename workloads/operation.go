@@ -91,7 +91,21 @@ type RESTDef struct {
 	// request of the operation (timed from the first send to the last
 	// body, failed by the first call that fails). Only a GET may follow.
 	Follow []FollowDef `yaml:"follow,omitempty" json:"follow,omitempty"`
+	// MaxFollowCalls caps the follow calls of one request (0:
+	// DefaultMaxFollowCalls): two follows of a 2,000-item list made 4 M
+	// calls for one request before. A request over the cap fails as
+	// follow_limit; the whole chain must also finish within the phase's
+	// request_timeout.
+	MaxFollowCalls int `yaml:"max_follow_calls,omitempty" json:"max_follow_calls,omitempty"`
 }
+
+// DefaultMaxFollowCalls is the most follow calls one request of a chatty
+// operation makes when rest.max_follow_calls is not set.
+const DefaultMaxFollowCalls = 1000
+
+// MaxMaxFollowCalls is the largest rest.max_follow_calls accepted.
+const MaxMaxFollowCalls = 100000
+
 
 // FollowDef is one round of a chatty operation's calls (RESTDef.Follow):
 // Path, with {id} replaced by each item's IDField, is called once per item
@@ -216,6 +230,7 @@ type compiledOp struct {
 	rangeVars int // variables written into the value buffer
 	url       template
 	follow    []followStep // RESTDef.Follow: the chatty calls after the first
+	maxFollow int          // RESTDef.MaxFollowCalls, defaulted
 	getVars   template     // TransportGet: the variables JSON, query-escaped
 	headers   []headerTemplate
 	body      template
@@ -353,6 +368,16 @@ func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(
 			bad("rest.follow: only a GET is followed by chatty calls, not %s", op.method)
 		}
 		op.follow = compileFollow(r.Follow, ep.rest, bad)
+		switch {
+		case r.MaxFollowCalls < 0 || r.MaxFollowCalls > MaxMaxFollowCalls:
+			bad("rest.max_follow_calls: must be between 1 and %d (0: %d), got %d", MaxMaxFollowCalls, DefaultMaxFollowCalls, r.MaxFollowCalls)
+		case r.MaxFollowCalls > 0 && len(r.Follow) == 0:
+			bad("rest.max_follow_calls: only an operation with rest.follow makes follow calls")
+		}
+		op.maxFollow = r.MaxFollowCalls
+		if op.maxFollow == 0 {
+			op.maxFollow = DefaultMaxFollowCalls
+		}
 	case d.GraphQL != nil:
 		contentType = op.compileGraphQL(d.GraphQL, ep, names, compile, bad)
 	case d.Subscription != nil:

@@ -507,3 +507,36 @@ func TestOperationListCountsFamilies(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestFollowIsBounded: followed lists that multiply stop at
+// rest.max_follow_calls (two follows of a 2,000-item list made 4 M calls
+// for one request, and a 2 s phase ran over 80 s).
+func TestFollowIsBounded(t *testing.T) {
+	items := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"data":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"id":%d}`, i+1)
+		}
+		b.WriteString(`]}`)
+		return b.String()
+	}
+	list := items(50)
+	w := newWire(t, func(recorded) (int, string) { return 200, list })
+	def := OperationDef{
+		REST: &RESTDef{Path: "/users", MaxFollowCalls: 100, Follow: []FollowDef{
+			{Path: "/users/{id}/tasks", From: 0, IDField: "id"},
+			{Path: "/tasks/{id}/subtasks", From: 1, IDField: "id"},
+		}},
+	}
+	r := runOp(t, w, def, 1)
+	if r.ErrorsByClass[ClassFollowLimit] != 1 || !strings.Contains(fmt.Sprint(r.ErrorExamples), "rest.max_follow_calls (100)") {
+		t.Fatalf("got %v %v, want one follow_limit", r.ErrorsByClass, r.ErrorExamples)
+	}
+	if n := len(w.requests()); n != 1+100 {
+		t.Errorf("%d calls, want the first and 100 follow calls (50 × 50 + 50 would have been %d)", n, 1+50+50*50)
+	}
+}

@@ -37,6 +37,9 @@ const (
 	// ClassDecodeError: a response whose body is not JSON when the
 	// operation checks JSON paths, or is over maxResponseBytes.
 	ClassDecodeError = "decode_error"
+	// ClassFollowLimit: a chatty request whose follow calls would exceed
+	// rest.max_follow_calls.
+	ClassFollowLimit = "follow_limit"
 	// ClassOther: any other failure to send or read a request.
 	ClassOther = "other"
 	// ClassDropped is, in a ramping-rate phase's failure window only, an
@@ -361,11 +364,27 @@ func (u *user) follow(s sender, timeout time.Duration, c call, first []byte) (cl
 	}
 	fc := &u.sending
 	*fc = call{method: http.MethodGet, headers: c.headers}
+	// The whole chain is one request: it gets the request timeout once,
+	// not once per call, and at most maxFollow calls.
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	calls := 0
 	for j, st := range steps {
 		for _, id := range ids[j] {
+			if calls++; calls > u.op.maxFollow {
+				return ClassFollowLimit, fmt.Sprintf("GET %s: the follow calls of one request would exceed rest.max_follow_calls (%d): the items followed multiply", c.url, u.op.maxFollow)
+			}
+			left := timeout
+			if !deadline.IsZero() {
+				if left = time.Until(deadline); left <= 0 {
+					return ClassTimeout, fmt.Sprintf("GET %s: the chain of follow calls did not finish within request_timeout %s (%d calls made)", c.url, timeout, calls-1)
+				}
+			}
 			u.urlBuf = append(strconv.AppendInt(append(u.urlBuf[:0], st.prefix...), id, 10), st.suffix...)
 			fc.url = u.urlBuf
-			status, body, err := s.send(fc, timeout, u.resp)
+			status, body, err := s.send(fc, left, u.resp)
 			if cap(body) <= maxKeptBuffer {
 				u.resp = body[:0]
 			} else {
