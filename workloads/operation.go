@@ -106,7 +106,6 @@ const DefaultMaxFollowCalls = 1000
 // MaxMaxFollowCalls is the largest rest.max_follow_calls accepted.
 const MaxMaxFollowCalls = 100000
 
-
 // FollowDef is one round of a chatty operation's calls (RESTDef.Follow):
 // Path, with {id} replaced by each item's IDField, is called once per item
 // of the JSON answers of call From, one after the other. The answers are
