@@ -144,7 +144,7 @@ func (f *fixture) finishedPhase() {
 // progress with growing errors, and a forced GC now and then so the pause
 // histograms move.
 func (f *fixture) traffic(ctx context.Context) {
-	f.m.PhaseStarted("20250101T000100Z", "graphql", "graphql")
+	f.m.PhaseStarted("20250101T000000Z", "graphql", "graphql") // the same run: a new one drops the last run's phase series
 	defer f.m.PhaseEnded()
 	_, cancel := f.svc.Broker.Subscribe("1") // never read: its buffer of 1 fills and events drop
 	defer cancel()

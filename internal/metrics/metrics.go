@@ -135,6 +135,7 @@ type Metrics struct {
 	checkOutcome   *prometheus.GaugeVec
 	runVerdict     *prometheus.GaugeVec
 	phases         []string // phase label values with series, oldest first
+	lastRun        string   // the run of the last PhaseStarted
 	classes        map[string]bool
 	counted        map[phaseArm]*counted
 	current        *phaseArm // the running phase, nil between phases
@@ -256,14 +257,20 @@ func (m *Metrics) touchPhase(phase string) {
 	}
 	m.phases = append(m.phases, phase)
 	for len(m.phases) > MaxPhases {
-		old := m.phases[0]
-		m.phases = m.phases[1:]
-		for _, v := range m.phaseVecs() {
-			v.DeletePartialMatch(prometheus.Labels{"phase": old})
-		}
-		maps.DeleteFunc(m.counted, func(k phaseArm, _ *counted) bool { return k.phase == old })
-		maps.DeleteFunc(m.latency, func(k phaseArm, _ latencySummary) bool { return k.phase == old })
+		m.evictPhase()
 	}
+}
+
+// evictPhase deletes the series of the least recently touched phase. The
+// caller holds mu.
+func (m *Metrics) evictPhase() {
+	old := m.phases[0]
+	m.phases = m.phases[1:]
+	for _, v := range m.phaseVecs() {
+		v.DeletePartialMatch(prometheus.Labels{"phase": old})
+	}
+	maps.DeleteFunc(m.counted, func(k phaseArm, _ *counted) bool { return k.phase == old })
+	maps.DeleteFunc(m.latency, func(k phaseArm, _ latencySummary) bool { return k.phase == old })
 }
 
 // class returns the label value for an error class, "other" beyond
@@ -298,6 +305,16 @@ func (m *Metrics) PhaseStarted(run, phase, arm string) {
 	run, phase, arm = label(run), label(phase), label(arm)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.lastRun != "" && run != m.lastRun {
+		// A new run: the last run's phase series have lingered since it
+		// ended, and go now. A long-lived daemon's target otherwise kept
+		// about 17 series for every phase name ever run, in the measured
+		// process's heap.
+		for len(m.phases) > 0 {
+			m.evictPhase()
+		}
+	}
+	m.lastRun = run
 	m.touchPhase(phase)
 	m.phaseInfo.Reset()
 	m.phaseInfo.WithLabelValues(run, phase, arm).Set(1)

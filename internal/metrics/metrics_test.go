@@ -502,3 +502,31 @@ func TestCheckResults(t *testing.T) {
 	}
 	f(1, "check=errors/no_failed_requests", "phase=graphql-load", "outcome=pass")
 }
+
+// TestANewRunDropsTheLastRunsPhaseSeries: a long-lived daemon's target kept
+// about 17 series for every phase name ever run (311 → 332 → 349 → 366 over
+// three runs with new phase names); a new run drops the last run's.
+func TestANewRunDropsTheLastRunsPhaseSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg)
+	run := func(id string, phases ...string) {
+		for _, p := range phases {
+			m.PhaseStarted(id, p, "rest")
+			m.DriverProgress(p, "rest", DriverProgress{Requests: 1})
+			m.Subscriptions(p, 1, 1, 0, 0)
+			m.PhaseEnded()
+		}
+	}
+	run("r1", "a1", "b1")
+	run("r2", "a2", "b2")
+	run("r3", "a3")
+	if got := len(gather(t, reg, "soakd_driver_requests_total")); got != 1 {
+		t.Errorf("driver request series after three runs: %d, want the last run's 1", got)
+	}
+	if _, ok := value(t, reg, "soakd_driver_requests_total", "phase=b2", "arm=rest"); ok {
+		t.Error("the last run's phase b2 still has series")
+	}
+	if _, ok := value(t, reg, "soakd_subscription_expected_events", "phase=a3"); !ok {
+		t.Error("the running run's phase lost its series")
+	}
+}
