@@ -117,6 +117,18 @@ func TestBadRequests(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(body), "limit must be between 1 and 1000 (got 5000)") {
 		t.Fatalf("GraphQL limit 5000: HTTP %d %s", code, body)
 	}
+	// Lists nested in lists multiply: refused up front (it cost 800 MB of
+	// RSS and 5–12 s of CPU before), while the seed's costliest query runs.
+	for _, st := range []relgraph.Strategy{relgraph.Naive, relgraph.Batched, relgraph.Joined} {
+		code, body := s.post(t, GraphQLPath(st), "{ users(limit: 1000) { tasks { edges { node { subTasks { edges { node { name } } } } } } } }")
+		if code != http.StatusUnprocessableEntity && code != http.StatusOK || !strings.Contains(string(body), "exceeds the limit of 100000") {
+			t.Errorf("%s: a 100,000-subtask query: HTTP %d %s; want it refused for its complexity", st, code, body)
+		}
+		code, body = s.post(t, GraphQLPath(st), "{ users(limit: 250) { tasks(completed: true) { edges { node { name subTasks { edges { node { name } } } } } } } }")
+		if code != http.StatusOK || strings.Contains(string(body), "complexity") {
+			t.Errorf("%s: seed 000's costliest query: HTTP %d %.300s", st, code, body)
+		}
+	}
 	for path, want := range map[string]string{
 		"/api/rel/users":                         "query parameter limit is required",
 		"/api/rel/users?limit=0":                 "limit must be an integer from 1 to 1000",
