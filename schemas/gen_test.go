@@ -139,7 +139,7 @@ func enums() map[string][]any {
 		"report.CompareRow.metric":       strs("throughput_rps", "cpu_us_per_request", "alloc_bytes_per_request", "gc_percent", "latency_p99_ms", "heap_live_bytes_max", "cpu_per_request_vs_control"),
 		"report.CompareRow.unit":         strs("req/s", "µs", "B", "%", "ms", "×"),
 		"report.CompareRow.change_unit":  strs("points", "percent"),
-		"run.SoakReport.status":          status,
+		"run.SoakReport.status":          strs(report.StatusRunning, report.StatusComplete, run.SoakStatusStopped, report.StatusAborted),
 		"run.SoakReport.verdict":         verdicts,
 		"run.Cycle.verdict":              strs(string(kpi.OutcomePass), string(kpi.OutcomeFail), string(kpi.OutcomeInconclusive), string(kpi.OutcomeAborted)),
 	}

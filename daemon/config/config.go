@@ -374,7 +374,14 @@ type SoakConfig struct {
 // DriftConfig holds the drift rules: cycle N against the mean of the first
 // baseline_cycles cycles.
 type DriftConfig struct {
+	// WarmupCycles are the first cycles no drift rule judges (a cold
+	// process is no baseline); BaselineCycles the cycles after them whose
+	// median is the baseline; SustainedCycles how many cycles in a row
+	// beyond a limit, with the trend rising, fail a rule (fewer are
+	// warnings). See kpi.DriftLimits.
+	WarmupCycles            int     `yaml:"warmup_cycles"`
 	BaselineCycles          int     `yaml:"baseline_cycles"`
+	SustainedCycles         int     `yaml:"sustained_cycles"`
 	HeapLiveRatio           float64 `yaml:"heap_live_ratio"`
 	RSSRatio                float64 `yaml:"rss_ratio"`
 	CPUPerRequestRatio      float64 `yaml:"cpu_per_request_ratio"`
@@ -1208,6 +1215,12 @@ func (c *Config) Validate() []FieldError {
 	}
 	if c.Soak.Pause < 0 {
 		bad("soak.pause", "must not be negative (got %s)", c.Soak.Pause)
+	}
+	if d := c.Soak.Drift; d.WarmupCycles < 0 || d.WarmupCycles > 1000 {
+		bad("soak.drift.warmup_cycles", "must be between 0 and 1000 (got %d)", d.WarmupCycles)
+	}
+	if d := c.Soak.Drift; d.SustainedCycles < 1 || d.SustainedCycles > 1000 {
+		bad("soak.drift.sustained_cycles", "must be between 1 and 1000 (got %d)", d.SustainedCycles)
 	}
 	if d := c.Soak.Drift; d.BaselineCycles < 1 {
 		bad("soak.drift.baseline_cycles", "must be at least 1 (got %d)", d.BaselineCycles)

@@ -31,6 +31,11 @@ const SoakFile = "soak.json"
 // or disappears.
 const SoakSchemaVersion = 1
 
+// SoakStatusStopped is the status of a soak stopped before its bound
+// (SIGTERM, Ctrl-C, soakd stop) after at least one cycle completed: judged
+// over its completed cycles.
+const SoakStatusStopped = "stopped"
+
 // SoakReport is soak.json.
 type SoakReport struct {
 	// SchemaVersion is SoakSchemaVersion.
@@ -39,7 +44,9 @@ type SoakReport struct {
 	Profile       string    `json:"profile"`
 	StartedAt     time.Time `json:"started_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
-	// Status is running, complete or aborted.
+	// Status is running, complete, stopped (before its bound, judged over
+	// the cycles it completed) or aborted (stopped before any cycle
+	// completed, or failing to run).
 	Status string `json:"status"`
 	// Verdict combines the drift rules, the KPIs over every cycle's rounds
 	// (KPIs), and each cycle's checks (memory, delivery, errors, return to
@@ -66,6 +73,9 @@ type Cycle struct {
 	// verdict takes from the cycle, its KPIs being judged over all cycles.
 	Checks kpi.Outcome `json:"checks,omitempty"`
 	Error  string      `json:"error,omitempty"`
+	// Interrupted is true for the cycle the soak's stop cut short: it is
+	// not judged.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// rounds are the cycle's per-round KPI rows (point values).
 	rounds [][]kpi.Result
 }
@@ -89,6 +99,10 @@ type soaker struct {
 	// claim, when set, takes the daemon's one run slot for a cycle (so the
 	// control API sees it running and can stop it).
 	claim Claim
+	// opts are the soak's bounds, for the drift projection.
+	opts SoakOptions
+	// stopped is set when the soak was stopped before its bound.
+	stopped bool
 }
 
 // Claim takes the daemon's one run slot for the run id (so the control
@@ -168,6 +182,7 @@ func soakNeedsRESTTwin(cfg *config.Config, opts SoakOptions) error {
 }
 
 func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error) {
+	s.opts = opts
 	profile := soakProfile(s.cfg, opts)
 	start := time.Now().UTC()
 	s.rep = SoakReport{SchemaVersion: SoakSchemaVersion, Soak: start.Format("20060102T150405Z"), Profile: profile, StartedAt: start, Status: report.StatusRunning, Cycles: []Cycle{}}
@@ -177,10 +192,15 @@ func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error)
 		}
 		if n > 1 && s.cfg.Soak.Pause > 0 {
 			if err := pause(ctx, s.cfg.Soak.Pause); err != nil {
-				return s.finish(ctx.Err())
+				return s.stoppedEarly("the soak was stopped between cycles")
 			}
 		}
 		c, interrupted := s.cycle(ctx, opts.RunOptions, profile, n)
+		if interrupted {
+			// The cycle cut short by the stop is no sample: it is not
+			// judged, and the soak is judged over the cycles it completed.
+			c.Interrupted = true
+		}
 		s.rep.Cycles = append(s.rep.Cycles, c)
 		s.judge()
 		if err := s.write(); err != nil {
@@ -192,9 +212,29 @@ func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error)
 			s.log.Info("retention removed runs", zap.Strings("runs", removed))
 		}
 		if interrupted {
-			return s.finish(errors.New("the soak was interrupted"))
+			return s.stoppedEarly(fmt.Sprintf("the soak was stopped during cycle %d, which is not judged", n))
 		}
 	}
+	return s.finish(nil)
+}
+
+// stoppedEarly ends a soak stopped before its bound (SIGTERM, Ctrl-C,
+// soakd stop): judged over the cycles it completed, as k6 still evaluates
+// its thresholds on Ctrl-C, with status stopped and a note saying so. A
+// soak stopped before any cycle completed is aborted.
+func (s *soaker) stoppedEarly(why string) (*SoakReport, error) {
+	completed := 0
+	for _, c := range s.rep.Cycles {
+		if !c.Interrupted {
+			completed++
+		}
+	}
+	if completed == 0 {
+		return s.finish(errors.New(why + ", before any cycle completed"))
+	}
+	s.judge()
+	s.rep.Notes = append(s.rep.Notes, fmt.Sprintf("Stopped early: %s; the verdict is judged over the %d cycles that completed.", why, completed))
+	s.stopped = true
 	return s.finish(nil)
 }
 
@@ -275,18 +315,28 @@ func (s *soaker) judge() {
 	d := s.cfg.Soak.Drift
 	var figs []kpi.CycleFigures
 	for _, c := range s.rep.Cycles {
-		if c.Error == "" {
+		if c.Error == "" && !c.Interrupted {
 			figs = append(figs, c.CycleFigures)
 		}
 	}
+	perCycle := 0.0
+	if n := len(s.rep.Cycles); n > 0 {
+		perCycle = time.Since(s.rep.StartedAt).Seconds() / float64(n)
+	}
+	horizon := s.opts.Duration.Seconds()
+	if horizon == 0 && s.opts.Cycles > 0 {
+		horizon = perCycle * float64(s.opts.Cycles)
+	}
 	s.rep.Drift = kpi.Drift(figs, kpi.DriftLimits{
-		BaselineCycles: d.BaselineCycles, HeapLiveRatio: d.HeapLiveRatio, RSSRatio: d.RSSRatio,
+		WarmupCycles: d.WarmupCycles, BaselineCycles: d.BaselineCycles, SustainedCycles: d.SustainedCycles,
+		SecondsPerCycle: perCycle, HorizonSeconds: horizon,
+		HeapLiveRatio: d.HeapLiveRatio, RSSRatio: d.RSSRatio,
 		CPUPerRequestRatio: d.CPUPerRequestRatio, GoroutinesIncrease: d.GoroutinesIncrease, GCPercentIncreasePoints: d.GCPercentIncreasePoints,
 	})
 	// The KPIs over every finished cycle's rounds.
 	var rounds [][]kpi.Result
 	for _, c := range s.rep.Cycles {
-		if c.Error == "" {
+		if c.Error == "" && !c.Interrupted {
 			rounds = append(rounds, c.rounds...)
 		}
 	}
@@ -306,6 +356,8 @@ func (s *soaker) judge() {
 	os := []kpi.Outcome{kpi.OutcomePass, kpi.DriftOutcome(s.rep.Drift), kpiOutcome}
 	for _, c := range s.rep.Cycles {
 		switch {
+		case c.Interrupted:
+			// cut short by the stop: not judged
 		case c.Error != "" || c.Checks == "":
 			os = append(os, kpi.OutcomeFail)
 		default:
@@ -347,6 +399,9 @@ func (s *soaker) write() error {
 // finish writes the final soak.json and maps the outcome to an exit code.
 func (s *soaker) finish(err error) (*SoakReport, error) {
 	s.rep.Status = report.StatusComplete
+	if s.stopped {
+		s.rep.Status = SoakStatusStopped
+	}
 	if err != nil {
 		s.rep.Status, s.rep.Verdict = report.StatusAborted, kpi.OutcomeAborted
 		s.rep.Notes = append(s.rep.Notes, err.Error())

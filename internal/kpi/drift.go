@@ -3,6 +3,8 @@ package kpi
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // CycleFigures are one soak cycle's figures that drift rules watch.
@@ -22,10 +24,25 @@ type CycleFigures struct {
 	CPUMicrosPerRequest float64 `json:"cpu_us_per_request"`
 }
 
-// DriftLimits say how far cycle N may move from the first cycles.
+// DriftLimits say how far a soak may move from its warm baseline.
 type DriftLimits struct {
-	// BaselineCycles is how many first cycles form the baseline (their mean).
+	// WarmupCycles are the first cycles left out of every drift rule: a
+	// cold process (caches filling, the JIT of a runtime that has one, a
+	// heap growing to its working size) is no baseline.
+	WarmupCycles int
+	// BaselineCycles is how many cycles after the warm-up form the baseline
+	// (their median).
 	BaselineCycles int
+	// SustainedCycles is how many consecutive cycles beyond the limit fail a
+	// rule (a sustained shift); fewer are warnings, never a fail.
+	SustainedCycles int
+	// SecondsPerCycle is the soak's mean cycle length, pause included, in
+	// seconds; 0 when not known. It turns a trend per cycle into a time at
+	// which the limit would be crossed.
+	SecondsPerCycle float64
+	// HorizonSeconds is the soak's planned length (0: none); the trend is
+	// projected to it and to 24 h.
+	HorizonSeconds float64
 	// HeapLiveRatio, RSSRatio and CPUPerRequestRatio bound cycle N ÷ baseline.
 	HeapLiveRatio      float64
 	RSSRatio           float64
@@ -41,22 +58,46 @@ type DriftRule struct {
 	Name  string `json:"name"`
 	Title string `json:"title"`
 	Unit  string `json:"unit"`
-	// Baseline is the mean over the baseline cycles.
+	// Baseline is the median over the baseline cycles (after the warm-up).
 	Baseline float64 `json:"baseline"`
+	// JudgedCycles is how many cycles the rule judged: those after the
+	// warm-up that completed.
+	JudgedCycles int `json:"judged_cycles"`
 	// Worst is the value of the cycle furthest past the baseline, and
 	// WorstCycle that cycle.
 	Worst      float64 `json:"worst"`
 	WorstCycle int     `json:"worst_cycle"`
-	// Measured is Worst as the rule compares it (a ratio or a difference),
-	// against Limit.
-	Measured float64 `json:"measured"`
-	Limit    float64 `json:"limit"`
+	// Measured is the drift the trend gives at the last cycle, as the rule
+	// compares it (a ratio or a difference) against Limit: the change of
+	// the least-squares line from the baseline cycles to the last cycle.
+	// MeasuredLow and MeasuredHigh bound it (95 %); absent with fewer than
+	// 3 judged cycles (no trend).
+	Measured     float64  `json:"measured"`
+	MeasuredLow  *float64 `json:"measured_low,omitempty"`
+	MeasuredHigh *float64 `json:"measured_high,omitempty"`
+	Limit        float64  `json:"limit"`
+	// LongestOver is the longest run of consecutive cycles beyond the
+	// limit against the baseline: SustainedCycles of them fail the rule.
+	LongestOver int `json:"longest_over"`
+	// Shape tells a steady slope from a warm-up that levels off: "steady
+	// rise", "levelling off", "rising" (too few cycles to tell which),
+	// "falling" or "flat" ("" without a trend).
+	Shape string `json:"shape,omitempty"`
+	// Projection says when the trend would cross the limit ("" when it is
+	// not rising, or cannot be timed).
+	Projection string `json:"projection,omitempty"`
+	// Warnings name cycles beyond the limit that did not make a sustained
+	// shift: one noisy cycle is a warning, not a fail.
+	Warnings []string `json:"warnings,omitempty"`
 	// SlopePerCycle is the least-squares trend over all cycles, in Unit per
 	// cycle, with its standard error (0 with fewer than 3 cycles).
 	SlopePerCycle float64 `json:"slope_per_cycle"`
 	SlopeStdErr   float64 `json:"slope_stderr"`
-	// Outcome is pass when Measured is within Limit, fail when beyond it,
-	// not_measured while too few cycles exist (or the baseline is 0 for a
+	// Outcome is fail on a sustained shift (SustainedCycles in a row beyond
+	// the limit) or when the trend's whole interval is beyond it, pass when
+	// its whole interval is within, inconclusive otherwise (the interval
+	// straddles the limit, or too few cycles for a trend), not_measured
+	// while too few cycles exist for a baseline (or the baseline is 0 for a
 	// ratio): a short soak never reads as a passed drift rule.
 	Outcome Outcome `json:"outcome"`
 	// Pass is Outcome == pass (kept for soak.json readers of version 1).
@@ -75,71 +116,214 @@ func Drift(cycles []CycleFigures, l DriftLimits) []DriftRule {
 	rules := []DriftRule{
 		{Name: "heap_live_drift", Title: "Live heap after GC", Unit: "bytes", Limit: l.HeapLiveRatio, judgedByRatio: true,
 			valueOfFigures: func(c CycleFigures) float64 { return c.HeapLiveBytes },
-			Definition:     fmt.Sprintf("live heap after each cycle's settle and forced GCs, at cycle N ≤ %g × the mean of the first %d cycles", l.HeapLiveRatio, l.BaselineCycles)},
+			Definition:     fmt.Sprintf("live heap after each cycle's settle and forced GCs, ≤ %g × the median of cycles %d to %d (after %d warm-up)", l.HeapLiveRatio, l.WarmupCycles+1, l.WarmupCycles+max(l.BaselineCycles, 1), l.WarmupCycles)},
 		{Name: "rss_drift", Title: "Resident memory", Unit: "bytes", Limit: l.RSSRatio, judgedByRatio: true,
 			valueOfFigures: func(c CycleFigures) float64 { return c.RSSBytes },
-			Definition:     fmt.Sprintf("largest RSS of each cycle, at cycle N ≤ %g × the baseline", l.RSSRatio)},
+			Definition:     fmt.Sprintf("largest RSS of each cycle, ≤ %g × the baseline", l.RSSRatio)},
 		{Name: "goroutine_drift", Title: "Goroutines", Unit: "goroutines", Limit: l.GoroutinesIncrease,
 			valueOfFigures: func(c CycleFigures) float64 { return c.Goroutines },
-			Definition:     fmt.Sprintf("goroutines after each cycle settled, at cycle N ≤ baseline + %g", l.GoroutinesIncrease)},
+			Definition:     fmt.Sprintf("goroutines after each cycle settled, ≤ baseline + %g", l.GoroutinesIncrease)},
 		{Name: "gc_percent_drift", Title: "GC % time (GraphQL)", Unit: "%", Limit: l.GCPercentIncreasePoints,
 			valueOfFigures: func(c CycleFigures) float64 { return c.GCPercent },
-			Definition:     fmt.Sprintf("GraphQL arm's GC %% time, at cycle N ≤ baseline + %g points", l.GCPercentIncreasePoints)},
+			Definition:     fmt.Sprintf("GraphQL arm's GC %% time, ≤ baseline + %g points", l.GCPercentIncreasePoints)},
 		{Name: "cpu_per_request_drift", Title: "CPU per request (GraphQL)", Unit: "µs", Limit: l.CPUPerRequestRatio, judgedByRatio: true,
 			valueOfFigures: func(c CycleFigures) float64 { return c.CPUMicrosPerRequest },
-			Definition:     fmt.Sprintf("GraphQL arm's CPU µs per request, at cycle N ≤ %g × the baseline", l.CPUPerRequestRatio)},
+			Definition:     fmt.Sprintf("GraphQL arm's CPU µs per request, ≤ %g × the baseline", l.CPUPerRequestRatio)},
 	}
 	for i := range rules {
-		judgeDrift(&rules[i], cycles, l.BaselineCycles)
+		judgeDrift(&rules[i], cycles, l)
 	}
 	return rules
 }
 
-func judgeDrift(r *DriftRule, cycles []CycleFigures, k int) {
-	k = max(k, 1)
+// judgeDrift judges one rule: the warm-up left out, a median baseline, a
+// sustained shift or the trend's interval against the limit (see
+// DriftRule.Outcome), never one cycle.
+func judgeDrift(r *DriftRule, cycles []CycleFigures, l DriftLimits) {
+	w, b, k := max(l.WarmupCycles, 0), max(l.BaselineCycles, 1), max(l.SustainedCycles, 1)
 	r.Outcome = OutcomeNotMeasured
 	defer func() { r.Pass = r.Outcome == OutcomePass }()
-	if len(cycles) <= k {
-		r.Detail = fmt.Sprintf("not measured: %d cycles, and drift is judged from cycle %d on (soak.drift.baseline_cycles %d + 1)", len(cycles), k+1, k)
+	judged := cycles[min(w, len(cycles)):]
+	r.JudgedCycles = len(judged)
+	if len(judged) <= b {
+		r.Detail = fmt.Sprintf("not measured: %d cycles after the %d warm-up (soak.drift.warmup_cycles); drift is judged once %d baseline cycles (soak.drift.baseline_cycles) and at least one more have run",
+			len(judged), w, b)
 		return
 	}
-	var sum float64
-	for _, c := range cycles[:k] {
-		sum += r.valueOfFigures(c)
+	base := make([]float64, b)
+	for i, c := range judged[:b] {
+		base[i] = r.valueOfFigures(c)
 	}
-	r.Baseline = sum / float64(k)
-	r.Measured = math.Inf(-1)
-	for _, c := range cycles[k:] {
-		v := r.valueOfFigures(c)
-		m := v - r.Baseline
-		if r.judgedByRatio {
-			if r.Baseline <= 0 {
-				continue // no ratio from a zero baseline; the detail says so below
-			}
-			m = v / r.Baseline
-		}
-		if m > r.Measured {
-			r.Measured, r.Worst, r.WorstCycle = m, v, c.Cycle
-		}
-	}
-	if math.IsInf(r.Measured, -1) {
-		r.Measured = 0
+	r.Baseline = median(base)
+	if r.judgedByRatio && r.Baseline <= 0 {
 		r.Detail = "not measured: the baseline is 0, so no ratio can be formed"
 		return
 	}
-	r.Outcome = OutcomeFail
-	if r.Measured <= r.Limit {
-		r.Outcome = OutcomePass
+	// against is v as the rule compares it with the limit.
+	against := func(v float64) float64 {
+		if r.judgedByRatio {
+			return v / r.Baseline
+		}
+		return v - r.Baseline
 	}
-	xs, ys := make([]float64, len(cycles)), make([]float64, len(cycles))
-	for i, c := range cycles {
+	// A sustained shift: k cycles in a row beyond the limit.
+	r.Worst, r.WorstCycle = math.Inf(-1), 0
+	run := 0
+	var over []string
+	for _, c := range judged[b:] {
+		v := r.valueOfFigures(c)
+		if v > r.Worst {
+			r.Worst, r.WorstCycle = v, c.Cycle
+		}
+		if against(v) > r.Limit {
+			run++
+			r.LongestOver = max(r.LongestOver, run)
+			over = append(over, fmt.Sprintf("cycle %d at %.4g %s", c.Cycle, v, r.Unit))
+		} else {
+			run = 0
+		}
+	}
+	// The trend over the judged cycles: its change from the baseline
+	// cycles to the last, with its interval.
+	xs, ys := make([]float64, len(judged)), make([]float64, len(judged))
+	for i, c := range judged {
 		xs[i], ys[i] = float64(c.Cycle), r.valueOfFigures(c)
 	}
-	if slope, se, ok := LinearFit(xs, ys); ok {
+	slope, se, haveTrend := LinearFit(xs, ys)
+	var lo, hi float64
+	if haveTrend {
 		r.SlopePerCycle, r.SlopeStdErr = slope, se
+		xb := mean(xs[:b])
+		span := xs[len(xs)-1] - xb
+		t := tCritical(float64(len(xs)-2), 0.95)
+		change := slope * span
+		lo, hi = change-t*se*span, change+t*se*span
+		if r.judgedByRatio {
+			r.Measured, lo, hi = 1+change/r.Baseline, 1+lo/r.Baseline, 1+hi/r.Baseline
+		} else {
+			r.Measured = change
+		}
+		r.MeasuredLow, r.MeasuredHigh = &lo, &hi
+		r.Shape = shape(xs, ys, slope, se)
+		r.Projection = projection(r, l, xs[len(xs)-1], slope)
+	} else {
+		r.Measured = against(ys[len(ys)-1])
 	}
-	r.Detail = fmt.Sprintf("baseline %.4g %s; worst cycle %d at %.4g %s; trend %+.4g ± %.4g %s per cycle over %d cycles",
-		r.Baseline, r.Unit, r.WorstCycle, r.Worst, r.Unit, r.SlopePerCycle, r.SlopeStdErr, r.Unit, len(cycles))
+	// A run of cycles beyond the limit fails only where the values did move
+	// up (the trend's interval above 0): a noisy baseline alone makes runs
+	// beyond a limit set inside the noise.
+	sustained := r.LongestOver >= k && (!haveTrend || slope-2*se > 0)
+	switch {
+	case sustained:
+		r.Outcome = OutcomeFail
+	case haveTrend && lo > r.Limit:
+		r.Outcome = OutcomeFail
+	case haveTrend && hi <= r.Limit:
+		r.Outcome = OutcomePass
+	default:
+		r.Outcome = OutcomeInconclusive
+	}
+	if !sustained && len(over) > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s beyond the limit (%d at most in a row; %d in a row fail): noise, not a fail", strings.Join(over, ", "), r.LongestOver, k))
+	}
+	var d strings.Builder
+	fmt.Fprintf(&d, "baseline %.4g %s (median of cycles %d–%d, after %d warm-up)", r.Baseline, r.Unit, judged[0].Cycle, judged[b-1].Cycle, w)
+	if sustained {
+		fmt.Fprintf(&d, "; %d cycles in a row beyond the limit (soak.drift.sustained_cycles %d): a sustained shift", r.LongestOver, k)
+	}
+	if haveTrend {
+		fmt.Fprintf(&d, "; trend %+.4g ± %.4g %s per cycle over %d cycles (%s): %s at the last cycle, 95 %% [%s, %s], limit %s",
+			slope, se, r.Unit, len(judged), r.Shape, r.fmtMeasure(r.Measured), r.fmtMeasure(lo), r.fmtMeasure(hi), r.fmtMeasure(r.Limit))
+		if r.Projection != "" {
+			d.WriteString("; " + r.Projection)
+		}
+	} else {
+		fmt.Fprintf(&d, "; %d judged cycles are too few for a trend (3 needed): inconclusive unless a sustained shift fails it", len(judged))
+	}
+	r.Detail = d.String()
+}
+
+// fmtMeasure writes a ratio as "1.05×" and a difference with its unit.
+func (r *DriftRule) fmtMeasure(v float64) string {
+	if r.judgedByRatio {
+		return fmt.Sprintf("%.3g×", v)
+	}
+	return fmt.Sprintf("%+.3g %s", v, r.Unit)
+}
+
+// shape tells a steady slope from a warm-up that levels off: a rise whose
+// second half still rises (its slope's interval above 0, and at least a
+// quarter of the first half's slope) is steady; one that rose mostly in
+// the first half levels off.
+func shape(xs, ys []float64, slope, se float64) string {
+	rising := slope-2*se > 0
+	falling := slope+2*se < 0
+	half := len(xs) / 2
+	s1, _, ok1 := LinearFit(xs[:half+1], ys[:half+1])
+	s2, se2, ok2 := LinearFit(xs[half:], ys[half:])
+	switch {
+	case rising && (!ok1 || !ok2):
+		return "rising" // too few cycles to tell a warm-up from a slope
+	case rising && s2-2*se2 > 0 && s2 >= s1/4:
+		return "steady rise"
+	case rising:
+		return "levelling off"
+	case falling:
+		return "falling"
+	}
+	return "flat"
+}
+
+// projection says when a rising trend would cross the limit: in cycles,
+// and in hours when the cycle length is known, and what it would reach at
+// the soak's horizon and at 24 h.
+func projection(r *DriftRule, l DriftLimits, last, slope float64) string {
+	if (r.Shape != "steady rise" && r.Shape != "rising") || slope <= 0 {
+		return ""
+	}
+	limitValue := r.Baseline + r.Limit
+	if r.judgedByRatio {
+		limitValue = r.Baseline * r.Limit
+	}
+	// Where the trend stands at the last cycle: the baseline moved by the
+	// trend's change since the baseline cycles.
+	fittedLast := r.Baseline + r.Measured
+	if r.judgedByRatio {
+		fittedLast = r.Measured * r.Baseline
+	}
+	left := (limitValue - fittedLast) / slope // cycles to the limit
+	out := fmt.Sprintf("%+.4g %s per cycle", slope, r.Unit)
+	if left <= 0 {
+		return out + ": the trend is past the limit"
+	}
+	if l.SecondsPerCycle <= 0 {
+		return out + fmt.Sprintf(": crosses the limit in about %.0f more cycles", left)
+	}
+	hours := left * l.SecondsPerCycle / 3600
+	out += fmt.Sprintf(": crosses the limit in about %s (%.0f more cycles)", humanHours(hours), left)
+	at := func(secs float64) string {
+		v := fittedLast + slope*(secs/l.SecondsPerCycle-last)
+		if r.judgedByRatio {
+			return fmt.Sprintf("%.3g×", v/r.Baseline)
+		}
+		return fmt.Sprintf("%+.3g %s", v-r.Baseline, r.Unit)
+	}
+	if l.HorizonSeconds > 0 {
+		out += fmt.Sprintf("; at the soak's end %s", at(l.HorizonSeconds))
+	}
+	out += fmt.Sprintf("; after 24 h %s", at(24*3600))
+	return out
+}
+
+// humanHours writes a duration in hours as "17 h" or "40 min" or "3 days".
+func humanHours(h float64) string {
+	switch {
+	case h < 1:
+		return fmt.Sprintf("%.0f min", h*60)
+	case h < 72:
+		return fmt.Sprintf("%.0f h", h)
+	}
+	return fmt.Sprintf("%.0f days", h/24)
 }
 
 // DriftOutcome rolls the drift rules up (Combine): fail when one failed,
@@ -150,4 +334,15 @@ func DriftOutcome(rs []DriftRule) Outcome {
 		os[i] = r.Outcome
 	}
 	return Combine(os...)
+}
+
+// median is the middle value of vs (the mean of the two middle ones for an
+// even count); vs is not changed.
+func median(vs []float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
