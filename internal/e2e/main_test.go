@@ -713,12 +713,15 @@ func TestDriverKilledMidPhase(t *testing.T) {
 }
 
 // soakConfig adds what a soak needs to tinyConfig: a data directory and a
-// short pause between cycles.
+// short pause between cycles, and drift judged from the first cycles on
+// (no warm-up, one baseline cycle, one cycle beyond a limit fails): the
+// tests' soaks have two or three cycles, far fewer than the defaults need.
 func soakConfig(dataDir string) string {
 	return tinyConfig + fmt.Sprintf(`
 data_dir: %s
 soak:
   pause: 200ms
+  drift: {warmup_cycles: 0, baseline_cycles: 1, sustained_cycles: 1}
 `, dataDir)
 }
 
@@ -964,4 +967,80 @@ func killTargetMidPhase(t *testing.T, cmd *exec.Cmd, stderr io.Reader, started s
 		t.Errorf("the run took %s to notice its target died", d)
 	}
 	return targetPID
+}
+
+// TestSoakStoppedEarlyIsJudged: a soak stopped with SIGTERM after a
+// completed cycle is judged over it (status stopped, exit code from the
+// verdict), not "aborted" with exit 3 as before; the cycle the stop cut
+// short is kept, marked interrupted, and not judged.
+func TestSoakStoppedEarlyIsJudged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := filepath.Join(dir, "soak.yaml")
+	if err := os.WriteFile(cfg, []byte(soakConfig(data)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "soak", "--config", cfg, "--cycles", "5", "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	second := false
+	for !second && sc.Scan() {
+		var m struct {
+			Msg   string `json:"msg"`
+			Cycle int    `json:"cycle"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Msg == "soak cycle started" && m.Cycle == 2 {
+			second = true
+		}
+	}
+	if !second {
+		t.Fatal("the second cycle never started")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	time.Sleep(time.Second) // into cycle 2
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	}
+	raw, rerr := os.ReadFile(filepath.Join(data, "soak.json"))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var soak struct {
+		Status, Verdict string
+		Notes           []string
+		Cycles          []struct {
+			Cycle       int
+			Interrupted bool
+		}
+	}
+	if err := json.Unmarshal(raw, &soak); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"pass": 0, "fail": 1, "inconclusive": 4}[soak.Verdict]
+	if soak.Status != "stopped" || soak.Verdict == "aborted" || code != want || !strings.Contains(strings.Join(soak.Notes, " "), "Stopped early") {
+		t.Fatalf("stopped soak: status %s verdict %s exit %d (want %d)\n%s", soak.Status, soak.Verdict, code, want, raw)
+	}
+	if n := len(soak.Cycles); n < 2 || soak.Cycles[0].Interrupted || !soak.Cycles[n-1].Interrupted {
+		t.Errorf("cycles: %+v, want the first completed and the last interrupted", soak.Cycles)
+	}
 }

@@ -71,7 +71,8 @@ func TestNoControlGroup(t *testing.T) {
 	srv := newExternalServer(t)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "gql.yaml")
-	cfg := graphqlOnlyProfile + srv.noTwinSection(bin) + "data_dir: " + filepath.Join(dir, "data") + "\n"
+	cfg := graphqlOnlyProfile + srv.noTwinSection(bin) + "data_dir: " + filepath.Join(dir, "data") + "\n" +
+		"soak:\n  drift: {warmup_cycles: 0, baseline_cycles: 1, sustained_cycles: 1}\n" // a 2-cycle soak judges drift
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
