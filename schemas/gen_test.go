@@ -178,6 +178,16 @@ func overrides() map[reflect.Type]map[string]any {
 	}
 }
 
+// encodesAs gives the struct each self-encoding type writes itself as
+// (its MarshalJSON marshals that struct): its schema is that struct's, under
+// the type's own name.
+func encodesAs() map[reflect.Type]reflect.Type {
+	return map[reflect.Type]reflect.Type{
+		// kpi.Result.MarshalJSON: an arm not measured is null, pass absent.
+		reflect.TypeFor[kpi.Result](): reflect.TypeFor[kpi.ResultWire](),
+	}
+}
+
 // generate builds schema name from its Go types; used holds the enums and
 // consts that matched a field.
 func generate(name string) (out []byte, used map[string]bool, err error) {
@@ -252,6 +262,14 @@ func defName(t reflect.Type) string {
 func (g *generator) schema(t reflect.Type) map[string]any {
 	if o, ok := g.overrides[t]; ok {
 		return o
+	}
+	if w, ok := encodesAs()[t]; ok {
+		name := defName(t)
+		if !g.seen[name] {
+			g.seen[name] = true
+			g.defs[name] = g.object(w, name)
+		}
+		return map[string]any{"$ref": "#/$defs/" + name}
 	}
 	if t.Kind() != reflect.Pointer && (t.Implements(jsonMarshaler) || t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler)) {
 		g.fail(fmt.Errorf("type %s encodes itself: give it an override", t))

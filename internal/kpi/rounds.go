@@ -76,8 +76,9 @@ func aggregateRow(rows []Result, confidence float64) Result {
 		r.GraphQL = mean(gql)
 	}
 	if r.Reason != "" {
+		r.Pass = false
 		if r.Gated {
-			r.Pass, r.Outcome = false, OutcomeNotMeasured
+			r.Outcome = OutcomeNotMeasured
 		}
 		return r
 	}
@@ -89,7 +90,7 @@ func aggregateRow(rows []Result, confidence float64) Result {
 		r.MinDetectable = ptr(md)
 	}
 	if !r.Gated {
-		r.Pass = true
+		r.Pass = !r.NotMeasured()
 		return r
 	}
 	lim := *r.Threshold
