@@ -15,6 +15,7 @@ import (
 	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/schemas"
 	"github.com/soakd/soakd/workloads"
 )
@@ -188,6 +189,24 @@ func encodesAs() map[reflect.Type]reflect.Type {
 	}
 }
 
+// nullables are the types whose MarshalJSON writes the struct as it is,
+// except the listed fields, written as null when not measured.
+func nullables() map[reflect.Type][]string {
+	return map[reflect.Type][]string{
+		reflect.TypeFor[profiles.Summary]():  profiles.NullableFields(),
+		reflect.TypeFor[report.PerRequest](): {"cpu_us", "alloc_bytes", "alloc_objects", "gc_cycles_per_10k"},
+	}
+}
+
+// structFields are t's fields, for a method-less copy of t (reflect.StructOf).
+func structFields(t reflect.Type) []reflect.StructField {
+	out := make([]reflect.StructField, t.NumField())
+	for i := range out {
+		out[i] = t.Field(i)
+	}
+	return out
+}
+
 // generate builds schema name from its Go types; used holds the enums and
 // consts that matched a field.
 func generate(name string) (out []byte, used map[string]bool, err error) {
@@ -262,6 +281,22 @@ func defName(t reflect.Type) string {
 func (g *generator) schema(t reflect.Type) map[string]any {
 	if o, ok := g.overrides[t]; ok {
 		return o
+	}
+	if fs, ok := nullables()[t]; ok {
+		name := defName(t)
+		if !g.seen[name] {
+			g.seen[name] = true
+			o := g.object(reflect.StructOf(structFields(t)), name)
+			for _, f := range fs {
+				p := o["properties"].(map[string]any)
+				if s, ok := p[f]; ok {
+					p[f] = map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+				}
+			}
+			o["additionalProperties"] = false
+			g.defs[name] = o
+		}
+		return map[string]any{"$ref": "#/$defs/" + name}
 	}
 	if w, ok := encodesAs()[t]; ok {
 		name := defName(t)

@@ -6,9 +6,11 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -617,8 +619,16 @@ type PerRequest struct {
 	AllocObjects      float64 `json:"alloc_objects"`
 	GCCyclesPer10kReq float64 `json:"gc_cycles_per_10k"`
 	// NotMeasured names the figures above that were not measured, with the
-	// reason (their values are 0 and mean nothing).
+	// reason; they are written as null (MarshalJSON), never as 0.
 	NotMeasured map[string]string `json:"not_measured,omitempty"`
+}
+
+// perRequestFields is PerRequest without its methods.
+type perRequestFields PerRequest
+
+// MarshalJSON writes a figure named in NotMeasured as null.
+func (p PerRequest) MarshalJSON() ([]byte, error) {
+	return profiles.MarshalWithNulls(perRequestFields(p), slices.Sorted(maps.Keys(p.NotMeasured)))
 }
 
 // NewPhase combines a driver result with the target's resource summary.
