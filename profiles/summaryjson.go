@@ -52,11 +52,11 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	return MarshalWithNulls(summaryFields(s), fields)
 }
 
-// MarshalWithNulls marshals v (a struct) and writes each of the named JSON
-// fields present in it as null.
-func MarshalWithNulls(v any, fields []string) ([]byte, error) {
+// MarshalWithNulls marshals v (a struct), writes each of the named JSON
+// fields present in it as null and leaves out those named in omit.
+func MarshalWithNulls(v any, fields []string, omit ...string) ([]byte, error) {
 	b, err := json.Marshal(v)
-	if err != nil || len(fields) == 0 {
+	if err != nil || len(fields)+len(omit) == 0 {
 		return b, err
 	}
 	var m map[string]json.RawMessage
@@ -67,6 +67,9 @@ func MarshalWithNulls(v any, fields []string) ([]byte, error) {
 		if _, ok := m[f]; ok {
 			m[f] = json.RawMessage("null")
 		}
+	}
+	for _, f := range omit {
+		delete(m, f)
 	}
 	return json.Marshal(m)
 }

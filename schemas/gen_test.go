@@ -195,6 +195,8 @@ func nullables() map[reflect.Type][]string {
 	return map[reflect.Type][]string{
 		reflect.TypeFor[profiles.Summary]():  profiles.NullableFields(),
 		reflect.TypeFor[report.PerRequest](): {"cpu_us", "alloc_bytes", "alloc_objects", "gc_cycles_per_10k"},
+		// report.Check.MarshalJSON: a check not measured has a null value and no pass.
+		reflect.TypeFor[report.Check](): {"value"},
 	}
 }
 
@@ -294,6 +296,9 @@ func (g *generator) schema(t reflect.Type) map[string]any {
 				}
 			}
 			o["additionalProperties"] = false
+			if t == reflect.TypeFor[report.Check]() { // pass is left out when not measured
+				o["required"] = slices.DeleteFunc(o["required"].([]any), func(v any) bool { return v == "pass" })
+			}
 			g.defs[name] = o
 		}
 		return map[string]any{"$ref": "#/$defs/" + name}

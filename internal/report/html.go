@@ -223,7 +223,8 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 		hg := htmlCheckGroup{Title: g.Title, Intro: g.Intro, Definitions: checkDefinitions(g.Rows)}
 		for _, c := range g.Rows {
 			res := checkResult(c)
-			hg.Rows = append(hg.Rows, htmlCheck{Phase: c.Phase, Title: c.Title, Value: checkValue(c.Value, c.Unit), Limit: checkValue(c.Limit, c.Unit),
+			v, l := c.cells()
+			hg.Rows = append(hg.Rows, htmlCheck{Phase: c.Phase, Title: c.Title, Value: v, Limit: l,
 				Outcome: res, Class: outcomeClass[res], Detail: c.Detail, Definition: c.Definition})
 		}
 		p.CheckGroups = append(p.CheckGroups, hg)

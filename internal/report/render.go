@@ -355,7 +355,9 @@ func (r *Report) Reasons() []string {
 		if c.Phase != "" {
 			line += " (" + c.Phase + ")"
 		}
-		line += fmt.Sprintf(", %s against %s", checkValue(c.Value, c.Unit), checkValue(c.Limit, c.Unit))
+		if c.Outcome != kpi.OutcomeNotMeasured { // a check not measured has no figure, only its reason
+			line += fmt.Sprintf(", %s against %s", checkValue(c.Value, c.Unit), checkValue(c.Limit, c.Unit))
+		}
 		if c.Detail != "" {
 			line += ": " + c.Detail
 		}
@@ -465,6 +467,17 @@ func checkResult(c Check) string {
 	return "pass"
 }
 
+// cells are a check's measured value and limit as the check tables print
+// them: "not measured" and "—" for a check that was not measured, whose
+// Value (0) and Limit (often a baseline that was not measured either) are
+// not figures.
+func (c Check) cells() (value, limit string) {
+	if c.Outcome == kpi.OutcomeNotMeasured {
+		return notMeasuredValue, "—"
+	}
+	return checkValue(c.Value, c.Unit), checkValue(c.Limit, c.Unit)
+}
+
 // checkDefinitions returns the rows with a name not seen before: one
 // definition per rule.
 func checkDefinitions(rows []Check) []Check {
@@ -489,7 +502,8 @@ func (r *Report) checkSections(b *strings.Builder) {
 			if res == "FAIL" {
 				res = "**FAIL**"
 			}
-			fmt.Fprintf(b, "| %s | %s | %.4g %s | %.4g %s | %s | %s |\n", c.Phase, c.Title, c.Value, c.Unit, c.Limit, c.Unit, res, c.Detail)
+			v, l := c.cells()
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", c.Phase, c.Title, v, l, res, c.Detail)
 		}
 		b.WriteString("\nDefinitions:\n\n")
 		for _, c := range checkDefinitions(g.Rows) {

@@ -176,6 +176,18 @@ type Check struct {
 	Definition string `json:"definition"`
 }
 
+// checkFields is Check without its methods.
+type checkFields Check
+
+// MarshalJSON writes a check that was not measured with a null value and
+// no pass: its Value (0) is no figure, and it did not pass.
+func (c Check) MarshalJSON() ([]byte, error) {
+	if c.Outcome != kpi.OutcomeNotMeasured {
+		return json.Marshal(checkFields(c))
+	}
+	return profiles.MarshalWithNulls(checkFields(c), []string{"value"}, "pass")
+}
+
 // OverheadRow is one function's self CPU per request in each arm (µs),
 // with the profile samples it rests on.
 type OverheadRow struct {

@@ -293,3 +293,34 @@ func TestPerRequestWithoutResources(t *testing.T) {
 		}
 	}
 }
+
+// TestNotMeasuredCheckGivesNoFigure: a goroutine check on a Node target is
+// not measured; its lines read "0 goroutines against 2 goroutines: not
+// measured" before. Now the reasons, report.md and report.html give only
+// the reason, and report.json writes a null value and no pass.
+func TestNotMeasuredCheckGivesNoFigure(t *testing.T) {
+	r := fixture()
+	r.Checks = append(r.Checks, Check{Group: "rest", Name: "goroutines_returned", Title: "Goroutines returned to baseline", Phase: "graphql-load",
+		Unit: "goroutines", Value: 0, Limit: 2, Outcome: kpi.OutcomeNotMeasured, Detail: "the target exposes no goroutine count", Definition: "d"})
+	for _, l := range r.Reasons() {
+		if strings.Contains(l, "Goroutines returned") && (strings.Contains(l, "against") || strings.Contains(l, "0 goroutines")) {
+			t.Errorf("reason line gives figures: %q", l)
+		}
+	}
+	h, err := r.HTML(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"report.md": r.Markdown(), "report.html": string(h)} {
+		if strings.Contains(out, "0 goroutines") || strings.Contains(out, "2 goroutines") {
+			t.Errorf("%s prints a not-measured check as figures", name)
+		}
+	}
+	b, err := json.Marshal(r.Checks[len(r.Checks)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"value":null`) || strings.Contains(string(b), `"pass"`) {
+		t.Errorf("report.json check: %s", b)
+	}
+}
