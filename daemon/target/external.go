@@ -382,8 +382,16 @@ func (t *External) Settle(ctx context.Context, base RestState, d time.Duration) 
 	if why := cmpOr(base.HeapLiveWhy, after.HeapLiveWhy); why != "" {
 		a.NotMeasured["heap_live_bytes"] = why
 	}
-	_, noGoroutines := a.NotMeasured["goroutines"]
-	a.Returned = !noGoroutines && a.Goroutines <= a.BaselineGoroutines+kpi.GoroutineSlack
+	// A live heap of 0 bytes is no figure: the sample was not taken (the
+	// target not yet answering, a failed scrape), not an empty heap.
+	if _, ok := a.NotMeasured["heap_live_bytes"]; !ok && (a.BaselineHeapLiveBytes == 0 || a.HeapLiveBytes == 0) {
+		a.NotMeasured["heap_live_bytes"] = "no live-heap sample before or after the phase (0 bytes read)"
+	}
+	if why, ok := a.NotMeasured["goroutines"]; ok {
+		a.ReturnedNotMeasured = "goroutines not measured: " + why
+	} else {
+		a.Returned = a.Goroutines <= a.BaselineGoroutines+kpi.GoroutineSlack
+	}
 	a.SettleSeconds = time.Since(start).Seconds()
 	return a, nil
 }

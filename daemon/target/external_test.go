@@ -123,6 +123,10 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 	if !after.NoForcedGC || after.NotMeasured["heap_live_bytes"] == "" || after.NotMeasured["subscribers"] == "" || after.Returned {
 		t.Errorf("after: %+v", after)
 	}
+	// Returned is not judged without a goroutine count: "not measured", never "no".
+	if _, ok := after.NotMeasured["goroutines"]; ok && !strings.Contains(after.ReturnedNotMeasured, "goroutines not measured") {
+		t.Errorf("returned_not_measured = %q, want the goroutines' reason", after.ReturnedNotMeasured)
+	}
 	p.After = &after
 	p.SteadyStart, p.SteadyEnd = start, time.Now()
 	// The run judges these (run's TestMemoryChecksNotMeasured and

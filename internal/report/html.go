@@ -210,7 +210,7 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 				p.AfterIntro = afterIntro(a)
 			}
 			row := htmlRow{Name: ph.Name, Cells: afterCells(a)}
-			if !a.Returned {
+			if !a.Returned && a.ReturnedNotMeasured == "" {
 				row.LastClass = "fail"
 			}
 			p.Afters = append(p.Afters, row)

@@ -408,7 +408,7 @@ func (r *Report) workloadSections(b *strings.Builder) {
 		b.WriteString("| Phase | Goroutines before → after | Subscriptions open | Live heap before → after | Returned |\n|---|---:|---:|---:|---|\n")
 		for _, p := range settled {
 			c := afterCells(p.After)
-			if !p.After.Returned {
+			if !p.After.Returned && p.After.ReturnedNotMeasured == "" {
 				c[3] = "**" + c[3] + "**"
 			}
 			fmt.Fprintf(b, "| %s | %s |\n", p.Name, strings.Join(c, " | "))
@@ -770,7 +770,10 @@ func afterCells(a *After) []string {
 		return v
 	}
 	ret := "yes"
-	if !a.Returned {
+	switch {
+	case a.ReturnedNotMeasured != "":
+		ret = notMeasuredValue
+	case !a.Returned:
 		ret = "no"
 	}
 	return []string{nm("goroutines", fmt.Sprintf("%d → %d", a.BaselineGoroutines, a.Goroutines)),

@@ -577,6 +577,11 @@ type After struct {
 	// Returned is true when no subscription is left open and goroutines are
 	// back within 2 of the baseline.
 	Returned bool `json:"returned"`
+	// ReturnedNotMeasured is why Returned could not be judged (the
+	// goroutine count, or its analogue, was not measured before or after
+	// the phase); Returned is then false and printed "not measured", never
+	// "no" and never "yes". Empty when it was judged.
+	ReturnedNotMeasured string `json:"returned_not_measured,omitempty"`
 	// NotMeasured names the figures above that could not be read, with the
 	// reason (goroutines, heap_live_bytes, subscribers of a target soakd
 	// does not host); their values are 0 and mean nothing. Empty for the

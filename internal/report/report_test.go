@@ -324,3 +324,19 @@ func TestNotMeasuredCheckGivesNoFigure(t *testing.T) {
 		t.Errorf("report.json check: %s", b)
 	}
 }
+
+// TestReturnedNotMeasured: a phase whose goroutines were not measured read
+// "no" under Returned, and a 0-byte baseline heap read "0.0 MiB"; Returned
+// is now three-valued and the baseline not measured is "n/m".
+func TestReturnedNotMeasured(t *testing.T) {
+	a := &After{ReturnedNotMeasured: "goroutines not measured: the target exposes none", NoForcedGC: true,
+		NotMeasured: map[string]string{"goroutines": "none", "subscribers": "not hosted", "heap_live_bytes": "no baseline"}}
+	c := afterCells(a)
+	if c[3] != "not measured" || strings.Contains(strings.Join(c, "|"), "MiB") {
+		t.Errorf("cells %q", c)
+	}
+	a = &After{Returned: false, BaselineGoroutines: 3, Goroutines: 9}
+	if c := afterCells(a); c[3] != "no" {
+		t.Errorf("a judged return: %q", c)
+	}
+}
