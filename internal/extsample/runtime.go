@@ -285,6 +285,14 @@ func mapNode(e Exposition) RuntimeFigures {
 			}),
 		})
 	}
+	// Node has no goroutines; what a finished phase must release are its
+	// libuv handles (sockets, timers, servers, child processes): the same
+	// check, a count that is back at its baseline once the load's
+	// connections are closed.
+	r.Extra = append(r.Extra, pick(e, "goroutines", "count", "", read{
+		series: "nodejs_active_handles_total",
+		def:    "Node's analogue of goroutines: active libuv handles (sockets, servers, timers, child processes) keeping the event loop alive (process._getActiveHandles().length, prom-client's nodejs_active_handles_total)",
+	}))
 	r.Extra = append(r.Extra, pick(e, "eventloop_lag_p99_seconds", "seconds", "", read{
 		series: "nodejs_eventloop_lag_p99_seconds",
 		def:    "99th percentile of the event-loop delay since the endpoint's previous scrape by anyone (perf_hooks.monitorEventLoopDelay, which prom-client resets at each collect)",
