@@ -177,6 +177,12 @@ func Summarize(ss []Sample, want time.Duration, cores, minSamples int) (*profile
 		if spacing > 0 {
 			sum.ScrapeCorePercent = sum.ScrapeCostMeanUs / 1e6 / spacing * 100
 		}
+		sum.ScrapeLimitPercent = DefaultMaxScrapeShare * 100
+		if sum.ScrapeCorePercent > sum.ScrapeLimitPercent {
+			sum.ScrapeOverLimit = true
+			sum.Notes = append(sum.Notes, fmt.Sprintf("the metrics scrape took %.2f %% of wall time (mean %.0f µs, max %.0f µs a scrape), above the %.1f %% limit: "+
+				"the window's CPU, throughput and latency figures include its cost", sum.ScrapeCorePercent, sum.ScrapeCostMeanUs, sum.ScrapeCostMaxUs, sum.ScrapeLimitPercent))
+		}
 	}
 	return sum, &w, nil
 }

@@ -189,6 +189,9 @@ func (r *Report) Markdown() string {
 		for _, k := range r.KPIs {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, restValue(k), gqlValue(k), variance(k), limit(k), outcome(k))
 		}
+		for _, w := range r.ScrapeWarnings() {
+			fmt.Fprintf(&b, "\n**Observer cost:** %s\n", w)
+		}
 		if reasons := r.Reasons(); len(reasons) > 0 {
 			b.WriteString("\nWhy the verdict is not pass:\n\n")
 			for _, x := range reasons {
@@ -291,6 +294,9 @@ func (r *Report) Table(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot write the table: %w", err)
+	}
+	for _, x := range r.ScrapeWarnings() {
+		fmt.Fprintf(w, "observer cost: %s\n", x)
 	}
 	if n := len(r.Rounds); n > 0 {
 		fmt.Fprintf(w, "%d interleaved rounds; values are means across rounds; gate: %s (%s)\n", n, r.Gate, gateWords(r.Gate))
@@ -634,8 +640,12 @@ func (r *Report) harnessCostTable() (intro string, head []string, rows [][]strin
 		row := []string{p.Name, fmt.Sprintf("%.0f µs", s.SamplerCostMeanUs), fmt.Sprintf("%.3f %%", s.SamplerCorePercent)}
 		if scraped {
 			if s.ScrapeCostMeanUs > 0 {
+				share := fmt.Sprintf("%.3f %%", s.ScrapeCorePercent)
+				if s.ScrapeOverLimit {
+					share += fmt.Sprintf(" (above the %.1f %% limit)", s.ScrapeLimitPercent)
+				}
 				row = append(row, fmt.Sprintf("%.0f µs", s.ScrapeCostMeanUs), fmt.Sprintf("%.0f µs", s.ScrapeCostMaxUs),
-					fmt.Sprintf("%.1f KB", s.ScrapeBytesMean/1000), fmt.Sprintf("%.3f %%", s.ScrapeCorePercent))
+					fmt.Sprintf("%.1f KB", s.ScrapeBytesMean/1000), share)
 			} else {
 				row = append(row, "not scraped", "—", "—", "—")
 			}
@@ -643,6 +653,20 @@ func (r *Report) harnessCostTable() (intro string, head []string, rows [][]strin
 		rows = append(rows, row)
 	}
 	return intro, head, rows, true
+}
+
+// ScrapeWarnings names each phase whose metrics scrape took more of the
+// target's wall time than its limit (Summary.ScrapeOverLimit), with the
+// figures it may have moved: printed beside the KPI table.
+func (r *Report) ScrapeWarnings() []string {
+	var out []string
+	for _, p := range r.Phases {
+		if s := p.Resources; s != nil && s.ScrapeOverLimit {
+			out = append(out, fmt.Sprintf("in phase %s the scrape of the target's metrics endpoint took %.2f %% of wall time (mean %.0f µs, max %.0f µs a scrape), above the %.1f %% limit: "+
+				"its CPU, throughput and latency figures include that cost", p.Name, s.ScrapeCorePercent, s.ScrapeCostMeanUs, s.ScrapeCostMaxUs, s.ScrapeLimitPercent))
+		}
+	}
+	return out
 }
 
 // harnessCostHeading heads the harness's cost section in both reports.

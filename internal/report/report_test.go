@@ -340,3 +340,32 @@ func TestReturnedNotMeasured(t *testing.T) {
 		t.Errorf("a judged return: %q", c)
 	}
 }
+
+// TestScrapeOverLimitIsSaidBesideTheKPIs: a phase whose metrics scrape
+// took more than its limit of the target's wall time is named beside the
+// KPI table (report.md and the terminal) and in the harness's cost table.
+func TestScrapeOverLimitIsSaidBesideTheKPIs(t *testing.T) {
+	r := fixture()
+	for i := range r.Phases {
+		if r.Phases[i].Resources != nil {
+			s := *r.Phases[i].Resources
+			s.ScrapeCostMeanUs, s.ScrapeCostMaxUs, s.ScrapeBytesMean, s.ScrapeCorePercent = 12000, 31000, 9000, 4.8
+			s.ScrapeLimitPercent, s.ScrapeOverLimit = 0.5, true
+			r.Phases[i].Resources = &s
+			break
+		}
+	}
+	var term strings.Builder
+	if err := r.Table(&term); err != nil {
+		t.Fatal(err)
+	}
+	md := r.Markdown()
+	for name, out := range map[string]string{"report.md": md, "terminal": term.String()} {
+		if !strings.Contains(out, "took 4.80 % of wall time") || !strings.Contains(out, "CPU, throughput and latency figures include that cost") {
+			t.Errorf("%s does not say the scrape's cost is above its limit", name)
+		}
+	}
+	if !strings.Contains(md, "4.800 % (above the 0.5 % limit)") {
+		t.Errorf("the harness's cost table does not flag the scrape")
+	}
+}
