@@ -83,9 +83,9 @@ type Sampler struct {
 	maxInterval time.Duration
 	share       float64
 	timeout     time.Duration
-	maxBytes int64
-	client   *http.Client
-	running  atomic.Bool
+	maxBytes    int64
+	client      *http.Client
+	running     atomic.Bool
 
 	// sampleMu serialises readings: the Proc and the detected runtime are per-reading state.
 	sampleMu     sync.Mutex
