@@ -76,3 +76,31 @@ func TestGraphQLOnlyNoRoundMeasured(t *testing.T) {
 		}
 	}
 }
+
+// TestVarianceAgreesWithTheMeans: three rounds of throughput, one noisy
+// and the other way: the mean of per-round percentages is +1.5 % while
+// the means read 1760 and 1657 req/s. The row's variance is the change
+// between the means (−5.9 %); the interval stays the per-round one.
+func TestVarianceAgreesWithTheMeans(t *testing.T) {
+	l := Limits{ThroughputDecreasePercent: 50}
+	var rounds [][]Result
+	for _, p := range [][2]float64{{1000, 1100}, {1000, 1100}, {3280, 2771}} {
+		rounds = append(rounds, Evaluate(Figures{ThroughputRPS: p[0]}, Figures{ThroughputRPS: p[1]}, l))
+	}
+	agg, err := Aggregate(rounds, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range agg {
+		if r.Name != "throughput_rps" {
+			continue
+		}
+		want := (r.GraphQL - r.REST) / r.REST * 100
+		if r.Delta == nil || *r.Delta != want || want > 0 {
+			t.Errorf("delta %v beside means %.0f and %.0f, want %.2f", r.Delta, r.REST, r.GraphQL, want)
+		}
+		if r.Interval == nil || r.Interval.Center <= 0 {
+			t.Errorf("the per-round interval %+v should keep its own centre (the fixture's mean of percentages is positive)", r.Interval)
+		}
+	}
+}

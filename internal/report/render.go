@@ -199,7 +199,7 @@ func (r *Report) Markdown() string {
 			}
 		}
 		if len(r.Rounds) > 0 {
-			fmt.Fprintf(&b, "\n%d interleaved rounds (%s, %s, then %s, %s, …); values are means across rounds and the gate rule is **%s** (%s).\n\n",
+			fmt.Fprintf(&b, "\n%d interleaved rounds (%s, %s, then %s, %s, …); values are means across rounds, the variance above is the change between those means, and the gate rule is **%s** (%s), on the confidence interval of the per-round changes (its centre, the mean variance below, can differ from the change of the means when one round is noisy).\n\n",
 				len(r.Rounds), first, second, second, first, r.Gate, gateWords(r.Gate))
 			b.WriteString("| Metric | Mean variance | Confidence interval | Spread across rounds | Smallest effect detectable (80 % power) | Recorded noise floor: smallest effect detectable | Outcome |\n|---|---:|---:|---:|---:|---:|---|\n")
 			for _, k := range r.KPIs {
@@ -299,7 +299,7 @@ func (r *Report) Table(w io.Writer) error {
 		fmt.Fprintf(w, "observer cost: %s\n", x)
 	}
 	if n := len(r.Rounds); n > 0 {
-		fmt.Fprintf(w, "%d interleaved rounds; values are means across rounds; gate: %s (%s)\n", n, r.Gate, gateWords(r.Gate))
+		fmt.Fprintf(w, "%d interleaved rounds; values are means across rounds and the variance is the change between those means; gate: %s (%s), on the interval of the per-round changes\n", n, r.Gate, gateWords(r.Gate))
 	}
 	for _, p := range r.Phases {
 		if ml := p.MaxLoad; ml != nil {
