@@ -22,8 +22,9 @@ const (
 	DefaultMaxSamples = 10800
 	// DefaultMaxScrapeShare is Options.MaxScrapeShare when zero: a scrape may take 0.5 % of wall time.
 	DefaultMaxScrapeShare = 0.005
-	// DefaultMaxIntervalFactor is Options.MaxInterval when zero, as a multiple of Interval.
-	DefaultMaxIntervalFactor = 4
+	// DefaultMaxIntervalFactor is Options.MaxInterval when zero, as a multiple of Interval: 2, so that a
+	// steady window of a short phase keeps at least half the samples sampler.interval was chosen for.
+	DefaultMaxIntervalFactor = 2
 	// MaxMaxSamples is the largest accepted Options.MaxSamples.
 	MaxMaxSamples = 1 << 20
 	// maxInterned bounds the table that shares the samples' strings (sources, definitions, reasons).
