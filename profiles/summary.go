@@ -101,6 +101,12 @@ type Summary struct {
 	// ScrapeCorePercent is ScrapeCostMeanUs over the mean spacing of the window's samples, × 100: the
 	// share of wall time a scrape was in flight (an upper bound of the CPU it cost either side).
 	ScrapeCorePercent float64 `json:"scrape_core_percent,omitempty"`
+	// ScrapeLimitPercent is the share of wall time the scrape may take (0.5: the sampler lengthens its
+	// interval to keep within it, up to a cap), and ScrapeOverLimit is true when ScrapeCorePercent was
+	// above it even so: the window's CPU, throughput and latency figures then include the scrape's cost
+	// noticeably (a note and the report's KPI section say so). Absent when nothing is scraped.
+	ScrapeLimitPercent float64 `json:"scrape_limit_percent,omitempty"`
+	ScrapeOverLimit    bool    `json:"scrape_over_limit,omitempty"`
 
 	// Notes explains figures that are missing or cover less than the window.
 	Notes []string `json:"notes,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/schemas"
 	"github.com/soakd/soakd/workloads"
 )
@@ -178,6 +179,36 @@ func overrides() map[reflect.Type]map[string]any {
 	}
 }
 
+// encodesAs gives the struct each self-encoding type writes itself as
+// (its MarshalJSON marshals that struct): its schema is that struct's, under
+// the type's own name.
+func encodesAs() map[reflect.Type]reflect.Type {
+	return map[reflect.Type]reflect.Type{
+		// kpi.Result.MarshalJSON: an arm not measured is null, pass absent.
+		reflect.TypeFor[kpi.Result](): reflect.TypeFor[kpi.ResultWire](),
+	}
+}
+
+// nullables are the types whose MarshalJSON writes the struct as it is,
+// except the listed fields, written as null when not measured.
+func nullables() map[reflect.Type][]string {
+	return map[reflect.Type][]string{
+		reflect.TypeFor[profiles.Summary]():  profiles.NullableFields(),
+		reflect.TypeFor[report.PerRequest](): {"cpu_us", "alloc_bytes", "alloc_objects", "gc_cycles_per_10k"},
+		// report.Check.MarshalJSON: a check not measured has a null value and no pass.
+		reflect.TypeFor[report.Check](): {"value"},
+	}
+}
+
+// structFields are t's fields, for a method-less copy of t (reflect.StructOf).
+func structFields(t reflect.Type) []reflect.StructField {
+	out := make([]reflect.StructField, t.NumField())
+	for i := range out {
+		out[i] = t.Field(i)
+	}
+	return out
+}
+
 // generate builds schema name from its Go types; used holds the enums and
 // consts that matched a field.
 func generate(name string) (out []byte, used map[string]bool, err error) {
@@ -252,6 +283,33 @@ func defName(t reflect.Type) string {
 func (g *generator) schema(t reflect.Type) map[string]any {
 	if o, ok := g.overrides[t]; ok {
 		return o
+	}
+	if fs, ok := nullables()[t]; ok {
+		name := defName(t)
+		if !g.seen[name] {
+			g.seen[name] = true
+			o := g.object(reflect.StructOf(structFields(t)), name)
+			for _, f := range fs {
+				p := o["properties"].(map[string]any)
+				if s, ok := p[f]; ok {
+					p[f] = map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+				}
+			}
+			o["additionalProperties"] = false
+			if t == reflect.TypeFor[report.Check]() { // pass is left out when not measured
+				o["required"] = slices.DeleteFunc(o["required"].([]any), func(v any) bool { return v == "pass" })
+			}
+			g.defs[name] = o
+		}
+		return map[string]any{"$ref": "#/$defs/" + name}
+	}
+	if w, ok := encodesAs()[t]; ok {
+		name := defName(t)
+		if !g.seen[name] {
+			g.seen[name] = true
+			g.defs[name] = g.object(w, name)
+		}
+		return map[string]any{"$ref": "#/$defs/" + name}
 	}
 	if t.Kind() != reflect.Pointer && (t.Implements(jsonMarshaler) || t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler)) {
 		g.fail(fmt.Errorf("type %s encodes itself: give it an override", t))

@@ -250,7 +250,8 @@ func TestMutatedDocumentsFail(t *testing.T) {
 	f(schemas.Report, rep, func(m map[string]any) { kpis(m)["outcome"] = "passed" })
 	f(schemas.Report, rep, func(m map[string]any) { kpis(m)["rest"] = "17 %" })
 	f(schemas.Report, rep, func(m map[string]any) { phase(m)["latency_ms"].(map[string]any)["p99.9"] = 1 })
-	f(schemas.Report, rep, func(m map[string]any) { phase(m)["resources"].(map[string]any)["cpu_seconds"] = nil })
+	// null is allowed: a figure not measured is written as null (profiles.Summary.MarshalJSON)
+	f(schemas.Report, rep, func(m map[string]any) { phase(m)["resources"].(map[string]any)["cpu_seconds"] = "1.5 s" })
 	f(schemas.Report, rep, func(m map[string]any) { phase(m)["requests"] = -1.5 })
 	f(schemas.Report, rep, func(m map[string]any) {
 		phase(m)["driver_series"].(map[string]any)["latency_p99_ms"].([]any)[1] = "3 ms"

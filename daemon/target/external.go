@@ -383,8 +383,16 @@ func (t *External) Settle(ctx context.Context, base RestState, d time.Duration) 
 	if why := cmpOr(base.HeapLiveWhy, after.HeapLiveWhy); why != "" {
 		a.NotMeasured["heap_live_bytes"] = why
 	}
-	_, noGoroutines := a.NotMeasured["goroutines"]
-	a.Returned = !noGoroutines && a.Goroutines <= a.BaselineGoroutines+kpi.GoroutineSlack
+	// A live heap of 0 bytes is no figure: the sample was not taken (the
+	// target not yet answering, a failed scrape), not an empty heap.
+	if _, ok := a.NotMeasured["heap_live_bytes"]; !ok && (a.BaselineHeapLiveBytes == 0 || a.HeapLiveBytes == 0) {
+		a.NotMeasured["heap_live_bytes"] = "no live-heap sample before or after the phase (0 bytes read)"
+	}
+	if why, ok := a.NotMeasured["goroutines"]; ok {
+		a.ReturnedNotMeasured = "goroutines not measured: " + why
+	} else {
+		a.Returned = a.Goroutines <= a.BaselineGoroutines+kpi.GoroutineSlack
+	}
 	a.SettleSeconds = time.Since(start).Seconds()
 	return a, nil
 }
@@ -512,10 +520,7 @@ func figureSources(ss []extsample.Sample, cores int) []report.FigureSource {
 			src("gc_cycles", last.Runtime.GCCycles), src("alloc_bytes", last.Runtime.AllocBytes))
 	}
 	out = append(out,
-		report.FigureSource{Name: "gc_pause_p99_ms", Source: "none", Definition: "99th percentile stop-the-world GC pause",
-			Reason: "the external sampler reads no GC pause histogram (the Prometheus series give pause totals at best)"},
-		report.FigureSource{Name: "alloc_objects", Source: "none", Definition: "heap allocations in the window",
-			Reason: "the Prometheus series of the runtimes extsample reads give no count of allocated objects"},
+		pauseSource(last), src("alloc_objects", allocObjectsSource(last)),
 		src("heap_live_bytes", last.Runtime.HeapLiveBytes), src("heap_used_bytes", last.Runtime.HeapUsedBytes),
 		src("heap_goal_bytes", last.ExtraFigure("heap_goal_bytes")), src("goroutines", last.ExtraFigure("goroutines")),
 		src("rss_bytes", last.OS.RSSBytes), src("threads", last.OS.Threads), src("fds", last.OS.FDs),
@@ -526,6 +531,28 @@ func figureSources(ss []extsample.Sample, cores int) []report.FigureSource {
 		}
 	}
 	return out
+}
+
+// pauseSource says where the GC pause quantiles come from: the target's
+// pause histogram, or why it has none.
+func pauseSource(last extsample.Sample) report.FigureSource {
+	fs := report.FigureSource{Name: "gc_pause_p99_ms", Source: "none", Definition: "99th percentile stop-the-world GC pause, the upper bound of its histogram bucket, over the pauses between the window's ends"}
+	if h := last.Runtime.GCPauses; h != nil {
+		fs.Source, fs.Measured = "series "+h.Series+" (histogram)", true
+		return fs
+	}
+	fs.Reason = extsample.PausesMissing(last.Runtime.Runtime)
+	return fs
+}
+
+// allocObjectsSource is the allocated-objects figure, or why there is none.
+func allocObjectsSource(last extsample.Sample) extsample.Figure {
+	f := last.Runtime.AllocObjects
+	if f.Measured || f.Reason != "" {
+		return f
+	}
+	return extsample.Figure{Name: "alloc_objects", Unit: "count", Source: "none", Definition: "heap allocations (objects)",
+		Reason: fmt.Sprintf("the %s runtime's standard Prometheus series give no count of allocated objects", last.Runtime.Runtime)}
 }
 
 // externalMemoryData is the memory verdict's input from an external

@@ -57,8 +57,8 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 	tg := nodeTarget(t)
 	ctx := t.Context()
 	base := tg.Baseline(ctx)
-	if base.HeapLiveWhy == "" || base.GoroutinesWhy == "" {
-		t.Fatalf("a Node target's live heap and goroutines must be not measured with reasons: %+v", base)
+	if base.HeapLiveWhy == "" || base.GoroutinesWhy != "" {
+		t.Fatalf("a Node target's live heap must be not measured with the reason, its active handles (for goroutines) measured: %+v", base)
 	}
 	start := time.Now()
 	for range 4 {
@@ -92,7 +92,6 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 	for key, want := range map[string]string{
 		"alloc_bytes":     "no allocation counter",
 		"heap_live_bytes": "no heap-after-GC figure",
-		"goroutines":      "(node) gives no goroutines figure",
 		"gc_pause_p99_ms": "no GC pause histogram",
 	} {
 		if !strings.Contains(sum.NotMeasured[key], want) {
@@ -120,8 +119,13 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !after.NoForcedGC || after.NotMeasured["heap_live_bytes"] == "" || after.NotMeasured["subscribers"] == "" || after.Returned {
+	// The active handles stand for goroutines: 0 → 0, so the phase released them.
+	if !after.NoForcedGC || after.NotMeasured["heap_live_bytes"] == "" || after.NotMeasured["subscribers"] == "" || !after.Returned || after.ReturnedNotMeasured != "" {
 		t.Errorf("after: %+v", after)
+	}
+	// Returned is not judged without a goroutine count: "not measured", never "no".
+	if _, ok := after.NotMeasured["goroutines"]; ok && !strings.Contains(after.ReturnedNotMeasured, "goroutines not measured") {
+		t.Errorf("returned_not_measured = %q, want the goroutines' reason", after.ReturnedNotMeasured)
 	}
 	p.After = &after
 	p.SteadyStart, p.SteadyEnd = start, time.Now()
@@ -130,8 +134,8 @@ func TestExternalNodeFiguresNotMeasured(t *testing.T) {
 	if why := after.NotMeasured["heap_live_bytes"]; !strings.Contains(why, "the Node target exposes no heap-after-GC figure") {
 		t.Errorf("heap_live_bytes not measured for %q, want the Node target's reason", why)
 	}
-	if why := after.NotMeasured["goroutines"]; !strings.Contains(why, "gives no goroutines figure") {
-		t.Errorf("goroutines not measured for %q, want the target's reason", why)
+	if why, ok := after.NotMeasured["goroutines"]; ok {
+		t.Errorf("goroutines (active handles) not measured: %q", why)
 	}
 	md := tg.MemoryData(p)
 	if src := md.Sources[kpi.RuleHeapReturned]; !strings.Contains(src, "no GC can be forced") {

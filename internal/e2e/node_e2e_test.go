@@ -214,6 +214,7 @@ func checkNodeRun(t *testing.T, out string, code int, kind string, pid int) {
 	if rep.Target.Kind != kind || rep.Target.Runtime != "node" || (pid != 0 && rep.Target.PID != pid) {
 		t.Errorf("target %s pid %d runtime %s; want %s pid %d node", rep.Target.Kind, rep.Target.PID, rep.Target.Runtime, kind, pid)
 	}
+	checkNothingUnmeasuredReadsAsANumber(t, raw)
 	var kpis []string
 	for _, k := range rep.KPIs {
 		kpis = append(kpis, k.Name)
@@ -244,8 +245,8 @@ func checkNodeRun(t *testing.T, out string, code int, kind string, pid int) {
 		"eventloop_lag_p99_seconds": "series nodejs_eventloop_lag_p99_seconds",
 		"alloc_bytes":               "not measured: ",
 		"heap_live_bytes":           "not measured: the Node target exposes no heap-after-GC figure",
-		"goroutines":                "not measured: the target's runtime (node) gives no goroutines figure",
-		"gc_pause_p99_ms":           "not measured: the external sampler reads no GC pause histogram",
+		"goroutines":                "series nodejs_active_handles_total", // Node's analogue: active libuv handles
+		"gc_pause_p99_ms":           "not measured: the node runtime's standard Prometheus series have no GC pause histogram",
 	} {
 		if !strings.HasPrefix(figs[name], want) {
 			t.Errorf("figure %s: %q, want %q…", name, figs[name], want)
@@ -271,7 +272,7 @@ func checkNodeRun(t *testing.T, out string, code int, kind string, pid int) {
 		if !r.CPUKnown || !r.GCPercentKnown || r.GCCycles == 0 {
 			t.Errorf("%s: CPU known %v, GC %% known %v, %d GC cycles; want Node's CPU and GC measured", p.Name, r.CPUKnown, r.GCPercentKnown, r.GCCycles)
 		}
-		for _, key := range []string{"alloc_bytes", "heap_live_bytes", "goroutines", "gc_pauses"} {
+		for _, key := range []string{"alloc_bytes", "heap_live_bytes", "gc_pauses"} {
 			if r.NotMeasured[key] == "" {
 				t.Errorf("%s: resources.not_measured[%s] has no reason (%v)", p.Name, key, r.NotMeasured)
 			}
@@ -523,4 +524,55 @@ func loadConfigFile(t *testing.T, path string) (*config.Config, error) {
 		return nil, err
 	}
 	return config.Load(testkit.Defaults(t), b, path)
+}
+
+// checkNothingUnmeasuredReadsAsANumber reads report.json as written: a KPI
+// row or check not measured carries no pass and no value, a resource figure
+// not measured is null (a Node target's gc_pause_p99_ms and alloc_bytes
+// read 0 before), and a phase's return to rest is "not measured" rather
+// than false when its goroutines (here: active handles) were not read.
+func checkNothingUnmeasuredReadsAsANumber(t *testing.T, raw string) {
+	t.Helper()
+	var doc struct {
+		KPIs   []map[string]any `json:"kpis"`
+		Checks []map[string]any `json:"checks"`
+		Phases []struct {
+			Name      string         `json:"name"`
+			Resources map[string]any `json:"resources"`
+			After     map[string]any `json:"after"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range doc.KPIs {
+		nm := k["outcome"] == "not_measured" || k["rest_not_measured"] == true || k["graphql_not_measured"] == true || k["no_control_group"] == true
+		if _, has := k["pass"]; nm && has {
+			t.Errorf("KPI %v not measured carries pass: %v", k["name"], k["pass"])
+		}
+		if k["graphql_not_measured"] == true && k["graphql"] != nil {
+			t.Errorf("KPI %v: graphql %v not measured, want null", k["name"], k["graphql"])
+		}
+	}
+	for _, c := range doc.Checks {
+		if _, has := c["pass"]; c["outcome"] == "not_measured" && (has || c["value"] != nil) {
+			t.Errorf("check %v (%v) not measured carries pass %v, value %v", c["name"], c["phase"], c["pass"], c["value"])
+		}
+	}
+	for _, p := range doc.Phases {
+		if p.Resources != nil {
+			nm, _ := p.Resources["not_measured"].(map[string]any)
+			for _, f := range []string{"gc_pause_p99_ms", "alloc_bytes"} {
+				if _, ok := nm[f]; ok && p.Resources[f] != nil {
+					t.Errorf("%s: resources.%s = %v not measured, want null", p.Name, f, p.Resources[f])
+				}
+			}
+		}
+		if p.After != nil {
+			nm, _ := p.After["not_measured"].(map[string]any)
+			if _, ok := nm["goroutines"]; ok && p.After["returned_not_measured"] == nil {
+				t.Errorf("%s: goroutines not measured but returned = %v, want returned_not_measured", p.Name, p.After["returned"])
+			}
+		}
+	}
 }

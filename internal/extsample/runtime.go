@@ -91,6 +91,12 @@ type RuntimeFigures struct {
 	RuntimeCPUSeconds Figure `json:"runtime_cpu_seconds"`
 	// AllocBytes counts bytes allocated on the heap (cumulative).
 	AllocBytes Figure `json:"alloc_bytes"`
+	// AllocObjects counts heap allocations (objects, cumulative; Go's
+	// runtime/metrics series only). A zero Figure for the other runtimes.
+	AllocObjects Figure `json:"alloc_objects"`
+	// GCPauses is the cumulative stop-the-world pause histogram (Go's
+	// runtime/metrics series); nil when the target gives none.
+	GCPauses *PauseHistogram `json:"gc_pauses,omitempty"`
 
 	// HeapLiveBytes is the heap that survived the last collection (a gauge).
 	HeapLiveBytes Figure `json:"heap_live_bytes"`
@@ -191,6 +197,14 @@ func mapGo(e Exposition) RuntimeFigures {
 			series: "go_memstats_alloc_bytes_total",
 			def:    "bytes allocated on the heap since the process started (MemStats.TotalAlloc, which client_golang fills from /gc/heap/allocs:bytes)",
 		}),
+		AllocObjects: pick(e, "alloc_objects", "count", "", read{
+			series: "go_gc_heap_allocs_objects_total",
+			def:    "heap allocations (objects) since the process started (runtime/metrics /gc/heap/allocs:objects)",
+		}, read{
+			series: "go_memstats_mallocs_total",
+			def:    "heap allocations (objects) since the process started (MemStats.Mallocs)",
+		}),
+		GCPauses: readPauses(e, goPauseSeries...),
 		HeapLiveBytes: pick(e, "heap_live_bytes", "bytes",
 			"the target exposes no go_gc_heap_live_bytes: "+rmMissing+" (go_memstats_heap_alloc_bytes also counts dead objects not yet swept)",
 			read{
@@ -233,6 +247,13 @@ func mapGo(e Exposition) RuntimeFigures {
 		}, read{
 			series: "go_memstats_next_gc_bytes",
 			def:    "heap size at which the next GC cycle starts (MemStats.NextGC: /gc/heap/goal:bytes)",
+		}),
+		pick(e, "heap_objects", "count", "", read{
+			series: "go_gc_heap_objects_objects",
+			def:    "objects in the heap, live and not yet swept (runtime/metrics /gc/heap/objects:objects)",
+		}, read{
+			series: "go_memstats_heap_objects",
+			def:    "objects in the heap, live and not yet swept (MemStats.HeapObjects)",
 		}),
 	)
 	return r
@@ -285,6 +306,14 @@ func mapNode(e Exposition) RuntimeFigures {
 			}),
 		})
 	}
+	// Node has no goroutines; what a finished phase must release are its
+	// libuv handles (sockets, timers, servers, child processes): the same
+	// check, a count that is back at its baseline once the load's
+	// connections are closed.
+	r.Extra = append(r.Extra, pick(e, "goroutines", "count", "", read{
+		series: "nodejs_active_handles_total",
+		def:    "Node's analogue of goroutines: active libuv handles (sockets, servers, timers, child processes) keeping the event loop alive (process._getActiveHandles().length, prom-client's nodejs_active_handles_total)",
+	}))
 	r.Extra = append(r.Extra, pick(e, "eventloop_lag_p99_seconds", "seconds", "", read{
 		series: "nodejs_eventloop_lag_p99_seconds",
 		def:    "99th percentile of the event-loop delay since the endpoint's previous scrape by anyone (perf_hooks.monitorEventLoopDelay, which prom-client resets at each collect)",

@@ -82,11 +82,16 @@ func TestMapNodePromClient(t *testing.T) {
 	}
 	wantFigure(t, r.GCKinds[0].Cycles, 1, `series nodejs_gc_duration_seconds_count{kind="major"}`)
 	wantFigure(t, r.GCKinds[1].Seconds, 0.01660341700003483, `series nodejs_gc_duration_seconds_sum{kind="minor"}`)
-	if len(r.Extra) != 2 {
-		t.Fatalf("extra %+v, want the event-loop delay and the process's own CPU counter", r.Extra)
+	if len(r.Extra) != 3 {
+		t.Fatalf("extra %+v, want the active handles (as goroutines), the event-loop delay and the process's own CPU counter", r.Extra)
 	}
-	wantFigure(t, r.Extra[0], 0.020611071, "series nodejs_eventloop_lag_p99_seconds")
-	wantFigure(t, r.Extra[1], 0.136409, "series process_cpu_seconds_total")
+	// The released checks' count: libuv handles, Node's analogue of goroutines.
+	wantFigure(t, r.Extra[0], 0, "series nodejs_active_handles_total")
+	if r.Extra[0].Name != "goroutines" || !strings.Contains(r.Extra[0].Definition, "analogue of goroutines") {
+		t.Errorf("handles figure %+v", r.Extra[0])
+	}
+	wantFigure(t, r.Extra[1], 0.020611071, "series nodejs_eventloop_lag_p99_seconds")
+	wantFigure(t, r.Extra[2], 0.136409, "series process_cpu_seconds_total")
 	if !strings.Contains(r.GCCycles.Definition, "lower bound") {
 		t.Errorf("Node GC count definition %q does not say prom-client undercounts", r.GCCycles.Definition)
 	}

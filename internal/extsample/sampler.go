@@ -22,6 +22,11 @@ const (
 	// strings are shared between samples), so a full ring holds about 22 MB; size MaxSamples to the run
 	// (run length ÷ Interval).
 	DefaultMaxSamples = 10800
+	// DefaultMaxScrapeShare is Options.MaxScrapeShare when zero: a scrape may take 0.5 % of wall time.
+	DefaultMaxScrapeShare = 0.005
+	// DefaultMaxIntervalFactor is Options.MaxInterval when zero, as a multiple of Interval: 2, so that a
+	// steady window of a short phase keeps at least half the samples sampler.interval was chosen for.
+	DefaultMaxIntervalFactor = 2
 	// MaxMaxSamples is the largest accepted Options.MaxSamples.
 	MaxMaxSamples = 1 << 20
 	// maxInterned bounds the table that shares the samples' strings (sources, definitions, reasons).
@@ -47,6 +52,17 @@ type Options struct {
 	Timeout time.Duration
 	// MaxBytes caps a scrape's body; 0 means DefaultMaxBytes.
 	MaxBytes int64
+	// MaxScrapeShare is the largest share of wall time the scrape of Endpoint may take (0.005: 0.5 %); 0
+	// means DefaultMaxScrapeShare, a negative value keeps Interval fixed. Run measures every scrape and
+	// lengthens the time to the next sample when the scrape's cost (smoothed) over the interval exceeds
+	// it, up to MaxInterval; a scrape that is cheap again brings it back to Interval. A runtime whose
+	// endpoint is slow to render (prom-client answers between requests on Node's event loop) is so
+	// sampled less often than one that answers in a millisecond.
+	MaxScrapeShare float64
+	// MaxInterval is the longest time between samples the scrape's cost may lengthen Interval to; 0 means
+	// DefaultMaxIntervalFactor × Interval. It bounds how few samples a steady window gets: a scrape that
+	// costs more than MaxScrapeShare even then is reported (Summary's notes), not hidden.
+	MaxInterval time.Duration
 	// MaxSamples is the ring capacity; 0 means DefaultMaxSamples. When the ring is full the oldest sample is
 	// dropped and counted (see Dropped). The ring grows to its capacity as samples arrive.
 	MaxSamples int
@@ -66,10 +82,13 @@ type Sampler struct {
 	pid      int32
 	endpoint string
 	interval time.Duration
-	timeout  time.Duration
-	maxBytes int64
-	client   *http.Client
-	running  atomic.Bool
+	// maxInterval and share bound the adaptive interval (see Options.MaxScrapeShare).
+	maxInterval time.Duration
+	share       float64
+	timeout     time.Duration
+	maxBytes    int64
+	client      *http.Client
+	running     atomic.Bool
 
 	// sampleMu serialises readings: the Proc and the detected runtime are per-reading state.
 	sampleMu     sync.Mutex
@@ -116,6 +135,15 @@ func New(ctx context.Context, opts Options) (*Sampler, error) {
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
+	if opts.MaxScrapeShare == 0 {
+		opts.MaxScrapeShare = DefaultMaxScrapeShare
+	}
+	if opts.MaxInterval == 0 {
+		opts.MaxInterval = DefaultMaxIntervalFactor * opts.Interval
+	}
+	if opts.MaxInterval < opts.Interval {
+		return nil, fmt.Errorf("invalid max interval %s: shorter than the interval %s", opts.MaxInterval, opts.Interval)
+	}
 	if opts.MaxSamples < 0 || opts.MaxSamples > MaxMaxSamples {
 		return nil, fmt.Errorf("invalid max samples %d: must be in [0, %d]", opts.MaxSamples, MaxMaxSamples)
 	}
@@ -127,6 +155,7 @@ func New(ctx context.Context, opts Options) (*Sampler, error) {
 	}
 	s := &Sampler{
 		pid: opts.PID, endpoint: opts.Endpoint, interval: opts.Interval, timeout: opts.Timeout,
+		maxInterval: opts.MaxInterval, share: opts.MaxScrapeShare,
 		maxBytes: opts.MaxBytes, client: opts.Client, cap: opts.MaxSamples,
 		runtime: opts.Runtime, strs: map[string]string{},
 	}
@@ -159,10 +188,19 @@ func (s *Sampler) Run(ctx context.Context) error {
 	}
 	defer s.running.Store(false)
 
-	if err := s.step(ctx); err != nil {
+	var cost time.Duration // the scrapes' smoothed cost
+	next := func(smp Sample) time.Duration {
+		cost = smoothCost(cost, time.Duration(smp.ScrapeNanoseconds))
+		return AdaptInterval(s.interval, s.maxInterval, cost, s.share)
+	}
+	smp, err := s.step(ctx)
+	if err != nil {
 		return err
 	}
-	t := time.NewTicker(s.interval)
+	// Each sample is due an interval after the previous one started, as a ticker would
+	// make it, but the interval is chosen after each scrape.
+	due := smp.Time.Add(next(smp))
+	t := time.NewTimer(time.Until(due))
 	defer t.Stop()
 	for {
 		select {
@@ -170,24 +208,53 @@ func (s *Sampler) Run(ctx context.Context) error {
 			// The final sample closes the series; ctx has ended, so it gets a context of its own.
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout+time.Second)
 			defer cancel()
-			return s.step(fctx)
+			_, err := s.step(fctx)
+			return err
 		case <-t.C:
-			if err := s.step(ctx); err != nil {
+			smp, err := s.step(ctx)
+			if err != nil {
 				return err
 			}
+			// A scrape that overran the interval starts the next one an interval after it began, or at once.
+			due = smp.Time.Add(next(smp))
+			t.Reset(max(time.Until(due), 0))
 		}
 	}
 }
 
-// step takes a sample for Run and returns its ExitedError, if the process has exited; other failures are in
-// the stored sample.
-func (s *Sampler) step(ctx context.Context) error {
-	_, err := s.SampleNow(ctx)
+// AdaptInterval is the time to the next sample: base, lengthened so that a scrape costing cost takes at
+// most share of the time between samples (cost ÷ share), and at most longest. A share ≤ 0 or a cost of
+// 0 (nothing scraped) keeps base.
+func AdaptInterval(base, longest, cost time.Duration, share float64) time.Duration {
+	if share <= 0 || cost <= 0 {
+		return base
+	}
+	want := time.Duration(float64(cost) / share)
+	return min(max(base, want), max(base, longest))
+}
+
+// smoothCost folds one scrape's cost into the smoothed cost (an exponentially weighted mean, a quarter
+// weight on the newest): one slow scrape moves the interval, but not all the way. A sample without a
+// scrape (0) leaves it unchanged; the first scrape sets it.
+func smoothCost(prev, cur time.Duration) time.Duration {
+	switch {
+	case cur <= 0:
+		return prev
+	case prev <= 0:
+		return cur
+	}
+	return (3*prev + cur) / 4
+}
+
+// step takes a sample for Run and returns it with its ExitedError, if the process has exited; other
+// failures are in the stored sample.
+func (s *Sampler) step(ctx context.Context) (Sample, error) {
+	smp, err := s.SampleNow(ctx)
 	var exit *ExitedError
 	if errors.As(err, &exit) {
-		return exit
+		return smp, exit
 	}
-	return nil
+	return smp, nil
 }
 
 // SampleNow takes one sample, stores it, and returns it with the errors of its reading joined (an

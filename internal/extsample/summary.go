@@ -87,18 +87,24 @@ func Summarize(ss []Sample, want time.Duration, cores, minSamples int) (*profile
 	if forced != "" {
 		miss("gc_forced_cycles", forced)
 	}
-	const noPauses = "the external sampler reads no GC pause histogram (the Prometheus series give pause totals at best)"
-	for _, k := range []string{"gc_pauses", "gc_pause_p50_ms", "gc_pause_p99_ms", "gc_pause_max_ms"} {
-		miss(k, noPauses)
-	}
+	summarizePauses(sum, first, last, miss)
 	if f := w.AllocBytes; f.Measured {
 		sum.AllocBytes = uint64(f.Value)
 		sum.AllocBytesPerSecond = w.AllocBytesPerSecond.Value
 	} else {
 		miss("alloc_bytes", f.Reason)
 	}
-	miss("alloc_objects", "the Prometheus series of the runtimes extsample reads give no count of allocated objects")
-	miss("heap_objects", "the Prometheus series of the runtimes extsample reads give no count of heap objects")
+	if a, b := first.Runtime.AllocObjects, last.Runtime.AllocObjects; a.Measured && b.Measured && b.Value >= a.Value && w.Seconds > 0 {
+		sum.AllocObjects = uint64(b.Value - a.Value)
+		sum.AllocObjectsPerSecond = float64(sum.AllocObjects) / w.Seconds
+	} else {
+		miss("alloc_objects", allocObjectsMissing(last.Runtime))
+	}
+	if f := last.ExtraFigure("heap_objects"); f.Measured {
+		sum.HeapObjectsLast = uint64(f.Value)
+	} else {
+		miss("heap_objects", f.Reason)
+	}
 	var heapWhy, goalWhy, goroutinesWhy, rssWhy string
 	var heapSeen, goalSeen, goroutinesSeen, rssSeen bool
 	var cost, scrapeCost, scrapeBytes float64
@@ -171,6 +177,12 @@ func Summarize(ss []Sample, want time.Duration, cores, minSamples int) (*profile
 		if spacing > 0 {
 			sum.ScrapeCorePercent = sum.ScrapeCostMeanUs / 1e6 / spacing * 100
 		}
+		sum.ScrapeLimitPercent = DefaultMaxScrapeShare * 100
+		if sum.ScrapeCorePercent > sum.ScrapeLimitPercent {
+			sum.ScrapeOverLimit = true
+			sum.Notes = append(sum.Notes, fmt.Sprintf("the metrics scrape took %.2f %% of wall time (mean %.0f µs, max %.0f µs a scrape), above the %.1f %% limit: "+
+				"the window's CPU, throughput and latency figures include its cost", sum.ScrapeCorePercent, sum.ScrapeCostMeanUs, sum.ScrapeCostMaxUs, sum.ScrapeLimitPercent))
+		}
 	}
 	return sum, &w, nil
 }
@@ -225,4 +237,17 @@ func (s Sample) ExtraFigure(name string) Figure {
 var extraDefinitions = map[string]string{
 	"goroutines":      "live goroutines (a Go runtime's figure)",
 	"heap_goal_bytes": "heap size at which the next GC cycle starts (a Go runtime's figure)",
+	"heap_objects":    "objects in the heap, live and not yet swept (a Go runtime's figure)",
+}
+
+// allocObjectsMissing says why allocated objects are not measured: the
+// series a Go target was looked for, or that the runtime gives none.
+func allocObjectsMissing(r RuntimeFigures) string {
+	if f := r.AllocObjects; f.Reason != "" {
+		return f.Reason
+	}
+	if r.Runtime == RuntimeGo {
+		return "the count of allocated objects went backwards or was missing at an end of the window"
+	}
+	return fmt.Sprintf("the %s runtime's standard Prometheus series give no count of allocated objects", r.Runtime)
 }

@@ -226,6 +226,24 @@ func TestRealGoTargetRuntimeMetrics(t *testing.T) {
 	if !w.AllocBytes.Measured || w.AllocBytes.Value < 64<<20 {
 		t.Errorf("alloc %v, want >= 64 MiB", w.AllocBytes)
 	}
+	// client_golang's pause histogram and object counters: the GC pause
+	// p99 and allocated objects are measured, not "the Prometheus series
+	// give pause totals at best" and "no count" as before.
+	sum, _, err := Summarize([]Sample{s2, s3}, s3.Time.Sub(s2.Time), runtime.NumCPU(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"gc_pauses", "gc_pause_p99_ms", "alloc_objects", "heap_objects"} {
+		if why, ok := sum.NotMeasured[k]; ok {
+			t.Errorf("%s not measured on a client_golang target: %s", k, why)
+		}
+	}
+	if sum.GCPauses < 1 || sum.GCPauseP99Ms <= 0 || sum.GCPauseP99Ms < sum.GCPauseP50Ms || sum.GCPauseMaxMs < sum.GCPauseP99Ms ||
+		sum.AllocObjects < 1000 || sum.HeapObjectsLast == 0 {
+		t.Errorf("pauses %d, p50 %.4f ms, p99 %.4f ms, max %.4f ms; alloc objects %d; heap objects %d", sum.GCPauses, sum.GCPauseP50Ms,
+			sum.GCPauseP99Ms, sum.GCPauseMaxMs, sum.AllocObjects, sum.HeapObjectsLast)
+	}
+	t.Logf("client_golang target: %d pauses, p99 %.4f ms; %d objects allocated", sum.GCPauses, sum.GCPauseP99Ms, sum.AllocObjects)
 	if !w.AllocBytesPerSecond.Measured || w.AllocBytesPerSecond.Value <= 0 {
 		t.Errorf("alloc rate %v", w.AllocBytesPerSecond)
 	}
@@ -281,7 +299,8 @@ func TestRealGoTargetRuntimeMetrics(t *testing.T) {
 func TestRealGoTargetDefaultCollector(t *testing.T) {
 	tg := startTarget(t, "-runtime-metrics=false")
 	pid := int32(tg.cmd.Process.Pid)
-	s, err := New(context.Background(), Options{PID: pid, Endpoint: tg.base + "/metrics", Interval: 20 * time.Millisecond, Timeout: 5 * time.Second, MaxSamples: 3})
+	s, err := New(context.Background(), Options{PID: pid, Endpoint: tg.base + "/metrics", Interval: 20 * time.Millisecond, Timeout: 5 * time.Second, MaxSamples: 3,
+		MaxScrapeShare: -1}) // a fixed interval: the ring is under test, not the scrape's cost
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@
 package kpi
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 )
@@ -53,9 +54,12 @@ type Result struct {
 	// Title is the human label used in tables.
 	Title string `json:"title"`
 	// Unit of REST and GraphQL values.
-	Unit    string  `json:"unit"`
-	REST    float64 `json:"rest"`
-	GraphQL float64 `json:"graphql"`
+	Unit string `json:"unit"`
+	// REST and GraphQL are the arms' values in Unit; written as null when
+	// that arm was not measured (RESTNotMeasured, GraphQLNotMeasured,
+	// NoControl): see MarshalJSON.
+	REST    float64 `json:"-"`
+	GraphQL float64 `json:"-"`
 	// Delta is GraphQL's variance from REST in DeltaUnit: "points" (a
 	// difference of two percentages) or "percent" (relative to REST). It is
 	// nil when undefined: a percent change from a REST value of zero.
@@ -68,9 +72,10 @@ type Result struct {
 	// Gated is true when the row counts towards the verdict.
 	Gated bool `json:"gated"`
 	// Pass is true when the row passed (Outcome pass), and true for an
-	// informational row whose figures were measured; never for a figure
-	// not measured. Kept for readers of schema 1; Outcome is the verdict.
-	Pass bool `json:"pass"`
+	// informational row that was measured. Kept for readers of schema 1;
+	// Outcome is the verdict. A row that was not measured (NotMeasured) never
+	// passes: its "pass" is absent from the JSON.
+	Pass bool `json:"-"`
 	// Outcome is pass, fail, inconclusive or not_measured for a gated row
 	// judged over rounds; "" for an informational row and for one round's
 	// point values.
@@ -157,7 +162,6 @@ func Evaluate(rest, gql Figures, l Limits) []Result {
 		if _, fromREST := rest.NotMeasured[r.Name]; !fromREST {
 			why = "GraphQL: " + why
 		}
-		// Not measured is never a pass, gated or not.
 		r.Delta, r.Reason, r.Pass = nil, why, false
 		if r.Gated {
 			r.Outcome = OutcomeNotMeasured
@@ -237,4 +241,59 @@ func Verdict(rs []Result) Outcome {
 		}
 	}
 	return Combine(os...)
+}
+
+// NotMeasured reports whether the row lacks a figure to judge: its Outcome
+// is not measured, an arm was not measured, or the run had no control group.
+// Such a row neither passes nor carries a value for what it lacks.
+func (r Result) NotMeasured() bool {
+	return r.Outcome == OutcomeNotMeasured || r.RESTNotMeasured || r.GraphQLNotMeasured || r.NoControl
+}
+
+// resultFields is Result without its methods, so that ResultWire can embed
+// its fields without inheriting MarshalJSON.
+type resultFields Result
+
+// ResultWire is the JSON form of a Result (Result.MarshalJSON): rest and
+// graphql are null for an arm that was not measured (never 0), and pass is
+// absent for a row that was not measured (never true).
+type ResultWire struct {
+	resultFields
+	REST    *float64 `json:"rest"`
+	GraphQL *float64 `json:"graphql"`
+	Pass    *bool    `json:"pass,omitempty"`
+}
+
+// MarshalJSON writes r as its ResultWire.
+func (r Result) MarshalJSON() ([]byte, error) {
+	w := ResultWire{resultFields: resultFields(r)}
+	if !r.RESTNotMeasured && !r.NoControl {
+		w.REST = ptr(r.REST)
+	}
+	if !r.GraphQLNotMeasured {
+		w.GraphQL = ptr(r.GraphQL)
+	}
+	if !r.NotMeasured() {
+		p := r.Pass
+		w.Pass = &p
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: a null value is 0 with its
+// not-measured flag as written, an absent pass is false.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var w ResultWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = Result(w.resultFields)
+	if w.REST != nil {
+		r.REST = *w.REST
+	}
+	if w.GraphQL != nil {
+		r.GraphQL = *w.GraphQL
+	}
+	r.Pass = w.Pass != nil && *w.Pass
+	return nil
 }

@@ -1,6 +1,9 @@
 package kpi
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // NoControlGroup is the reason every KPI row of a run without a REST arm
 // carries: seed 002's KPIs are GraphQL's cost over its REST twin's, and a
@@ -33,20 +36,27 @@ func GraphQLOnly(gql []Figures, l Limits) ([]Result, error) {
 		}
 		var sum float64
 		var n int
-		var missing string
+		var missing []string
+		var why string
 		for k, g := range gql {
-			if why, ok := g.NotMeasured[r.Name]; ok {
-				missing = fmt.Sprintf("round %d: %s", k+1, why)
+			if w, ok := g.NotMeasured[r.Name]; ok {
+				missing, why = append(missing, fmt.Sprint(k+1)), w
 				continue
 			}
 			sum += rounds[k][i].GraphQL
 			n++
 		}
-		if n > 0 {
+		switch {
+		case n == 0:
+			// No round measured it: absent and flagged, with the reason
+			// (the last round's), not a mean of nothing read as 0.
+			r.GraphQLNotMeasured = true
+			r.Reason += "; GraphQL not measured in any round: " + why
+		case len(missing) > 0:
 			r.GraphQL = sum / float64(n)
-		}
-		if missing != "" {
-			r.Reason += "; GraphQL not measured in " + missing
+			r.Reason += fmt.Sprintf("; GraphQL not measured in round %s: %s", strings.Join(missing, ", "), why)
+		default:
+			r.GraphQL = sum / float64(n)
 		}
 		out = append(out, r)
 	}

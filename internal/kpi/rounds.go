@@ -76,7 +76,7 @@ func aggregateRow(rows []Result, confidence float64) Result {
 		r.GraphQL = mean(gql)
 	}
 	if r.Reason != "" {
-		r.Pass = false // not measured is never a pass, gated or not
+		r.Pass = false
 		if r.Gated {
 			r.Outcome = OutcomeNotMeasured
 		}
@@ -84,13 +84,22 @@ func aggregateRow(rows []Result, confidence float64) Result {
 	}
 	iv := MeanInterval(deltas, confidence)
 	r.Interval = &iv
+	// Delta is the change between the means shown beside it, so that the
+	// three figures agree (a mean of per-round percentages can have the
+	// other sign when one round is noisy); the gate judges Interval, the
+	// paired per-round changes, whose centre Interval.Center keeps.
 	r.Delta = ptr(iv.Center)
+	if r.DeltaUnit == "percent" && !r.RESTNotMeasured && !r.GraphQLNotMeasured {
+		if d := relative(r.REST, r.GraphQL); d != nil {
+			r.Delta = d
+		}
+	}
 	r.DeltaMin, r.DeltaMax = ptr(slices.Min(deltas)), ptr(slices.Max(deltas))
 	if md := MinDetectable(iv); md > 0 {
 		r.MinDetectable = ptr(md)
 	}
 	if !r.Gated {
-		r.Pass = true
+		r.Pass = !r.NotMeasured()
 		return r
 	}
 	lim := *r.Threshold

@@ -210,7 +210,7 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 				p.AfterIntro = afterIntro(a)
 			}
 			row := htmlRow{Name: ph.Name, Cells: afterCells(a)}
-			if !a.Returned {
+			if !a.Returned && a.ReturnedNotMeasured == "" {
 				row.LastClass = "fail"
 			}
 			p.Afters = append(p.Afters, row)
@@ -223,11 +223,8 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 		hg := htmlCheckGroup{Title: g.Title, Intro: g.Intro, Definitions: checkDefinitions(g.Rows)}
 		for _, c := range g.Rows {
 			res := checkResult(c)
-			val := checkValue(c.Value, c.Unit)
-			if c.Outcome == kpi.OutcomeNotMeasured {
-				val = "not measured"
-			}
-			hg.Rows = append(hg.Rows, htmlCheck{Phase: c.Phase, Title: c.Title, Value: val, Limit: checkValue(c.Limit, c.Unit),
+			v, l := c.cells()
+			hg.Rows = append(hg.Rows, htmlCheck{Phase: c.Phase, Title: c.Title, Value: v, Limit: l,
 				Outcome: res, Class: outcomeClass[res], Detail: c.Detail, Definition: c.Definition})
 		}
 		p.CheckGroups = append(p.CheckGroups, hg)

@@ -189,6 +189,9 @@ func (r *Report) Markdown() string {
 		for _, k := range r.KPIs {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, restValue(k), gqlValue(k), variance(k), limit(k), outcome(k))
 		}
+		for _, w := range r.ScrapeWarnings() {
+			fmt.Fprintf(&b, "\n**Observer cost:** %s\n", w)
+		}
 		if reasons := r.Reasons(); len(reasons) > 0 {
 			b.WriteString("\nWhy the verdict is not pass:\n\n")
 			for _, x := range reasons {
@@ -196,7 +199,7 @@ func (r *Report) Markdown() string {
 			}
 		}
 		if len(r.Rounds) > 0 {
-			fmt.Fprintf(&b, "\n%d interleaved rounds (%s, %s, then %s, %s, …); values are means across rounds and the gate rule is **%s** (%s).\n\n",
+			fmt.Fprintf(&b, "\n%d interleaved rounds (%s, %s, then %s, %s, …); values are means across rounds, the variance above is the change between those means, and the gate rule is **%s** (%s), on the confidence interval of the per-round changes (its centre, the mean variance below, can differ from the change of the means when one round is noisy).\n\n",
 				len(r.Rounds), first, second, second, first, r.Gate, gateWords(r.Gate))
 			b.WriteString("| Metric | Mean variance | Confidence interval | Spread across rounds | Smallest effect detectable (80 % power) | Recorded noise floor: smallest effect detectable | Outcome |\n|---|---:|---:|---:|---:|---:|---|\n")
 			for _, k := range r.KPIs {
@@ -292,8 +295,11 @@ func (r *Report) Table(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot write the table: %w", err)
 	}
+	for _, x := range r.ScrapeWarnings() {
+		fmt.Fprintf(w, "observer cost: %s\n", x)
+	}
 	if n := len(r.Rounds); n > 0 {
-		fmt.Fprintf(w, "%d interleaved rounds; values are means across rounds; gate: %s (%s)\n", n, r.Gate, gateWords(r.Gate))
+		fmt.Fprintf(w, "%d interleaved rounds; values are means across rounds and the variance is the change between those means; gate: %s (%s), on the interval of the per-round changes\n", n, r.Gate, gateWords(r.Gate))
 	}
 	for _, p := range r.Phases {
 		if ml := p.MaxLoad; ml != nil {
@@ -356,9 +362,7 @@ func (r *Report) Reasons() []string {
 		if c.Phase != "" {
 			line += " (" + c.Phase + ")"
 		}
-		if o != kpi.OutcomeNotMeasured {
-			// A check not measured has no figure to show: its reason only
-			// (it read "0 goroutines against 2 goroutines: not measured").
+		if c.Outcome != kpi.OutcomeNotMeasured { // a check not measured has no figure, only its reason
 			line += fmt.Sprintf(", %s against %s", checkValue(c.Value, c.Unit), checkValue(c.Limit, c.Unit))
 		}
 		if c.Detail != "" {
@@ -411,7 +415,7 @@ func (r *Report) workloadSections(b *strings.Builder) {
 		b.WriteString("| Phase | Goroutines before → after | Subscriptions open | Live heap before → after | Returned |\n|---|---:|---:|---:|---|\n")
 		for _, p := range settled {
 			c := afterCells(p.After)
-			if !p.After.Returned {
+			if !p.After.Returned && p.After.ReturnedNotMeasured == "" {
 				c[3] = "**" + c[3] + "**"
 			}
 			fmt.Fprintf(b, "| %s | %s |\n", p.Name, strings.Join(c, " | "))
@@ -470,6 +474,17 @@ func checkResult(c Check) string {
 	return "pass"
 }
 
+// cells are a check's measured value and limit as the check tables print
+// them: "not measured" and "—" for a check that was not measured, whose
+// Value (0) and Limit (often a baseline that was not measured either) are
+// not figures.
+func (c Check) cells() (value, limit string) {
+	if c.Outcome == kpi.OutcomeNotMeasured {
+		return notMeasuredValue, "—"
+	}
+	return checkValue(c.Value, c.Unit), checkValue(c.Limit, c.Unit)
+}
+
 // checkDefinitions returns the rows with a name not seen before: one
 // definition per rule.
 func checkDefinitions(rows []Check) []Check {
@@ -494,11 +509,8 @@ func (r *Report) checkSections(b *strings.Builder) {
 			if res == "FAIL" {
 				res = "**FAIL**"
 			}
-			val := fmt.Sprintf("%.4g %s", c.Value, c.Unit)
-			if c.Outcome == kpi.OutcomeNotMeasured {
-				val = "not measured" // never a 0 beside its reason
-			}
-			fmt.Fprintf(b, "| %s | %s | %s | %.4g %s | %s | %s |\n", c.Phase, c.Title, val, c.Limit, c.Unit, res, c.Detail)
+			v, l := c.cells()
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", c.Phase, c.Title, v, l, res, c.Detail)
 		}
 		b.WriteString("\nDefinitions:\n\n")
 		for _, c := range checkDefinitions(g.Rows) {
@@ -629,8 +641,12 @@ func (r *Report) harnessCostTable() (intro string, head []string, rows [][]strin
 		row := []string{p.Name, fmt.Sprintf("%.0f µs", s.SamplerCostMeanUs), fmt.Sprintf("%.3f %%", s.SamplerCorePercent)}
 		if scraped {
 			if s.ScrapeCostMeanUs > 0 {
+				share := fmt.Sprintf("%.3f %%", s.ScrapeCorePercent)
+				if s.ScrapeOverLimit {
+					share += fmt.Sprintf(" (above the %.1f %% limit)", s.ScrapeLimitPercent)
+				}
 				row = append(row, fmt.Sprintf("%.0f µs", s.ScrapeCostMeanUs), fmt.Sprintf("%.0f µs", s.ScrapeCostMaxUs),
-					fmt.Sprintf("%.1f KB", s.ScrapeBytesMean/1000), fmt.Sprintf("%.3f %%", s.ScrapeCorePercent))
+					fmt.Sprintf("%.1f KB", s.ScrapeBytesMean/1000), share)
 			} else {
 				row = append(row, "not scraped", "—", "—", "—")
 			}
@@ -638,6 +654,20 @@ func (r *Report) harnessCostTable() (intro string, head []string, rows [][]strin
 		rows = append(rows, row)
 	}
 	return intro, head, rows, true
+}
+
+// ScrapeWarnings names each phase whose metrics scrape took more of the
+// target's wall time than its limit (Summary.ScrapeOverLimit), with the
+// figures it may have moved: printed beside the KPI table.
+func (r *Report) ScrapeWarnings() []string {
+	var out []string
+	for _, p := range r.Phases {
+		if s := p.Resources; s != nil && s.ScrapeOverLimit {
+			out = append(out, fmt.Sprintf("in phase %s the scrape of the target's metrics endpoint took %.2f %% of wall time (mean %.0f µs, max %.0f µs a scrape), above the %.1f %% limit: "+
+				"its CPU, throughput and latency figures include that cost", p.Name, s.ScrapeCorePercent, s.ScrapeCostMeanUs, s.ScrapeCostMaxUs, s.ScrapeLimitPercent))
+		}
+	}
+	return out
 }
 
 // harnessCostHeading heads the harness's cost section in both reports.
@@ -765,7 +795,10 @@ func afterCells(a *After) []string {
 		return v
 	}
 	ret := "yes"
-	if !a.Returned {
+	switch {
+	case a.ReturnedNotMeasured != "":
+		ret = notMeasuredValue
+	case !a.Returned:
 		ret = "no"
 	}
 	return []string{nm("goroutines", fmt.Sprintf("%d → %d", a.BaselineGoroutines, a.Goroutines)),

@@ -6,9 +6,11 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,6 +174,18 @@ type Check struct {
 	// Detail gives the measured figures behind Value in words.
 	Detail     string `json:"detail,omitempty"`
 	Definition string `json:"definition"`
+}
+
+// checkFields is Check without its methods.
+type checkFields Check
+
+// MarshalJSON writes a check that was not measured with a null value and
+// no pass: its Value (0) is no figure, and it did not pass.
+func (c Check) MarshalJSON() ([]byte, error) {
+	if c.Outcome != kpi.OutcomeNotMeasured {
+		return json.Marshal(checkFields(c))
+	}
+	return profiles.MarshalWithNulls(checkFields(c), []string{"value"}, "pass")
 }
 
 // OverheadRow is one function's self CPU per request in each arm (µs),
@@ -563,6 +577,11 @@ type After struct {
 	// Returned is true when no subscription is left open and goroutines are
 	// back within 2 of the baseline.
 	Returned bool `json:"returned"`
+	// ReturnedNotMeasured is why Returned could not be judged (the
+	// goroutine count, or its analogue, was not measured before or after
+	// the phase); Returned is then false and printed "not measured", never
+	// "no" and never "yes". Empty when it was judged.
+	ReturnedNotMeasured string `json:"returned_not_measured,omitempty"`
 	// NotMeasured names the figures above that could not be read, with the
 	// reason (goroutines, heap_live_bytes, subscribers of a target soakd
 	// does not host); their values are 0 and mean nothing. Empty for the
@@ -617,8 +636,16 @@ type PerRequest struct {
 	AllocObjects      float64 `json:"alloc_objects"`
 	GCCyclesPer10kReq float64 `json:"gc_cycles_per_10k"`
 	// NotMeasured names the figures above that were not measured, with the
-	// reason (their values are 0 and mean nothing).
+	// reason; they are written as null (MarshalJSON), never as 0.
 	NotMeasured map[string]string `json:"not_measured,omitempty"`
+}
+
+// perRequestFields is PerRequest without its methods.
+type perRequestFields PerRequest
+
+// MarshalJSON writes a figure named in NotMeasured as null.
+func (p PerRequest) MarshalJSON() ([]byte, error) {
+	return profiles.MarshalWithNulls(perRequestFields(p), slices.Sorted(maps.Keys(p.NotMeasured)))
 }
 
 // NewPhase combines a driver result with the target's resource summary.

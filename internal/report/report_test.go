@@ -293,3 +293,79 @@ func TestPerRequestWithoutResources(t *testing.T) {
 		}
 	}
 }
+
+// TestNotMeasuredCheckGivesNoFigure: a goroutine check on a Node target is
+// not measured; its lines read "0 goroutines against 2 goroutines: not
+// measured" before. Now the reasons, report.md and report.html give only
+// the reason, and report.json writes a null value and no pass.
+func TestNotMeasuredCheckGivesNoFigure(t *testing.T) {
+	r := fixture()
+	r.Checks = append(r.Checks, Check{Group: "rest", Name: "goroutines_returned", Title: "Goroutines returned to baseline", Phase: "graphql-load",
+		Unit: "goroutines", Value: 0, Limit: 2, Outcome: kpi.OutcomeNotMeasured, Detail: "the target exposes no goroutine count", Definition: "d"})
+	for _, l := range r.Reasons() {
+		if strings.Contains(l, "Goroutines returned") && (strings.Contains(l, "against") || strings.Contains(l, "0 goroutines")) {
+			t.Errorf("reason line gives figures: %q", l)
+		}
+	}
+	h, err := r.HTML(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"report.md": r.Markdown(), "report.html": string(h)} {
+		if strings.Contains(out, "0 goroutines") || strings.Contains(out, "2 goroutines") {
+			t.Errorf("%s prints a not-measured check as figures", name)
+		}
+	}
+	b, err := json.Marshal(r.Checks[len(r.Checks)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"value":null`) || strings.Contains(string(b), `"pass"`) {
+		t.Errorf("report.json check: %s", b)
+	}
+}
+
+// TestReturnedNotMeasured: a phase whose goroutines were not measured read
+// "no" under Returned, and a 0-byte baseline heap read "0.0 MiB"; Returned
+// is now three-valued and the baseline not measured is "n/m".
+func TestReturnedNotMeasured(t *testing.T) {
+	a := &After{ReturnedNotMeasured: "goroutines not measured: the target exposes none", NoForcedGC: true,
+		NotMeasured: map[string]string{"goroutines": "none", "subscribers": "not hosted", "heap_live_bytes": "no baseline"}}
+	c := afterCells(a)
+	if c[3] != "not measured" || strings.Contains(strings.Join(c, "|"), "MiB") {
+		t.Errorf("cells %q", c)
+	}
+	a = &After{Returned: false, BaselineGoroutines: 3, Goroutines: 9}
+	if c := afterCells(a); c[3] != "no" {
+		t.Errorf("a judged return: %q", c)
+	}
+}
+
+// TestScrapeOverLimitIsSaidBesideTheKPIs: a phase whose metrics scrape
+// took more than its limit of the target's wall time is named beside the
+// KPI table (report.md and the terminal) and in the harness's cost table.
+func TestScrapeOverLimitIsSaidBesideTheKPIs(t *testing.T) {
+	r := fixture()
+	for i := range r.Phases {
+		if r.Phases[i].Resources != nil {
+			s := *r.Phases[i].Resources
+			s.ScrapeCostMeanUs, s.ScrapeCostMaxUs, s.ScrapeBytesMean, s.ScrapeCorePercent = 12000, 31000, 9000, 4.8
+			s.ScrapeLimitPercent, s.ScrapeOverLimit = 0.5, true
+			r.Phases[i].Resources = &s
+			break
+		}
+	}
+	var term strings.Builder
+	if err := r.Table(&term); err != nil {
+		t.Fatal(err)
+	}
+	md := r.Markdown()
+	for name, out := range map[string]string{"report.md": md, "terminal": term.String()} {
+		if !strings.Contains(out, "took 4.80 % of wall time") || !strings.Contains(out, "CPU, throughput and latency figures include that cost") {
+			t.Errorf("%s does not say the scrape's cost is above its limit", name)
+		}
+	}
+	if !strings.Contains(md, "4.800 % (above the 0.5 % limit)") {
+		t.Errorf("the harness's cost table does not flag the scrape")
+	}
+}
