@@ -2,9 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"sort"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -41,17 +41,7 @@ func SideChanges(base, side *Config) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	keys := make([]string, 0, len(b)+len(s))
-	for k := range b {
-		keys = append(keys, k)
-	}
-	for k := range s {
-		if _, ok := b[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range unionKeys(b, s) {
 		if !sideMaySet(k) {
 			out = append(out, diffPaths(k, b[k], s[k])...)
 		}
@@ -88,19 +78,21 @@ func diffPaths(path string, a, b any) []string {
 		}
 		return []string{path}
 	}
-	keys := make([]string, 0, len(am)+len(bm))
-	for k := range am {
-		keys = append(keys, k)
-	}
-	for k := range bm {
-		if _, ok := am[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
 	var out []string
-	for _, k := range keys {
+	for _, k := range unionKeys(am, bm) {
 		out = append(out, diffPaths(path+"."+k, am[k], bm[k])...)
 	}
 	return out
+}
+
+// unionKeys are the keys of a and of b, sorted, each once.
+func unionKeys(a, b map[string]any) []string {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

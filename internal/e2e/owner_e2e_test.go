@@ -108,34 +108,7 @@ func TestTheMeasuredProcessIsTheServer(t *testing.T) {
 
 	t.Run("soakd killed with a wrapper-started target", func(t *testing.T) {
 		srv := newExternalServer(t)
-		dir := t.TempDir()
-		cfgPath := filepath.Join(dir, "long.yaml")
-		long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
-		section := strings.Replace(srv.commandSection(bin), "  argv: [", `  argv: [sh, -c, '"$0" "$@"; echo done', `, 1)
-		if err := os.WriteFile(cfgPath, []byte(long+section+"\ndata_dir: "+filepath.Join(dir, "data")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "run", "--config", cfgPath, "--out", filepath.Join(dir, "run"), "--log-format", "json")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		sc := bufio.NewScanner(stderr)
-		ready := false
-		for !ready && sc.Scan() {
-			ready = strings.Contains(sc.Text(), `"target command ready"`)
-		}
-		if !ready {
-			t.Fatal("the target command never got ready")
-		}
-		go func() {
-			for sc.Scan() {
-			}
-		}()
+		cmd, _ := startWrappedRun(t, bin, srv, filepath.Join(t.TempDir(), "data"))
 		stillServing(t, srv.port, "the target")
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -150,45 +123,8 @@ func TestTheMeasuredProcessIsTheServer(t *testing.T) {
 		// in the guard's process group, runs on under PID 1. The next soakd
 		// on the same data_dir ends it from the guard's record.
 		srv := newExternalServer(t)
-		dir := t.TempDir()
-		data := filepath.Join(dir, "data")
-		cfgPath := filepath.Join(dir, "long.yaml")
-		long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
-		section := strings.Replace(srv.commandSection(bin), "  argv: [", `  argv: [sh, -c, '"$0" "$@"; echo done', `, 1)
-		if err := os.WriteFile(cfgPath, []byte(long+section+"\ndata_dir: "+data+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "run", "--config", cfgPath, "--out", filepath.Join(dir, "run"), "--log-format", "json")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		sc := bufio.NewScanner(stderr)
-		guardPID := 0
-		for guardPID == 0 && sc.Scan() {
-			var m struct {
-				Msg string `json:"msg"`
-				PID int    `json:"pid"`
-			}
-			if json.Unmarshal(sc.Bytes(), &m) == nil && m.Msg == "target command started" {
-				guardPID = m.PID
-			}
-		}
-		ready := false
-		for !ready && sc.Scan() {
-			ready = strings.Contains(sc.Text(), `"target command ready"`)
-		}
-		if guardPID == 0 || !ready {
-			t.Fatal("the target command never got ready")
-		}
-		go func() {
-			for sc.Scan() {
-			}
-		}()
+		data := filepath.Join(t.TempDir(), "data")
+		cmd, guardPID := startWrappedRun(t, bin, srv, data)
 		records, _ := filepath.Glob(filepath.Join(data, "targets", "*.json"))
 		if len(records) != 1 {
 			t.Fatalf("guard records %v, want one", records)
@@ -213,6 +149,54 @@ func TestTheMeasuredProcessIsTheServer(t *testing.T) {
 			t.Errorf("records left: %v", records)
 		}
 	})
+}
+
+// startWrappedRun starts `soakd run` of a long profile on srv's server,
+// started through a shell that does not exec it (data_dir data), waits
+// until the target command is ready, and returns the run and the pid of
+// the target's guard; the rest of the log is drained.
+func startWrappedRun(t *testing.T, bin string, srv externalServer, data string) (*exec.Cmd, int) {
+	t.Helper()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "long.yaml")
+	long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
+	section := strings.Replace(srv.commandSection(bin), "  argv: [", `  argv: [sh, -c, '"$0" "$@"; echo done', `, 1)
+	if err := os.WriteFile(cfgPath, []byte(long+section+"\ndata_dir: "+data+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--config", cfgPath, "--out", filepath.Join(dir, "run"), "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	guardPID, ready := 0, false
+	for !ready && sc.Scan() {
+		var m struct {
+			Msg string `json:"msg"`
+			PID int    `json:"pid"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			switch m.Msg {
+			case "target command started":
+				guardPID = m.PID
+			case "target command ready":
+				ready = true
+			}
+		}
+	}
+	if guardPID == 0 || !ready {
+		t.Fatal("the target command never got ready")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return cmd, guardPID
 }
 
 // awaitNoServer waits, up to 30 s, until nothing answers srv's port and
