@@ -100,8 +100,10 @@ type RESTDef struct {
 }
 
 // DefaultMaxFollowCalls is the most follow calls one request of a chatty
-// operation makes when rest.max_follow_calls is not set.
-const DefaultMaxFollowCalls = 1000
+// operation makes when rest.max_follow_calls is not set: seed 000's
+// costliest chatty request (250 users, their completed tasks, the tasks'
+// subtasks) makes about 1,500.
+const DefaultMaxFollowCalls = 10000
 
 // MaxMaxFollowCalls is the largest rest.max_follow_calls accepted.
 const MaxMaxFollowCalls = 100000

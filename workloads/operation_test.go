@@ -533,7 +533,7 @@ func TestFollowIsBounded(t *testing.T) {
 		}},
 	}
 	r := runOp(t, w, def, 1)
-	if r.ErrorsByClass[ClassFollowLimit] != 1 || !strings.Contains(fmt.Sprint(r.ErrorExamples), "rest.max_follow_calls (100)") {
+	if r.ErrorsByClass[ClassFollowLimit] != 1 || !strings.Contains(fmt.Sprint(r.ErrorExamples), "GET "+w.URL+"/users: the follow calls") || !strings.Contains(fmt.Sprint(r.ErrorExamples), "rest.max_follow_calls (100)") {
 		t.Fatalf("got %v %v, want one follow_limit", r.ErrorsByClass, r.ErrorExamples)
 	}
 	if n := len(w.requests()); n != 1+100 {

@@ -370,16 +370,17 @@ func (u *user) follow(s sender, timeout time.Duration, c call, first []byte) (cl
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	firstURL := string(c.url) // c.url is the URL buffer the follow calls reuse
 	calls := 0
 	for j, st := range steps {
 		for _, id := range ids[j] {
 			if calls++; calls > u.op.maxFollow {
-				return ClassFollowLimit, fmt.Sprintf("GET %s: the follow calls of one request would exceed rest.max_follow_calls (%d): the items followed multiply", c.url, u.op.maxFollow)
+				return ClassFollowLimit, fmt.Sprintf("GET %s: the follow calls of one request would exceed rest.max_follow_calls (%d): the items followed multiply", firstURL, u.op.maxFollow)
 			}
 			left := timeout
 			if !deadline.IsZero() {
 				if left = time.Until(deadline); left <= 0 {
-					return ClassTimeout, fmt.Sprintf("GET %s: the chain of follow calls did not finish within request_timeout %s (%d calls made)", c.url, timeout, calls-1)
+					return ClassTimeout, fmt.Sprintf("GET %s: the chain of follow calls did not finish within request_timeout %s (%d calls made)", firstURL, timeout, calls-1)
 				}
 			}
 			u.urlBuf = append(strconv.AppendInt(append(u.urlBuf[:0], st.prefix...), id, 10), st.suffix...)
