@@ -127,15 +127,13 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 		if t.proc != nil {
 			who = "the target command's process"
 		}
-		l, tree, err := locateServer(proctree.DefaultRoot, gql, given, who)
+		l, tree, check, err := locateServer(proctree.DefaultRoot, gql, given, who)
 		if err != nil {
 			t.stopProcess()
 			return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target: %w", err))
 		}
-		t.pid, t.processes, t.gql = l.Root, tree, gql
-		t.listenerCheck = "verified: " + tabDescribe(tree, l.Root) + " holds the socket listening on " + gql.what
+		t.pid, t.processes, t.gql, t.listenerCheck = l.Root, tree, gql, check
 		if l.Note != "" {
-			t.listenerCheck = l.Note
 			t.log.Warn("the measured process is not the one given", zap.String("detail", l.Note))
 		}
 		t.verified = len(l.Holders) > 0

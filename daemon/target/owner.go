@@ -1,6 +1,7 @@
 package target
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,30 +144,32 @@ func portInUse(root proctree.Root, s socketOf) (string, error) {
 }
 
 // locateServer finds the process tree serving s and checks it against
-// given: see proctree.Table.Locate. verified is false, with the reason in
-// note, when the check could not be made (no permission to see the
-// socket's holder); the run then samples given.
-func locateServer(root proctree.Root, s socketOf, given int, who string) (l proctree.Located, tree []report.ProcessInfo, err error) {
+// given: see proctree.Table.Locate. check says how (report.TargetInfo's
+// ListenerCheck). When the socket's holder cannot be seen (no permission
+// to read another user's descriptors) l.Holders is empty, check says so,
+// and the run samples given.
+func locateServer(root proctree.Root, s socketOf, given int, who string) (l proctree.Located, tree []report.ProcessInfo, check string, err error) {
 	holders, listening, denied, err := holdersOf(root, s)
 	if err != nil {
-		return proctree.Located{}, nil, err
+		return proctree.Located{}, nil, "", err
 	}
 	tab, err := root.Snapshot()
 	if err != nil {
-		return proctree.Located{}, nil, err
+		return proctree.Located{}, nil, "", err
 	}
 	if listening && len(holders) == 0 {
 		l = proctree.Located{Root: given, Note: fmt.Sprintf(
 			"not verified that %s (%s) is the server listening on %s: the socket's holder is not visible to soakd "+
 				"(%d processes' descriptors could not be read: run soakd as the server's user or as root)",
 			who, tab.Describe(given), s.what, denied)}
-		return l, processTree(root, tab, l, given), nil
+		return l, processTree(root, tab, l, given), l.Note, nil
 	}
 	l, err = tab.Locate(holders, given, s.what, who)
 	if err != nil {
-		return l, nil, err
+		return l, nil, "", err
 	}
-	return l, processTree(root, tab, l, given), nil
+	check = cmp.Or(l.Note, "verified: "+tab.Describe(l.Root)+" holds the socket listening on "+s.what)
+	return l, processTree(root, tab, l, given), check, nil
 }
 
 // processTree describes the target's processes for the report: the tree
@@ -184,16 +187,6 @@ func processTree(root proctree.Root, tab proctree.Table, l proctree.Located, giv
 			HoldsListener: slices.Contains(l.Holders, pid), Sampled: tab.IsUnder(pid, l.Root)})
 	}
 	return out
-}
-
-// tabDescribe names pid as processTree saw it: "pid 1234 (node)".
-func tabDescribe(tree []report.ProcessInfo, pid int) string {
-	for _, p := range tree {
-		if p.PID == pid {
-			return fmt.Sprintf("pid %d (%s)", pid, p.Comm)
-		}
-	}
-	return fmt.Sprintf("pid %d", pid)
 }
 
 // awaitAttached waits until an attached target answers: target.ready_url

@@ -64,7 +64,7 @@ func (p *TreeProc) Read(context.Context) (OSFigures, error) {
 		e := &ExitedError{PID: int32(p.pid), Detail: detail}
 		return osNotMeasured(int32(p.pid), e.Error()), e
 	}
-	t, err := p.root.Snapshot()
+	t, err := p.root.Subtree(p.pid)
 	if err != nil {
 		msg := "process table: " + err.Error()
 		return OSFigures{

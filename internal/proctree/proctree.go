@@ -300,3 +300,69 @@ func (t Table) Locate(holders []int, given int, what, who string) (Located, erro
 	}
 	return l, nil
 }
+
+// Subtree reads root and every process under it, without reading the rest
+// of the process table: each process's children come from
+// /proc/<pid>/task/*/children (one file per thread). Reading the whole table
+// costs a stat read per process of the machine at every sample; the tree of a
+// server is a handful. On a kernel without those files (CONFIG_PROC_CHILDREN)
+// it reads the whole table. The table holds the tree's processes only; a
+// root that does not exist gives an empty table.
+func (r Root) Subtree(root int) (Table, error) {
+	t := Table{}
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if _, seen := t[pid]; seen {
+			continue
+		}
+		p, err := r.Stat(pid)
+		if err != nil {
+			continue // it exited while we read
+		}
+		t[pid] = p
+		kids, ok := r.children(pid)
+		if !ok {
+			all, err := r.Snapshot()
+			if err != nil {
+				return nil, err
+			}
+			sub := Table{}
+			for _, q := range all.Tree(root) {
+				sub[q] = all[q]
+			}
+			return sub, nil
+		}
+		queue = append(queue, kids...)
+	}
+	return t, nil
+}
+
+// children lists pid's children from its threads' children files; ok is
+// false when the kernel has no such files.
+func (r Root) children(pid int) (kids []int, ok bool) {
+	dir := string(r) + "/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, true // it exited: no children to follow
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + "/" + task.Name() + "/children")
+		if errors.Is(err, os.ErrNotExist) {
+			if _, serr := os.Stat(dir + "/" + task.Name()); serr == nil {
+				return nil, false // the thread exists, its children file does not
+			}
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, c)
+			}
+		}
+	}
+	return kids, true
+}

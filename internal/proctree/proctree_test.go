@@ -175,6 +175,14 @@ func TestRealServerBehindAShell(t *testing.T) {
 	if len(h) != 1 || h[0] == sh.Process.Pid || tab[h[0]].PPID != sh.Process.Pid {
 		t.Fatalf("holders %v: want the one child of the shell (pid %d)", h, sh.Process.Pid)
 	}
+	// Subtree reads the same tree without the rest of the table.
+	sub, err := DefaultRoot.Subtree(sh.Process.Pid)
+	if err != nil || len(sub) != len(tab.Tree(sh.Process.Pid)) || sub[h[0]].PID != h[0] {
+		t.Errorf("Subtree(%d) = %v, %v; want the shell and its server %v", sh.Process.Pid, sub, err, tab.Tree(sh.Process.Pid))
+	}
+	if none, err := DefaultRoot.Subtree(1 << 30); err != nil || len(none) != 0 {
+		t.Errorf("Subtree of no process: %v, %v", none, err)
+	}
 	l, err := tab.Locate(h, sh.Process.Pid, port.String(), "the target command")
 	if err != nil || l.Root != h[0] || !strings.Contains(l.Note, "started") {
 		t.Fatalf("Locate from the shell = %+v, %v; want root %d with a note", l, err, h[0])
