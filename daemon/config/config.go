@@ -50,6 +50,7 @@ type Config struct {
 	Relational RelationalConfig `yaml:"relational"`
 	DataDir    string           `yaml:"data_dir"`
 	Retention  RetentionConfig  `yaml:"retention"`
+	Report     ReportConfig     `yaml:"report"`
 	Soak       SoakConfig       `yaml:"soak"`
 	API        APIConfig        `yaml:"api"`
 	// Operations are what phases' user groups send and subscriptions open,
@@ -355,6 +356,23 @@ type RetentionConfig struct {
 	// MaxAge deletes runs older than this (0: no age limit).
 	MaxAge time.Duration `yaml:"max_age"`
 }
+
+// ReportConfig shapes the report files a run writes (docs/reports.md).
+type ReportConfig struct {
+	// JUnitInconclusive is how junit.xml shows an inconclusive verdict
+	// (exit 4): JUnitFailure (the default) makes its "run" case a failure
+	// of type inconclusive, so that a CI widget is red while the job's exit
+	// code says the gate did not decide; JUnitSkipped makes it a skipped
+	// case, for teams that let exit 4 through and want the widget to agree.
+	// A fail is a failure and an aborted run an error either way.
+	JUnitInconclusive string `yaml:"junit_inconclusive"`
+}
+
+// The values of report.junit_inconclusive.
+const (
+	JUnitFailure = "failure"
+	JUnitSkipped = "skipped"
+)
 
 // SoakConfig schedules repeated cycles of a profile (`soakd soak`, and
 // `soakd serve` when cycles or duration is set) and the drift rules judged
@@ -1201,6 +1219,11 @@ func (c *Config) Validate() []FieldError {
 	}
 	if c.Retention.MaxAge < 0 {
 		bad("retention.max_age", "must not be negative (got %s)", c.Retention.MaxAge)
+	}
+	switch c.Report.JUnitInconclusive {
+	case JUnitFailure, JUnitSkipped:
+	default:
+		bad("report.junit_inconclusive", "must be %s or %s (got %q): how junit.xml shows an inconclusive verdict", JUnitFailure, JUnitSkipped, c.Report.JUnitInconclusive)
 	}
 	if c.Soak.Profile != "" {
 		if _, ok := c.Profiles[c.Soak.Profile]; !ok {

@@ -176,8 +176,8 @@ func startRun(ctx context.Context, cfg *config.Config, opts RunOptions) (*run, [
 		Status: report.StatusRunning, Verdict: kpi.OutcomeRunning, StartedAt: r.start,
 		TargetPID: os.Getpid(), Host: host(), SamplerIntervalSeconds: cfg.Sampler.Interval.Seconds(),
 		Compare: comparedPhases(plans),
-		Arms:    r.opts.Arms.String(),
-		KPIs:    []kpi.Result{}, Checks: []report.Check{}, Phases: []report.Phase{}, Notes: standingNotes(),
+		Arms:    r.opts.Arms.String(), JUnitInconclusive: cfg.Report.JUnitInconclusive,
+		KPIs: []kpi.Result{}, Checks: []report.Check{}, Phases: []report.Phase{}, Notes: standingNotes(),
 	}
 	if r.noControl() {
 		r.rep.Arms = "graphql"

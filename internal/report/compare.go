@@ -131,6 +131,11 @@ type Comparison struct {
 	// pair of rounds, so a machine that drifted during the session moves
 	// both sides of a pair and not the verdict.
 	Paired bool `json:"paired"`
+	// JUnitInconclusive is how junit.xml shows an inconclusive comparison:
+	// the old (base) run's report.junit_inconclusive, so that a candidate
+	// cannot choose how its own undecided gate is shown; empty reads as
+	// failure.
+	JUnitInconclusive string `json:"junit_inconclusive,omitempty"`
 }
 
 // Comparison metric names.
@@ -188,7 +193,8 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 		l.Confidence = kpi.DefaultConfidence
 	}
 	c := Comparison{SchemaVersion: CompareSchemaVersion, Old: old.Run, New: new.Run,
-		OldStatus: runStatus(old), NewStatus: runStatus(new), Rows: []CompareRow{}, Notes: []string{}}
+		OldStatus: runStatus(old), NewStatus: runStatus(new), Rows: []CompareRow{}, Notes: []string{},
+		JUnitInconclusive: old.JUnitInconclusive}
 	var forced []kpi.Outcome
 	for _, r := range []struct {
 		which string

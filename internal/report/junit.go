@@ -17,6 +17,10 @@ import (
 // unjudged is counted as a passing test. Every count on testsuite and
 // testsuites is the number of cases holding that child.
 
+// JUnitSkipped is the Report.JUnitInconclusive value that shows an
+// inconclusive verdict as a skipped "run" case instead of a failure.
+const JUnitSkipped = "skipped"
+
 // junitSuites is the root element of junit.xml.
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -141,8 +145,9 @@ func encodeJUnit(s junitSuite) ([]byte, error) {
 // progress, so that it never reads as a pass.
 //
 // The first testcase, "run" of class "soakd", carries the verdict (a
-// failure for fail and, of type "inconclusive", for inconclusive; an error
-// for aborted or running) and the run's duration as its time; the rule
+// failure for fail and, of type "inconclusive", for inconclusive unless
+// JUnitInconclusive is JUnitSkipped, which skips it; an error for aborted
+// or running) and the run's duration as its time; the rule
 // cases carry no time, so that the cases' times add up to the run's.
 //
 // The properties name the compared phases as they ran: rest_phase and
@@ -202,6 +207,10 @@ func (r *Report) JUnit() ([]byte, error) {
 	case r.Verdict == kpi.OutcomeFail:
 		run.Failure = &junitFailure{Message: fmt.Sprintf("the verdict is FAIL (exit %d): %d rules did not pass", kpi.OutcomeFail.ExitCode(), len(r.Reasons())),
 			Type: "fail", Text: reasons}
+	case (r.Verdict == kpi.OutcomeInconclusive || r.Verdict == kpi.OutcomeNotMeasured) && r.JUnitInconclusive == JUnitSkipped:
+		run.Skipped = &junitSkipped{Message: fmt.Sprintf("the verdict is INCONCLUSIVE (exit %d): nothing failed, but %d rules could not be decided; shown as skipped (report.junit_inconclusive: skipped)",
+			kpi.OutcomeInconclusive.ExitCode(), len(r.Reasons()))}
+		run.SystemOut = &junitText{Text: reasons}
 	case r.Verdict == kpi.OutcomeInconclusive || r.Verdict == kpi.OutcomeNotMeasured:
 		run.Failure = &junitFailure{Message: fmt.Sprintf("the verdict is INCONCLUSIVE (exit %d): nothing failed, but %d rules could not be decided; see their skipped cases",
 			kpi.OutcomeInconclusive.ExitCode(), len(r.Reasons())), Type: "inconclusive", Text: reasons}
@@ -352,7 +361,8 @@ func checkValue(v float64, unit string) string {
 // inconclusive or not-measured one, is skipped with the reason. The verdict
 // case fails with every row that did not pass when the verdict is fail, is
 // in error when the new run was aborted (nothing could be judged), and
-// fails with type "inconclusive" when inconclusive (exit 4: never green). The rows' values and the notes
+// fails with type "inconclusive" when inconclusive (exit 4: never green)
+// unless the old run's report.junit_inconclusive is skipped, which skips it. The rows' values and the notes
 // are in system-out. The cases carry no time: a comparison measures
 // nothing itself.
 func (c Comparison) JUnit() ([]byte, error) {
@@ -406,6 +416,10 @@ func (c Comparison) JUnit() ([]byte, error) {
 		}
 		verdict.Failure = &junitFailure{Message: fmt.Sprintf("comparison %s → %s fails: %d gated rows failed", c.Old, c.New, failed), Type: "compare", Text: text}
 	case c.Verdict == kpi.OutcomePass:
+		verdict.SystemOut = &junitText{Text: text}
+	case c.JUnitInconclusive == JUnitSkipped:
+		verdict.Skipped = &junitSkipped{Message: fmt.Sprintf("comparison %s → %s is %s (exit %d): shown as skipped (the old run's report.junit_inconclusive: skipped); see the notes",
+			c.Old, c.New, c.Verdict.Word(), kpi.OutcomeInconclusive.ExitCode())}
 		verdict.SystemOut = &junitText{Text: text}
 	default:
 		// Inconclusive exits 4: a failure of its own type, so a CI widget

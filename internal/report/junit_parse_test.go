@@ -18,16 +18,21 @@ import (
 func TestJUnitReadByAJUnitParser(t *testing.T) {
 	for _, c := range []struct {
 		verdict                 kpi.Outcome
-		failed, errored, passed int // the run's own case among them
+		mode                    string // report.junit_inconclusive
+		failed, errored, passed int    // the run's own case among them
 		runStatus               junit.Status
 	}{
-		{kpi.OutcomePass, 0, 0, 1, junit.StatusPassed},
-		{kpi.OutcomeFail, 1, 0, 0, junit.StatusFailed},
-		{kpi.OutcomeInconclusive, 1, 0, 0, junit.StatusFailed},
-		{kpi.OutcomeAborted, 0, 1, 0, junit.StatusError},
+		{kpi.OutcomePass, "", 0, 0, 1, junit.StatusPassed},
+		{kpi.OutcomeFail, "", 1, 0, 0, junit.StatusFailed},
+		{kpi.OutcomeInconclusive, "", 1, 0, 0, junit.StatusFailed},
+		{kpi.OutcomeInconclusive, "failure", 1, 0, 0, junit.StatusFailed},
+		{kpi.OutcomeInconclusive, JUnitSkipped, 0, 0, 0, junit.StatusSkipped},
+		{kpi.OutcomeFail, JUnitSkipped, 1, 0, 0, junit.StatusFailed},
+		{kpi.OutcomeAborted, JUnitSkipped, 0, 1, 0, junit.StatusError},
+		{kpi.OutcomeAborted, "", 0, 1, 0, junit.StatusError},
 	} {
 		r := richFixture(kpi.GateInterval)
-		r.Verdict, r.Status = c.verdict, StatusComplete
+		r.Verdict, r.Status, r.JUnitInconclusive = c.verdict, StatusComplete, c.mode
 		if c.verdict == kpi.OutcomeAborted {
 			r.Status = StatusAborted
 		}
@@ -42,10 +47,10 @@ func TestJUnitReadByAJUnitParser(t *testing.T) {
 		}
 		tot := suites[0].Totals
 		if tot.Failed != c.failed || tot.Error != c.errored || tot.Passed != c.passed {
-			t.Errorf("%s: parsed totals %+v, want %d failed, %d error, %d passed", c.verdict, tot, c.failed, c.errored, c.passed)
+			t.Errorf("%s (%q): parsed totals %+v, want %d failed, %d error, %d passed", c.verdict, c.mode, tot, c.failed, c.errored, c.passed)
 		}
 		if got := suites[0].Tests[0]; got.Name != "run" || got.Status != c.runStatus {
-			t.Errorf("%s: first case %s is %s, want run %s", c.verdict, got.Name, got.Status, c.runStatus)
+			t.Errorf("%s (%q): first case %s is %s, want run %s", c.verdict, c.mode, got.Name, got.Status, c.runStatus)
 		}
 	}
 
@@ -94,5 +99,39 @@ func TestNotMeasuredChecksShowNoFigure(t *testing.T) {
 	md := r.Markdown()
 	if !strings.Contains(md, "| Heap returned | not measured |") {
 		t.Errorf("report.md's check row for a not-measured check:\n%s", md)
+	}
+}
+
+// TestCompareJUnitInconclusiveFollowsTheOldRun: an inconclusive comparison
+// is a failed verdict case unless the old (base) run's report chose
+// skipped; the new run's choice does not count.
+func TestCompareJUnitInconclusiveFollowsTheOldRun(t *testing.T) {
+	for _, c := range []struct {
+		old, new string
+		want     junit.Status
+	}{
+		{"", "", junit.StatusFailed},
+		{"", JUnitSkipped, junit.StatusFailed},
+		{JUnitSkipped, "", junit.StatusSkipped},
+	} {
+		old, new := richFixture(kpi.GateInterval), richFixture(kpi.GateInterval)
+		old.JUnitInconclusive, new.JUnitInconclusive = c.old, c.new
+		new.Profile = "other" // different workloads: inconclusive whatever the rows
+		cmp := CompareRuns(old, new, CompareLimits{})
+		if cmp.Verdict != kpi.OutcomeInconclusive {
+			t.Fatalf("verdict %s, want inconclusive", cmp.Verdict)
+		}
+		b, err := cmp.JUnit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		suites, err := junit.Ingest(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests := suites[0].Tests
+		if got := tests[len(tests)-1]; got.Name != "verdict" || got.Status != c.want {
+			t.Errorf("old %q, new %q: the verdict case %s is %s, want %s", c.old, c.new, got.Name, got.Status, c.want)
+		}
 	}
 }

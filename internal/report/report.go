@@ -72,6 +72,10 @@ type Report struct {
 	Rounds []Round `json:"rounds,omitempty"`
 	// Gate is the rule that turns rounds into the verdict: "median" or "worst".
 	Gate string `json:"gate,omitempty"`
+	// JUnitInconclusive is how junit.xml shows an inconclusive verdict, as
+	// report.junit_inconclusive chose: "failure" (the "run" case fails,
+	// type inconclusive) or "skipped"; empty reads as failure.
+	JUnitInconclusive string `json:"junit_inconclusive,omitempty"`
 	// Checks are the verdict rules other than the KPI rows: the memory
 	// profile's rules, exact subscription delivery, error-free compared arms.
 	Checks []Check `json:"checks"`
