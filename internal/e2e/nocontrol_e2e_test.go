@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	junit "github.com/joshdk/go-junit"
 )
 
 // graphqlOnlyProfile is a tiny profile of GraphQL phases only, with no
@@ -193,10 +195,21 @@ func TestCommandTargetFaults(t *testing.T) {
 		// scrape fails, OS figures stay, runtime figures are not measured.
 		cfg := tinyConfig + strings.Replace(srv.commandSection(bin), "metrics_url: "+srv.url("/metrics"), "metrics_url: "+srv.url("/no-metrics"), 1)
 		cfg = strings.Replace(cfg, "  pprof_url: "+srv.url("/debug/pprof/")+"\n", "", 1)
+		// This team lets exit 4 through and wants its CI widget to agree.
+		cfg += "report:\n  junit_inconclusive: skipped\n"
 		_, out, code := runConfig(t, bin, cfg)
 		rep, raw := readExternalReport(t, out)
 		if rep.Status != "complete" || code != 4 {
 			t.Fatalf("exit %d, status %q (error %q); want a complete, inconclusive run (4)\n%.2000s", code, rep.Status, rep.Error, raw)
+		}
+		if junitXML, err := os.ReadFile(filepath.Join(out, "junit.xml")); err != nil {
+			t.Error(err)
+		} else if suites, err := junit.Ingest(junitXML); err != nil || len(suites) != 1 || suites[0].Tests[0].Name != "run" ||
+			suites[0].Tests[0].Status != junit.StatusSkipped || suites[0].Totals.Failed != 0 {
+			t.Errorf("junit.xml with report.junit_inconclusive: skipped: want the run case skipped and no failure (%v)\n%.1500s", err, junitXML)
+		}
+		if !strings.Contains(string(raw), `"junit_inconclusive": "skipped"`) {
+			t.Error("report.json does not record junit_inconclusive: skipped")
 		}
 		for _, p := range rep.Phases[:2] {
 			r := p.Resources
