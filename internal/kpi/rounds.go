@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // GateInterval is the only gate rule: each gated KPI is judged by the
@@ -46,6 +48,11 @@ func aggregateRow(rows []Result, confidence float64) Result {
 	r.Rounds, r.Gate = len(rows), GateInterval
 	r.Delta, r.DeltaMin, r.DeltaMax, r.Interval, r.Reason, r.Outcome = nil, nil, nil, nil, "", ""
 	var rest, gql, deltas []float64
+	// missing lists the rounds without a change, by the reason each gave,
+	// so that the row's reason names every such round (or says none
+	// measured it), not only the last.
+	var missing []string
+	byWhy := map[string][]int{}
 	for k, x := range rows {
 		// Each arm's mean is over the rounds that measured that arm.
 		if !x.RESTNotMeasured {
@@ -59,7 +66,10 @@ func aggregateRow(rows []Result, confidence float64) Result {
 			if why == "" {
 				why = "no finite change from a REST value of 0"
 			}
-			r.Reason = fmt.Sprintf("round %d: %s", k+1, why)
+			if _, seen := byWhy[why]; !seen {
+				missing = append(missing, why)
+			}
+			byWhy[why] = append(byWhy[why], k+1)
 			continue
 		}
 		deltas = append(deltas, *x.Delta)
@@ -67,6 +77,7 @@ func aggregateRow(rows []Result, confidence float64) Result {
 	// Means over the rounds that measured the figure: a round that did not
 	// would pull the mean towards 0. An arm no round measured is not
 	// measured, not 0.
+	r.Reason = roundsReason(missing, byWhy, len(rows))
 	r.REST, r.GraphQL = 0, 0
 	r.RESTNotMeasured, r.GraphQLNotMeasured = len(rest) == 0, len(gql) == 0
 	if len(rest) > 0 {
@@ -120,6 +131,33 @@ func aggregateRow(rows []Result, confidence float64) Result {
 			iv.Confidence*100, formatInterval(iv, r.DeltaUnit), formatLimit(lim, r.DeltaUnit), SettleAdvice(iv, lim))
 	}
 	return r
+}
+
+// roundsReason words why a row has no change in some of its n rounds:
+// "not measured in any of the 4 rounds: why" when every round gave the
+// same reason, else each reason with its rounds ("rounds 2 and 3 of 4:
+// why"); empty when every round had a change.
+func roundsReason(whys []string, rounds map[string][]int, n int) string {
+	var parts []string
+	for _, why := range whys {
+		ks := rounds[why]
+		switch {
+		case len(ks) == n && n == 1:
+			parts = append(parts, why)
+		case len(ks) == n:
+			parts = append(parts, fmt.Sprintf("not measured in any of the %d rounds: %s", n, why))
+		case len(ks) == 1:
+			parts = append(parts, fmt.Sprintf("round %d of %d: %s", ks[0], n, why))
+		default:
+			names := make([]string, len(ks))
+			for i, k := range ks {
+				names[i] = strconv.Itoa(k)
+			}
+			list := strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+			parts = append(parts, fmt.Sprintf("rounds %s of %d: %s", list, n, why))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // formatInterval writes an interval as "[lo, hi] unit".

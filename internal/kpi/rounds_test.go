@@ -61,7 +61,7 @@ func TestAggregateFloorAndNotMeasured(t *testing.T) {
 	nm := Evaluate(Figures{ThroughputRPS: 100, GCPercent: 1}, Figures{ThroughputRPS: 100, NotMeasured: map[string]string{"gc_percent": "no GC cycle ended in the window"}}, l)
 	ok := Evaluate(Figures{ThroughputRPS: 100, GCPercent: 1}, Figures{ThroughputRPS: 100, GCPercent: 1}, l)
 	rs, _ = Aggregate([][]Result{ok, nm, ok}, DefaultConfidence)
-	if r := find(t, rs, "gc_percent"); r.Outcome != OutcomeNotMeasured || r.Pass || !strings.Contains(r.Reason, "round 2: GraphQL: no GC cycle") {
+	if r := find(t, rs, "gc_percent"); r.Outcome != OutcomeNotMeasured || r.Pass || !strings.Contains(r.Reason, "round 2 of 3: GraphQL: no GC cycle") {
 		t.Errorf("not measured: %+v", r)
 	}
 	if Verdict(rs) != OutcomeInconclusive {
@@ -75,6 +75,15 @@ func TestAggregateFloorAndNotMeasured(t *testing.T) {
 	rs, _ = Aggregate([][]Result{nm, nm}, DefaultConfidence)
 	if r := find(t, rs, "gc_percent"); !r.GraphQLNotMeasured || r.RESTNotMeasured || r.REST != 1 {
 		t.Errorf("an arm measured in no round must be not measured, the other kept: %+v", r)
+	}
+	// Measured in no round: the reason says so, and names no one round
+	// (it read "round 2: …", as if round 1 had measured it).
+	if r := find(t, rs, "gc_percent"); r.Reason != "not measured in any of the 2 rounds: GraphQL: no GC cycle ended in the window" {
+		t.Errorf("a row measured in no round: reason %q", r.Reason)
+	}
+	rs, _ = Aggregate([][]Result{ok, nm, nm, ok}, DefaultConfidence)
+	if r := find(t, rs, "gc_percent"); !strings.HasPrefix(r.Reason, "rounds 2 and 3 of 4: GraphQL: no GC cycle") {
+		t.Errorf("a row missing in two of four rounds: reason %q", r.Reason)
 	}
 	if r := find(t, rs, "alloc_bytes_per_request"); !r.Pass || r.Outcome != "" {
 		t.Errorf("informational rows have no outcome")
