@@ -118,20 +118,26 @@ func checks(ps []report.Phase, compared map[string]bool) []report.Check {
 			})
 		}
 		if a := p.After; a != nil {
+			// word is what the count counts: goroutines, or a runtime's
+			// analogue (Node's active handles).
+			word, title := "goroutines", "Connections, subscriptions and goroutines released"
+			if a.GoroutineAnalogue != "" {
+				word, title = a.GoroutineAnalogue, "Connections, subscriptions and "+a.GoroutineAnalogue+" released"
+			}
 			c := report.Check{
-				Group: "rest", Name: "released", Title: "Connections, subscriptions and goroutines released", Phase: p.Name, Unit: "goroutines",
+				Group: "rest", Name: "released", Title: title, Phase: p.Name, Unit: word,
 				Value: float64(int64(a.Goroutines) - int64(a.BaselineGoroutines)), Limit: kpi.GoroutineSlack, Pass: a.Returned,
-				Detail:     fmt.Sprintf("goroutines %d → %d, %d subscriptions still open after %.1fs", a.BaselineGoroutines, a.Goroutines, a.Subscribers, a.SettleSeconds),
-				Definition: fmt.Sprintf("after the settle period and forced GCs: no subscription open and goroutines within %d of the pre-phase baseline", kpi.GoroutineSlack),
+				Detail:     fmt.Sprintf("%s %d → %d, %d subscriptions still open after %.1fs", word, a.BaselineGoroutines, a.Goroutines, a.Subscribers, a.SettleSeconds),
+				Definition: fmt.Sprintf("after the settle period and forced GCs: no subscription open and %s within %d of the pre-phase baseline", word, kpi.GoroutineSlack),
 			}
 			if why, ok := a.NotMeasured["goroutines"]; ok {
 				c.Value, c.Pass, c.Outcome = 0, false, kpi.OutcomeNotMeasured
 				c.Detail = "not measured: " + why
 			} else if why, ok := a.NotMeasured["subscribers"]; ok {
-				c.Detail = fmt.Sprintf("goroutines %d → %d after %.1fs; open subscriptions not measured: %s", a.BaselineGoroutines, a.Goroutines, a.SettleSeconds, why)
+				c.Detail = fmt.Sprintf("%s %d → %d after %.1fs; open subscriptions not measured: %s", word, a.BaselineGoroutines, a.Goroutines, a.SettleSeconds, why)
 			}
 			if a.NoForcedGC {
-				c.Definition = fmt.Sprintf("after the settle period (no GC can be forced in this target): goroutines within %d of the pre-phase baseline, read from the target's metrics endpoint", kpi.GoroutineSlack)
+				c.Definition = fmt.Sprintf("after the settle period (no GC can be forced in this target): %s within %d of the pre-phase baseline, read from the target's metrics endpoint", word, kpi.GoroutineSlack)
 			}
 			cs = append(cs, c)
 		}
@@ -175,6 +181,7 @@ func memoryChecks(p report.Phase, d target.MemoryData, m config.MemoryConfig) []
 	if a := p.After; a != nil {
 		in.BaselineHeapLive, in.AfterHeapLive = a.BaselineHeapLiveBytes, a.HeapLiveBytes
 		in.BaselineGoroutines, in.AfterGoroutines = a.BaselineGoroutines, a.Goroutines
+		in.GoroutineAnalogue = a.GoroutineAnalogue
 		if r, ok := a.NotMeasured["heap_live_bytes"]; ok {
 			why[kpi.RuleHeapReturned], in.BaselineHeapLive, in.AfterHeapLive = r, 0, 0
 		}

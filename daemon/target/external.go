@@ -348,6 +348,7 @@ func restStateOf(s extsample.Sample) RestState {
 	g := s.ExtraFigure("goroutines")
 	if g.Measured {
 		st.Goroutines = uint64(g.Value)
+		st.GoroutineAnalogue = extsample.GoroutineAnalogue(s.Runtime.Runtime)
 	} else {
 		st.GoroutinesWhy = g.Reason
 	}
@@ -372,6 +373,7 @@ func (t *External) Settle(ctx context.Context, base RestState, d time.Duration) 
 	s, _ := t.sampler.SampleNow(ctx)
 	after := restStateOf(s)
 	a.Goroutines, a.HeapLiveBytes = after.Goroutines, after.HeapLive
+	a.GoroutineAnalogue = cmpOr(after.GoroutineAnalogue, base.GoroutineAnalogue)
 	a.NotMeasured = map[string]string{
 		"subscribers": "the open subscriptions of a target soakd does not host are not visible from outside",
 	}
@@ -387,7 +389,7 @@ func (t *External) Settle(ctx context.Context, base RestState, d time.Duration) 
 		a.NotMeasured["heap_live_bytes"] = "no live-heap sample before or after the phase (0 bytes read)"
 	}
 	if why, ok := a.NotMeasured["goroutines"]; ok {
-		a.ReturnedNotMeasured = "goroutines not measured: " + why
+		a.ReturnedNotMeasured = cmpOr(a.GoroutineAnalogue, "goroutines") + " not measured: " + why
 	} else {
 		a.Returned = a.Goroutines <= a.BaselineGoroutines+kpi.GoroutineSlack
 	}

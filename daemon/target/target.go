@@ -116,6 +116,9 @@ type sampleSource interface {
 type RestState struct {
 	Goroutines, HeapLive       uint64
 	GoroutinesWhy, HeapLiveWhy string
+	// GoroutineAnalogue names what Goroutines counts on a runtime without
+	// goroutines ("active handles" on Node); "" for goroutines.
+	GoroutineAnalogue string
 }
 
 // Captures are the profile captures a target offers; a nil function is

@@ -530,7 +530,8 @@ func loadConfigFile(t *testing.T, path string) (*config.Config, error) {
 // row or check not measured carries no pass and no value, a resource figure
 // not measured is null (a Node target's gc_pause_p99_ms and alloc_bytes
 // read 0 before), and a phase's return to rest is "not measured" rather
-// than false when its goroutines (here: active handles) were not read.
+// than false when its goroutines (here: active handles) were not read, and
+// says it counted active handles when it did.
 func checkNothingUnmeasuredReadsAsANumber(t *testing.T, raw string) {
 	t.Helper()
 	var doc struct {
@@ -572,6 +573,8 @@ func checkNothingUnmeasuredReadsAsANumber(t *testing.T, raw string) {
 			nm, _ := p.After["not_measured"].(map[string]any)
 			if _, ok := nm["goroutines"]; ok && p.After["returned_not_measured"] == nil {
 				t.Errorf("%s: goroutines not measured but returned = %v, want returned_not_measured", p.Name, p.After["returned"])
+			} else if !ok && p.After["goroutine_analogue"] != "active handles" {
+				t.Errorf("%s: a Node server's count is of active handles, not goroutines: goroutine_analogue %v", p.Name, p.After["goroutine_analogue"])
 			}
 		}
 	}

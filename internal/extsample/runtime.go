@@ -321,6 +321,16 @@ func mapNode(e Exposition) RuntimeFigures {
 	return r
 }
 
+// GoroutineAnalogue names what a runtime's "goroutines" figure counts when
+// it is not goroutines: "active handles" for Node (libuv handles, see
+// mapNode), "" for Go and runtimes that give no such figure.
+func GoroutineAnalogue(rt Runtime) string {
+	if rt == RuntimeNode {
+		return "active handles"
+	}
+	return ""
+}
+
 // .NET: prometheus-net's DotNetStats (dotnet_collection_count_total by generation, dotnet_total_memory_bytes)
 // and, on .NET Core 3.0 and later, the System.Runtime event counters its EventCounterAdapter publishes by
 // default: the name is "<source>_<counter>" lowercased with non-alphanumerics as "_"; an incrementing counter

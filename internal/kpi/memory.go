@@ -125,6 +125,9 @@ type MemoryInput struct {
 	BaselineGoroutines uint64
 	// AfterGoroutines is the goroutine count after the phase and the settle period.
 	AfterGoroutines uint64
+	// GoroutineAnalogue names what the two counts count on a runtime
+	// without goroutines ("active handles" on Node); "" for goroutines.
+	GoroutineAnalogue string
 }
 
 // MemoryVerdict judges a phase's memory profile by four rules, in this order: steady_allocation,
@@ -462,6 +465,11 @@ func goroutinesReturned(in MemoryInput, l MemoryLimits) Rule {
 		Definition: "goroutine count (/sched/goroutines:goroutines) after the phase and the settle period " +
 			"minus the count just before the phase; passes when at most the tolerance; a count of 0 is not measured",
 	}
+	if w := in.GoroutineAnalogue; w != "" {
+		r.Title, r.Unit = strings.ToUpper(w[:1])+w[1:]+" returned to baseline", w
+		r.Definition = w + " (the runtime's analogue of goroutines) after the phase and the settle period " +
+			"minus the count just before the phase; passes when at most the tolerance; a count of 0 is not measured"
+	}
 	r.judge(OutcomeFail)
 	if l.GoroutineReturnTolerance < 0 {
 		r.Detail = fmt.Sprintf("invalid limit goroutine_return_tolerance %d: want 0 or more", l.GoroutineReturnTolerance)
@@ -471,18 +479,18 @@ func goroutinesReturned(in MemoryInput, l MemoryLimits) Rule {
 	switch {
 	case b == 0:
 		r.judge(OutcomeNotMeasured)
-		r.Detail = "not measured: no baseline goroutine count (0)"
+		r.Detail = "not measured: no baseline count of " + r.Unit + " (0)"
 		return r
 	case a == 0:
 		r.judge(OutcomeNotMeasured)
-		r.Detail = "not measured: no goroutine count after the settle period (0)"
+		r.Detail = "not measured: no count of " + r.Unit + " after the settle period (0)"
 		return r
 	}
 	r.Value = float64(a) - float64(b)
 	if r.Value <= r.Limit {
 		r.judge(OutcomePass)
 	}
-	r.Detail = fmt.Sprintf("%d goroutines after vs %d before the phase (%+.0f); tolerance +%d",
-		a, b, r.Value, l.GoroutineReturnTolerance)
+	r.Detail = fmt.Sprintf("%d %s after vs %d before the phase (%+.0f); tolerance +%d",
+		a, r.Unit, b, r.Value, l.GoroutineReturnTolerance)
 	return r
 }

@@ -352,9 +352,17 @@ func TestGoroutinesReturned(t *testing.T) {
 	f("one too many", 10, 13, 2, 3, fail, "(+3)")
 	f("fewer than before", 10, 5, 2, -5, pass, "(-5)")
 	f("zero tolerance", 10, 10, 0, 0, pass, "")
-	f("baseline missing", 0, 10, 2, 0, unmeasured, "not measured: no baseline goroutine count (0)")
-	f("after missing", 10, 0, 2, 0, unmeasured, "not measured: no goroutine count after the settle period (0)")
+	f("baseline missing", 0, 10, 2, 0, unmeasured, "not measured: no baseline count of goroutines (0)")
+	f("after missing", 10, 0, 2, 0, unmeasured, "not measured: no count of goroutines after the settle period (0)")
 	f("negative tolerance", 10, 10, -1, 0, fail, "invalid limit goroutine_return_tolerance -1")
+
+	// Node has no goroutines: the rule counts its analogue and says so
+	// (it read "9 goroutines after vs 7 before" for libuv handles).
+	r := MemoryVerdict(MemoryInput{BaselineGoroutines: 7, AfterGoroutines: 9, GoroutineAnalogue: "active handles"}, DefaultMemoryLimits())[3]
+	if r.Title != "Active handles returned to baseline" || r.Unit != "active handles" || r.Outcome != OutcomePass ||
+		r.Detail != "9 active handles after vs 7 before the phase (+2); tolerance +2" || !strings.Contains(r.Definition, "analogue of goroutines") {
+		t.Errorf("Node's analogue: %+v", r)
+	}
 }
 
 func TestMemoryVerdict(t *testing.T) {

@@ -801,7 +801,11 @@ func afterCells(a *After) []string {
 	case !a.Returned:
 		ret = "no"
 	}
-	return []string{nm("goroutines", fmt.Sprintf("%d → %d", a.BaselineGoroutines, a.Goroutines)),
+	count := fmt.Sprintf("%d → %d", a.BaselineGoroutines, a.Goroutines)
+	if a.GoroutineAnalogue != "" {
+		count += " " + a.GoroutineAnalogue
+	}
+	return []string{nm("goroutines", count),
 		nm("subscribers", fmt.Sprintf("%d", a.Subscribers)), nm("heap_live_bytes", mib(a.BaselineHeapLiveBytes)+" → "+mib(a.HeapLiveBytes)), ret}
 }
 

@@ -578,8 +578,13 @@ type After struct {
 	Goroutines    uint64 `json:"goroutines"`
 	HeapLiveBytes uint64 `json:"heap_live_bytes"`
 	Subscribers   int    `json:"subscribers"`
-	// Returned is true when no subscription is left open and goroutines are
-	// back within 2 of the baseline.
+	// GoroutineAnalogue names what Goroutines and BaselineGoroutines count
+	// on a runtime without goroutines: "active handles" on Node (libuv
+	// handles, prom-client's nodejs_active_handles_total: the sockets,
+	// timers and servers a finished phase must release). Absent: goroutines.
+	GoroutineAnalogue string `json:"goroutine_analogue,omitempty"`
+	// Returned is true when no subscription is left open and goroutines
+	// (or their analogue) are back within 2 of the baseline.
 	Returned bool `json:"returned"`
 	// ReturnedNotMeasured is why Returned could not be judged (the
 	// goroutine count, or its analogue, was not measured before or after
