@@ -181,7 +181,7 @@ func memoryChecks(p report.Phase, d target.MemoryData, m config.MemoryConfig) []
 	if a := p.After; a != nil {
 		in.BaselineHeapLive, in.AfterHeapLive = a.BaselineHeapLiveBytes, a.HeapLiveBytes
 		in.BaselineGoroutines, in.AfterGoroutines = a.BaselineGoroutines, a.Goroutines
-		in.GoroutineAnalogue = a.GoroutineAnalogue
+		in.GoroutineAnalogue, in.NoForcedGC = a.GoroutineAnalogue, a.NoForcedGC
 		if r, ok := a.NotMeasured["heap_live_bytes"]; ok {
 			why[kpi.RuleHeapReturned], in.BaselineHeapLive, in.AfterHeapLive = r, 0, 0
 		}

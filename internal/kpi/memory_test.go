@@ -356,6 +356,10 @@ func TestGoroutinesReturned(t *testing.T) {
 	f("after missing", 10, 0, 2, 0, unmeasured, "not measured: no count of goroutines after the settle period (0)")
 	f("negative tolerance", 10, 10, -1, 0, fail, "invalid limit goroutine_return_tolerance -1")
 
+	// A target soakd does not host: no forced GC is claimed.
+	if h := MemoryVerdict(MemoryInput{BaselineHeapLive: 10 << 20, AfterHeapLive: 10 << 20, NoForcedGC: true}, DefaultMemoryLimits())[2]; h.Name != RuleHeapReturned || strings.Contains(h.Definition, "forced GC") {
+		t.Errorf("heap_returned without a forced GC: %+v", h)
+	}
 	// Node has no goroutines: the rule counts its analogue and says so
 	// (it read "9 goroutines after vs 7 before" for libuv handles).
 	r := MemoryVerdict(MemoryInput{BaselineGoroutines: 7, AfterGoroutines: 9, GoroutineAnalogue: "active handles"}, DefaultMemoryLimits())[3]
