@@ -1,7 +1,9 @@
 package run
 
 import (
+	"fmt"
 	"path/filepath"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -14,8 +16,8 @@ import (
 // before, a CPU profile over the steady window (for a closed phase: from
 // the first progress report with every user active to the first with one
 // finished; otherwise the whole phase), a heap profile and a goroutine
-// dump after. Failures are logged, never fatal: profiles are evidence, not
-// the measurement.
+// dump after. Failures are logged and kept in failed (for the report's
+// notes), never fatal: profiles are evidence, not the measurement.
 type capture struct {
 	dir   string
 	phase string
@@ -24,6 +26,9 @@ type capture struct {
 	log   *zap.Logger
 	users int // users of a closed phase with a known count; 0 otherwise
 	files []string
+	// failed says, per capture that was tried and not written, which and
+	// why ("heap-before.pb.gz: …").
+	failed []string
 
 	cpu      target.CPUProfiler
 	cpuFile  string
@@ -95,6 +100,7 @@ func (c *capture) startCPU(requests int64) {
 	p, err := c.tools.StartCPU(c.path("cpu.pb.gz"))
 	if err != nil {
 		c.log.Warn("no cpu profile for this phase", zap.Error(err))
+		c.failed = append(c.failed, "cpu.pb.gz: "+err.Error())
 		return
 	}
 	c.cpu, c.startReq = p, requests
@@ -107,11 +113,20 @@ func (c *capture) stopCPU(requests int64) {
 	}
 	if err := c.cpu.Stop(); err != nil {
 		c.log.Warn("cpu profile lost", zap.Error(err))
+		c.failed = append(c.failed, "cpu.pb.gz: "+err.Error())
 		return
 	}
 	c.stopReq = requests
 	c.cpuFile = c.path("cpu.pb.gz")
 	c.files = append(c.files, filepath.Base(c.cpuFile))
+}
+
+// failureNote words the captures that failed as a report note; "" when none did.
+func (c *capture) failureNote() string {
+	if len(c.failed) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Phase %s: %d profile capture(s) not written (the figures do not depend on them): %s.", c.phase, len(c.failed), strings.Join(c.failed, "; "))
 }
 
 func (c *capture) write(kind string, f func(string) error) {
@@ -120,6 +135,7 @@ func (c *capture) write(kind string, f func(string) error) {
 	}
 	if err := f(c.path(kind)); err != nil {
 		c.log.Warn("profile not written", zap.String("kind", kind), zap.Error(err))
+		c.failed = append(c.failed, kind+": "+err.Error())
 		return
 	}
 	c.files = append(c.files, c.phase+"."+kind)

@@ -390,6 +390,9 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	if err != nil {
 		capt.after(0)
 		r.rep.Profiles = append(r.rep.Profiles, capt.files...)
+		if n := capt.failureNote(); n != "" {
+			r.rep.Notes = append(r.rep.Notes, n)
+		}
 		if ferr := r.targetFailure(); ferr != nil {
 			return capt, ferr
 		}
@@ -421,6 +424,9 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	}
 	capt.after(res.Requests)
 	r.rep.Profiles = append(r.rep.Profiles, capt.files...)
+	if n := capt.failureNote(); n != "" {
+		r.rep.Notes = append(r.rep.Notes, n)
+	}
 	if w := phase.ResourceFigures; w != nil && w.CPUCrossCheck != "" {
 		r.rep.Notes = append(r.rep.Notes, "Phase "+phase.Name+": "+w.CPUCrossCheck+".")
 		r.log.Warn("CPU cross-check", zap.String("phase", phase.Name), zap.String("detail", w.CPUCrossCheck))

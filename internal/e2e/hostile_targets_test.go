@@ -443,10 +443,13 @@ func TestHostileTargetsRun(t *testing.T) {
 		if len(redir.requests()) == 0 {
 			t.Errorf("pprof_url was never fetched (exit %d):\n%s", code, stderr)
 		}
-		// No profile is written, and the log says why (report.json says
-		// nothing of a capture that failed: it lists the files written).
-		if rep, raw := readExternalReport(t, out); rep.Status != "complete" {
+		// No profile is written, and the log and the report's notes say why.
+		rep, raw := readExternalReport(t, out)
+		if rep.Status != "complete" {
 			t.Errorf("status %q (error %q), want complete\n%.3000s", rep.Status, rep.Error, raw)
+		}
+		if !strings.Contains(string(raw), "profile capture(s) not written") || !strings.Contains(string(raw), "soakd follows no redirect") {
+			t.Errorf("report.json's notes do not say the captures failed and why\n%.3000s", raw)
 		}
 		if _, err := os.Stat(filepath.Join(out, "gql.heap-before.pb.gz")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a heap profile was written from a redirecting pprof_url (%v)", err)
