@@ -323,6 +323,11 @@ func tryAnswer(ctx context.Context, client *http.Client, url string) (ok bool, w
 	if resp.StatusCode == http.StatusOK {
 		return true, "", nil
 	}
+	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Where it points, bounded: soakd follows no redirect, and the
+		// user fixes ready_url by pointing it there.
+		return false, fmt.Sprintf("HTTP %s to %.200q, which soakd does not follow", resp.Status, loc), nil
+	}
 	return false, "HTTP " + resp.Status, nil
 }
 

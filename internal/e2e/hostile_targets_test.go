@@ -466,7 +466,7 @@ func TestHostileTargetsRun(t *testing.T) {
 		noRequests(t, "ready_url", sink)
 		// Not ready: the run aborts before any phase, saying what the URL answered.
 		rep, raw := readExternalReport(t, out)
-		want := fmt.Sprintf("did not answer %s/healthz within target.ready_timeout 1s (last: HTTP 302 Found)", redir.srv.URL)
+		want := fmt.Sprintf("did not answer %s/healthz within target.ready_timeout 1s (last: HTTP 302 Found to %q, which soakd does not follow)", redir.srv.URL, sink.srv.URL+"/healthz")
 		if code != 3 || rep.Status != "aborted" || !strings.Contains(rep.Error, want) || len(rep.Phases) != 0 {
 			t.Errorf("a redirecting ready_url: exit %d, status %q, error %q, %d phases; want 3, aborted, %q and none\n%.2000s", code, rep.Status, rep.Error, len(rep.Phases), want, raw)
 		}
