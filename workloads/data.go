@@ -1,10 +1,7 @@
 package workloads
 
 import (
-	"encoding/csv"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -22,8 +19,9 @@ const (
 	PickRoundRobin = "round-robin"
 )
 
-// MaxDataValues caps the values of one list or CSV column, so a phase spec
-// stays a size the driver reads in a moment.
+// MaxDataValues caps the values of one list and the rows of one CSV file,
+// so a phase spec stays a size the driver reads in a moment and the
+// driver's index of a file stays at most a few megabytes.
 const MaxDataValues = 1_000_000
 
 // DataDef is where one template variable of an operation takes its value
@@ -35,12 +33,17 @@ type DataDef struct {
 	// List is the values to pick from.
 	List []string `yaml:"list,omitempty" json:"list,omitempty"`
 	// CSV names a CSV file whose first line names its columns, and Column
-	// the column to read. The daemon reads the file (a relative path is
-	// relative to the config file that names it) and sends its values to
-	// the driver in List; variables reading the same file share one row per
-	// request, so columns of one row stay together.
+	// the column to read. The daemon validates the file when it loads the
+	// config (a relative path is relative to the config file that names it,
+	// and made absolute) and sends the driver what it found in File; the
+	// driver reads the values from the file, which must not change during
+	// the run. Variables reading the same file share one row per request,
+	// so columns of one row stay together.
 	CSV    string `yaml:"csv,omitempty" json:"csv,omitempty"`
 	Column string `yaml:"column,omitempty" json:"column,omitempty"`
+	// File is the CSV file as the daemon validated it (the spec's; no
+	// config sets it).
+	File *CSVFile `yaml:"-" json:"file,omitempty"`
 	// Lookup with By derives a value from another variable: By's integer
 	// value modulo len(Lookup) indexes Lookup (for example a flavour that
 	// follows from an id).
@@ -51,12 +54,13 @@ type DataDef struct {
 }
 
 // validate checks d as the data variable name; resolved reports whether a
-// CSV source must already carry its values in List (the driver's side).
+// CSV source must already carry what the daemon found in File (the
+// driver's side).
 func (d DataDef) validate(name string, resolved bool, others map[string]DataDef) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	n := 0
-	for _, set := range []bool{d.Range != nil, d.List != nil && d.CSV == "", d.CSV != "", d.Lookup != nil} {
+	for _, set := range []bool{d.Range != nil, d.List != nil, d.CSV != "", d.Lookup != nil} {
 		if set {
 			n++
 		}
@@ -81,8 +85,8 @@ func (d DataDef) validate(name string, resolved bool, others map[string]DataDef)
 		if d.Column == "" {
 			bad("%s.column: required with csv: the name of the column to read", name)
 		}
-		if resolved && len(d.List) == 0 {
-			bad("%s.csv: %s was not read (no values); the daemon reads CSV files when it loads the config", name, d.CSV)
+		if resolved && d.File == nil {
+			bad("%s.csv: %s was not validated (no file in the spec); the daemon validates CSV files when it loads the config", name, d.CSV)
 		}
 	case d.Lookup != nil:
 		if len(d.Lookup) == 0 {
@@ -100,7 +104,7 @@ func (d DataDef) validate(name string, resolved bool, others map[string]DataDef)
 			bad("%s.by: %q must be a range variable (an integer)", name, d.By)
 		}
 	}
-	if d.List != nil && len(d.List) == 0 && d.CSV == "" {
+	if d.List != nil && len(d.List) == 0 {
 		bad("%s.list: must list at least one value", name)
 	}
 	if len(d.List) > MaxDataValues {
@@ -113,56 +117,6 @@ func (d DataDef) validate(name string, resolved bool, others map[string]DataDef)
 		}
 	}
 	return errs
-}
-
-// ReadCSVColumn reads a CSV document whose first record names its columns
-// and returns the values of column, in order. Errors name the line: a
-// record with the wrong number of fields, a malformed quote, a missing
-// column, a file without data rows or with more than MaxDataValues.
-func ReadCSVColumn(r io.Reader, column string) ([]string, error) {
-	cr := csv.NewReader(r)
-	cr.ReuseRecord = false
-	head, err := cr.Read()
-	if errors.Is(err, io.EOF) {
-		return nil, errors.New("the file is empty; its first line must name the columns")
-	}
-	if err != nil {
-		return nil, csvError(err)
-	}
-	col := slices.Index(head, column)
-	if col < 0 {
-		// The file's text is never quoted: an error may reach whoever
-		// gave the path (a run's overrides), not only who may read it.
-		return nil, fmt.Errorf("line 1 names no column %q (it names %d columns)", column, len(head))
-	}
-	var values []string
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, csvError(err)
-		}
-		if len(values) == MaxDataValues {
-			line, _ := cr.FieldPos(0)
-			return nil, fmt.Errorf("line %d: more than %d rows", line, MaxDataValues)
-		}
-		values = append(values, rec[col])
-	}
-	if len(values) == 0 {
-		return nil, errors.New("no rows after the header line")
-	}
-	return values, nil
-}
-
-// csvError words an encoding/csv error with its line first.
-func csvError(err error) error {
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("line %d: %w", pe.Line, pe.Err)
-	}
-	return err
 }
 
 // picker draws the values of one data source (a range, a list, or one CSV

@@ -392,7 +392,9 @@ type engine struct {
 	// subscription the phase's subscribers open (nil without any).
 	compiled []*compiledOp
 	sub      *compiledSubscription
-	baggage  string
+	// data is the CSV files the operations read, open for the phase.
+	data    *csvData
+	baggage string
 
 	requests atomic.Int64 // completed requests, for progress
 	errors   atomic.Int64 // failed requests, for progress
@@ -435,7 +437,9 @@ type engine struct {
 // When ctx is cancelled Run returns the partial result with Aborted set and a
 // nil error. A nil client gets NewClient(p.Connections(), p.RequestTimeout),
 // whose connections are closed when Run returns. The error is non-nil only when p or target is
-// invalid, before any request is sent.
+// invalid (a CSV data file that is no longer the one the daemon validated
+// among them), before any request is sent, or, with the result, when a CSV
+// data file changed during the phase (wrapping ErrCSVChanged).
 func Run(ctx context.Context, target string, p Phase, client *Client, progress func(Progress)) (Result, error) {
 	ep, err := BaseEndpoints(target)
 	if err != nil {
@@ -467,13 +471,24 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progr
 	if err != nil {
 		return Result{}, err
 	}
+	defer e.data.close()
+	var res Result
 	switch p.Model.normalized() {
 	case Open, RampingRate:
-		return e.runOpen(ctx, progress), nil
+		res = e.runOpen(ctx, progress)
 	case Ramping:
-		return e.runRamping(ctx, progress), nil
+		res = e.runRamping(ctx, progress)
+	default:
+		if res, err = e.runClosed(ctx, progress); err != nil {
+			return res, err
+		}
 	}
-	return e.runClosed(ctx, progress)
+	// A data file edited during the phase gave requests other values than
+	// the ones validated: the phase measured another workload.
+	if err := e.data.check(); err != nil {
+		return res, fmt.Errorf("phase %s: %w", p.Name, err)
+	}
+	return res, nil
 }
 
 // senderFor returns the sender of op's endpoint.
@@ -506,9 +521,14 @@ func newEngineAt(p Phase, client *Client, ep endpoints, getenv func(string) (str
 		cpuTime:  processCPUTime,
 		waitTime: func() (time.Duration, bool) { return procstat.RunqueueWait(0) },
 	}
+	data, err := openCSVData(p)
+	if err != nil {
+		return nil, fmt.Errorf("invalid phase: %w", err)
+	}
+	e.data = data
 	var errs []error
 	for i, g := range p.Groups {
-		op, err := compileOperation(g.Operation, p.Operations[g.Operation], ep, getenv, true)
+		op, err := compileOperation(g.Operation, p.Operations[g.Operation], ep, getenv, data)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("operation %s: %w", g.Operation, err))
 		}
@@ -524,6 +544,7 @@ func newEngineAt(p Phase, client *Client, ep endpoints, getenv func(string) (str
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		data.close()
 		return nil, fmt.Errorf("invalid phase: %w", err)
 	}
 	for i := range e.ops {

@@ -212,7 +212,7 @@ func (d OperationDef) Validate(ops map[Operation]OperationDef) error {
 		_, err := compileSubscription(d, ops, func(string) (string, bool) { return "", true })
 		return err
 	}
-	_, err := compileOperation("", d, endpoints{graphql: "http://h/graphql", rest: "http://h"}, func(string) (string, bool) { return "", true }, false)
+	_, err := compileOperation("", d, endpoints{graphql: "http://h/graphql", rest: "http://h"}, func(string) (string, bool) { return "", true }, nil)
 	return err
 }
 
@@ -249,8 +249,9 @@ type followStep struct {
 // varSource is how one data variable gets its value from the pickers.
 type varSource struct {
 	picker int      // the picker drawn (lookup: its by variable's picker)
-	values [][]byte // list, CSV column or lookup; nil for a range
+	values [][]byte // list or lookup; nil for a range or a CSV column
 	lookup bool
+	column int // a CSV column: its index in its picker's file's row; -1 otherwise
 }
 
 // pickerDef is one picker of an operation: a range, a list, or a CSV
@@ -258,6 +259,7 @@ type varSource struct {
 type pickerDef struct {
 	lo, n  int64
 	random bool
+	file   *csvFile // a CSV file's rows: the file read
 }
 
 // headerTemplate is one header: its name and its value's template.
@@ -278,8 +280,9 @@ type compiledExpect struct {
 
 // compileOperation compiles d (a REST or GraphQL operation) against ep;
 // getenv resolves HeadersEnv. Every problem is returned at once, each
-// naming its key. resolved says CSV data must already carry its values.
-func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(string) (string, bool), resolved bool) (*compiledOp, error) {
+// naming its key. data, the phase's CSV files opened by the driver, is nil
+// when only checking (CSV data then needs no File).
+func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(string) (string, bool), data *csvData) (*compiledOp, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	n := 0
@@ -303,7 +306,12 @@ func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(
 		case v == VarWriterID || v == VarEvent:
 			bad("data.%s: %s is a built-in variable of writers; choose another name", v, v)
 		}
-		errs = append(errs, prefixed("data.", d.Data[v].validate(v, resolved, d.Data))...)
+		errs = append(errs, prefixed("data.", d.Data[v].validate(v, data != nil, d.Data))...)
+		if dd := d.Data[v]; data != nil && dd.CSV != "" && dd.File != nil {
+			if f, _ := data.column(dd.CSV, dd.Column); f == nil {
+				bad("data.%s.csv: %s was not opened by the driver", v, dd.CSV)
+			}
+		}
 		names[v] = len(names)
 	}
 	if d.Writes {
@@ -314,7 +322,7 @@ func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	op.compileSources(d.Data, dataNames)
+	op.compileSources(d.Data, dataNames, data)
 
 	compile := func(key, text string, esc escaping) template {
 		t, raw, err := compileTemplate(text, esc, names)
@@ -569,7 +577,7 @@ func compileFollow(fs []FollowDef, rest string, bad func(string, ...any)) []foll
 
 // compileSources numbers the pickers: one per range or list variable, one
 // per CSV file (its columns share a row), none for a lookup.
-func (op *compiledOp) compileSources(data map[string]DataDef, order []string) {
+func (op *compiledOp) compileSources(data map[string]DataDef, order []string, files *csvData) {
 	op.sources = make([]varSource, len(order))
 	byCSV := map[string]int{}
 	index := map[string]int{}
@@ -579,27 +587,32 @@ func (op *compiledOp) compileSources(data map[string]DataDef, order []string) {
 	for i, name := range order {
 		d := data[name]
 		random := d.Pick != PickRoundRobin
+		op.sources[i].column = -1
 		switch {
 		case d.Range != nil:
-			op.sources[i] = varSource{picker: len(op.pickers)}
+			op.sources[i] = varSource{picker: len(op.pickers), column: -1}
 			op.pickers = append(op.pickers, pickerDef{lo: d.Range[0], n: d.Range[1] - d.Range[0] + 1, random: random})
 			op.rangeVars++
 		case d.CSV != "":
+			f, col := files.column(d.CSV, d.Column)
+			if f == nil { // only checking: no values to pick
+				continue
+			}
 			p, ok := byCSV[d.CSV]
 			if !ok {
 				p = len(op.pickers)
 				byCSV[d.CSV] = p
-				op.pickers = append(op.pickers, pickerDef{n: int64(len(d.List)), random: random})
+				op.pickers = append(op.pickers, pickerDef{n: int64(f.want.Rows), random: random, file: f})
 			}
-			op.sources[i] = varSource{picker: p, values: toBytes(d.List)}
+			op.sources[i] = varSource{picker: p, column: col}
 		case d.List != nil:
-			op.sources[i] = varSource{picker: len(op.pickers), values: toBytes(d.List)}
+			op.sources[i] = varSource{picker: len(op.pickers), values: toBytes(d.List), column: -1}
 			op.pickers = append(op.pickers, pickerDef{n: int64(len(d.List)), random: random})
 		}
 	}
 	for i, name := range order { // lookups last: their by variable has its picker
 		if d := data[name]; d.Lookup != nil {
-			op.sources[i] = varSource{picker: op.sources[index[d.By]].picker, values: toBytes(d.Lookup), lookup: true}
+			op.sources[i] = varSource{picker: op.sources[index[d.By]].picker, values: toBytes(d.Lookup), lookup: true, column: -1}
 		}
 	}
 }

@@ -100,25 +100,6 @@ func TestPickers(t *testing.T) {
 	}
 }
 
-func TestReadCSVColumn(t *testing.T) {
-	got, err := ReadCSVColumn(strings.NewReader("id,name\n1,a\n\"2\",\"b,c\"\n"), "name")
-	if err != nil || !slices.Equal(got, []string{"a", "b,c"}) {
-		t.Errorf("got %q, %v, want [a b,c]", got, err)
-	}
-	bad := func(doc, column, want string) {
-		t.Helper()
-		if _, err := ReadCSVColumn(strings.NewReader(doc), column); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: got %v, want an error with %q", doc, err, want)
-		}
-	}
-	bad("", "id", "the file is empty")
-	bad("id,name\n", "id", "no rows after the header line")
-	bad("id,name\n1,a\n", "flavor", "line 1 names no column \"flavor\" (it names 2 columns)")
-	bad("id,name\n1,a\n2\n", "id", "line 3: wrong number of fields")
-	bad("id,name\n1,a\n2,\"b\n", "id", "line 3")
-	bad("id\n1,\"x\"y\n", "id", "line 2")
-}
-
 func TestDataValidation(t *testing.T) {
 	f := func(d DataDef, want string) {
 		t.Helper()
@@ -139,8 +120,9 @@ func TestDataValidation(t *testing.T) {
 	f(DataDef{List: []string{"a"}, Range: []int64{1, 2}}, "needs exactly one of")
 	f(DataDef{}, "needs exactly one of")
 	f(DataDef{List: []string{"a"}, Pick: "sequential"}, "v.pick: must be random or round-robin")
-	f(DataDef{CSV: "f.csv", Column: "id"}, "v.csv: f.csv was not read")
-	f(DataDef{CSV: "f.csv", List: []string{"a"}}, "v.column: required with csv")
+	f(DataDef{CSV: "f.csv", Column: "id"}, "v.csv: f.csv was not validated")
+	f(DataDef{CSV: "f.csv", File: &CSVFile{Rows: 1}}, "v.column: required with csv")
+	f(DataDef{CSV: "f.csv", Column: "id", List: []string{"a"}}, "needs exactly one of")
 	f(DataDef{Lookup: []string{"a"}, By: "id"}, "")
 	f(DataDef{Lookup: []string{"a"}, By: "name"}, `v.by: "name" must be a range variable`)
 	f(DataDef{Lookup: []string{"a"}, By: "nope"}, `v.by: "nope" is not a data variable`)
@@ -272,11 +254,12 @@ func TestTransportsOnTheWire(t *testing.T) {
 	})
 	t.Run("rest with a JSON body and a CSV row", func(t *testing.T) {
 		w := newWire(t, func(r recorded) (int, string) { return 201, `{"ok":true}` })
+		items := writeCSV(t, "sku,tag\na/1,x&y\n\"b 2\",z\n", "sku", "tag")
 		def := OperationDef{
 			REST: &RESTDef{Method: "POST", Path: "/items/{{sku}}?tag={{tag}}", Body: map[string]any{"sku": "{{sku}}", "tag": "{{tag}}"}},
 			Data: map[string]DataDef{
-				"sku": {CSV: "items.csv", Column: "sku", List: []string{"a/1", "b 2"}, Pick: PickRoundRobin},
-				"tag": {CSV: "items.csv", Column: "tag", List: []string{"x&y", "z"}, Pick: PickRoundRobin},
+				"sku": {CSV: items.path, Column: "sku", File: &items.file, Pick: PickRoundRobin},
+				"tag": {CSV: items.path, Column: "tag", File: &items.file, Pick: PickRoundRobin},
 			},
 			Headers: map[string]string{"X-Sku": "{{sku}}"},
 			Expect:  Expect{Status: 201, JSON: map[string]string{"ok": "true"}},

@@ -79,6 +79,7 @@ type user struct {
 
 	picks   []picker    // one per picker of the operation
 	drawn   []int64     // this request's draws, by picker
+	rows    []csvRow    // this request's CSV rows, by picker (a CSV file's)
 	vals    [][]byte    // this request's variable values, by index
 	offs    []int       // scratch: value offsets in valBuf
 	headers []header    // Baggage and the operation's; templated values refilled per request
@@ -124,6 +125,7 @@ func newUser(op *compiledOp, p Phase, bag string, index int, slot userSlot) *use
 		rng:   userRand(p.Seed, index),
 		picks: make([]picker, len(op.pickers)),
 		drawn: make([]int64, len(op.pickers)),
+		rows:  make([]csvRow, len(op.pickers)),
 		vals:  make([][]byte, op.nvars),
 		offs:  make([]int, 2*op.nvars),
 		wants: make([][]byte, len(op.expect.paths)),
@@ -200,6 +202,9 @@ func (u *user) build(seq int64) call {
 	op := u.op
 	for i := range u.picks {
 		u.drawn[i] = u.picks[i].next(u.rng)
+		if f := op.pickers[i].file; f != nil {
+			f.read(&u.rows[i], u.drawn[i])
+		}
 	}
 	vb := u.valBuf[:0]
 	for i, src := range op.sources {
@@ -210,6 +215,8 @@ func (u *user) build(seq int64) call {
 			u.vals[i] = src.values[(k%n+n)%n]
 		case src.values != nil:
 			u.vals[i] = src.values[k]
+		case src.column >= 0:
+			u.vals[i] = u.rows[src.picker].vals[src.column]
 		default:
 			u.offs[2*i] = len(vb)
 			vb = appendRange(vb, k)
@@ -225,7 +232,7 @@ func (u *user) build(seq int64) call {
 	// The buffer may have moved while growing: slice it only now.
 	u.valBuf = vb
 	for i, src := range op.sources {
-		if src.values == nil {
+		if src.values == nil && src.column < 0 {
 			u.vals[i] = vb[u.offs[2*i]:u.offs[2*i+1]]
 		}
 	}

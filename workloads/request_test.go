@@ -14,7 +14,7 @@ import (
 // expectOf compiles the expectations of operation name of donutOps.
 func expectOf(t testing.TB, name Operation) *compiledOp {
 	t.Helper()
-	op, err := compileOperation(name, donutOps(1000)[name], endpoints{rest: "http://h", graphql: "http://h/graphql"}, nil, true)
+	op, err := compileOperation(name, donutOps(1000)[name], endpoints{rest: "http://h", graphql: "http://h/graphql"}, nil, &csvData{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestExpectClasses(t *testing.T) {
 			Present: []string{"d"}},
 		Data: map[string]DataDef{"n": {Range: []int64{5, 5}}},
 	}
-	op, err := compileOperation("x", def, endpoints{rest: "http://h"}, nil, true)
+	op, err := compileOperation("x", def, endpoints{rest: "http://h"}, nil, &csvData{})
 	if err != nil {
 		t.Fatal(err)
 	}

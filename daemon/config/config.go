@@ -61,10 +61,11 @@ type Config struct {
 	DefaultProfile string                                         `yaml:"default_profile"`
 	Profiles       map[string]Profile                             `yaml:"profiles"`
 
-	// CSVData holds the column values of every CSV file an operation's data
-	// reads, by CSVKey(path, column), read when the configuration is loaded
-	// (LoadCSV) and sent to the driver in the phase spec.
-	CSVData map[string][]string `yaml:"-"`
+	// CSVFiles describes every CSV file an operation's data reads, by its
+	// absolute path: validated when the configuration is loaded (loadCSV)
+	// without keeping its values, and sent to the driver in the phase spec,
+	// which reads the values from the file.
+	CSVFiles map[string]workloads.CSVFile `yaml:"-"`
 
 	// Warnings are what loading the configuration had to say without
 	// refusing it (a deprecated key, say); commands log each one.
@@ -690,12 +691,7 @@ func (c *Config) Clone() *Config {
 			cp.Operations[name] = cloneOperation(op)
 		}
 	}
-	if c.CSVData != nil {
-		cp.CSVData = make(map[string][]string, len(c.CSVData))
-		for k, v := range c.CSVData {
-			cp.CSVData[k] = slices.Clone(v)
-		}
-	}
+	cp.CSVFiles = maps.Clone(c.CSVFiles)
 	if c.Profiles != nil {
 		cp.Profiles = make(map[string]Profile, len(c.Profiles))
 		for name, p := range c.Profiles {
@@ -753,6 +749,10 @@ func cloneOperation(d workloads.OperationDef) workloads.OperationDef {
 		data := make(map[string]workloads.DataDef, len(d.Data))
 		for k, v := range d.Data {
 			v.Range, v.List, v.Lookup = slices.Clone(v.Range), slices.Clone(v.List), slices.Clone(v.Lookup)
+			if v.File != nil {
+				f := *v.File
+				v.File = &f
+			}
 			data[k] = v
 		}
 		d.Data = data
@@ -901,15 +901,16 @@ func definedOperations(body *yaml.Node) []string {
 	return names
 }
 
-// CSVKey is the key of CSVData for a column of a CSV file.
-func CSVKey(path, column string) string { return path + "\x00" + column }
-
-// loadCSV reads every CSV column the operations' data names into CSVData,
-// once per file and column, and returns a problem per file that cannot be
-// read or parsed, naming the line.
+// loadCSV validates every CSV file the operations' data names, once per
+// file for all the columns read from it (workloads.ValidateCSVFile), into
+// CSVFiles, and returns a problem per file that cannot be read or parsed,
+// at the first variable naming it; the message names the line, never the
+// file's text.
 func (c *Config) loadCSV() []FieldError {
-	var ps []FieldError
-	c.CSVData = nil
+	c.CSVFiles = nil
+	var paths []string
+	columns := map[string][]string{}
+	key := map[string]string{} // the first variable naming a file
 	for _, name := range slices.Sorted(maps.Keys(c.Operations)) {
 		op := c.Operations[name]
 		for _, v := range slices.Sorted(maps.Keys(op.Data)) {
@@ -917,38 +918,28 @@ func (c *Config) loadCSV() []FieldError {
 			if d.CSV == "" || d.Column == "" {
 				continue
 			}
-			key := CSVKey(d.CSV, d.Column)
-			if _, done := c.CSVData[key]; done {
-				continue
+			if _, seen := key[d.CSV]; !seen {
+				key[d.CSV] = fmt.Sprintf("operations.%s.data.%s.csv", name, v)
+				paths = append(paths, d.CSV)
 			}
-			path := fmt.Sprintf("operations.%s.data.%s.csv", name, v)
-			values, err := readCSVColumn(d.CSV, d.Column)
-			if err != nil {
-				ps = append(ps, FieldError{Path: path, Msg: err.Error()})
-				continue
+			if !slices.Contains(columns[d.CSV], d.Column) {
+				columns[d.CSV] = append(columns[d.CSV], d.Column)
 			}
-			if c.CSVData == nil {
-				c.CSVData = map[string][]string{}
-			}
-			c.CSVData[key] = values
 		}
 	}
+	var ps []FieldError
+	for _, path := range paths {
+		f, err := workloads.ValidateCSVFile(path, columns[path])
+		if err != nil {
+			ps = append(ps, FieldError{Path: key[path], Msg: err.Error()})
+			continue
+		}
+		if c.CSVFiles == nil {
+			c.CSVFiles = map[string]workloads.CSVFile{}
+		}
+		c.CSVFiles[path] = f
+	}
 	return ps
-}
-
-// readCSVColumn reads column of the CSV file at path: a regular file
-// (OpenRegular) of at most MaxCSVBytes, lines of at most MaxCSVLineBytes.
-func readCSVColumn(path, column string) ([]string, error) {
-	f, err := OpenRegular(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the CSV file: %w", err)
-	}
-	defer f.Close()
-	values, err := workloads.ReadCSVColumn(&boundedLines{r: f, max: MaxCSVBytes, line: MaxCSVLineBytes}, column)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return values, nil
 }
 
 // parseDoc parses doc, one YAML document, and returns its top node; errors
@@ -1604,7 +1595,8 @@ func (c *Config) Phases(p Profile, run string) []workloads.Phase {
 }
 
 // resolvedOperations returns the operations spec uses (its groups', its
-// subscription's and the writer raising it), CSV data with its values.
+// subscription's and the writer raising it), CSV data with its file as
+// validated.
 func (c *Config) resolvedOperations(spec workloads.Phase) map[workloads.Operation]workloads.OperationDef {
 	used := map[workloads.Operation]workloads.OperationDef{}
 	add := func(name workloads.Operation) {
@@ -1622,8 +1614,8 @@ func (c *Config) resolvedOperations(spec workloads.Phase) map[workloads.Operatio
 	}
 	for _, d := range used {
 		for v, dd := range d.Data {
-			if dd.CSV != "" {
-				dd.List = c.CSVData[CSVKey(dd.CSV, dd.Column)]
+			if f, ok := c.CSVFiles[dd.CSV]; ok && dd.CSV != "" {
+				dd.File = &f
 				d.Data[v] = dd
 			}
 		}

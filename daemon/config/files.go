@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
-	"syscall"
 
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/sys/unix"
 
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/fsutil"
 )
 
 // MaxFileBytes bounds a YAML file soakd reads (--config, --old, --new,
@@ -21,68 +19,10 @@ import (
 // could say what is wrong. CSV data is read from its own files.
 const MaxFileBytes = 16 << 20
 
-// MaxCSVBytes bounds a CSV file an operation's data reads, and
-// MaxCSVLineBytes one line of it: `csv: /dev/zero` grew the daemon by
-// 300 MB/s before, since its first line never ends and the row cap never
-// fired.
-const (
-	MaxCSVBytes     = 256 << 20
-	MaxCSVLineBytes = 1 << 20
-)
-
-// Filesystem magic numbers (statfs(2)) of the kernel's pseudo files: they
-// claim to be regular files of size 0 and change as they are read.
-const (
-	procSuperMagic = 0x9fa0
-	sysfsMagic     = 0x62656572
-)
-
-// OpenRegular opens path for reading, refusing what is not a regular file
-// of a real file system: a device (/dev/zero), a FIFO (opened without
-// blocking, so `--new FIFO` no longer hangs in open(2) for ever, deaf to
-// SIGTERM), a socket, a directory, or a file of /proc or /sys
-// (/proc/self/environ holds the daemon's secrets).
-func OpenRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file (%s): soakd reads only files", path, fileKind(fi.Mode()))
-	}
-	var fs unix.Statfs_t
-	if err := unix.Fstatfs(int(f.Fd()), &fs); err == nil && (fs.Type == procSuperMagic || fs.Type == sysfsMagic) {
-		f.Close()
-		return nil, fmt.Errorf("%s is a kernel pseudo-file (/proc or /sys): soakd reads only files", path)
-	}
-	return f, nil
-}
-
-// fileKind names what a non-regular file is.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
-}
-
 // ReadFile reads the file flag names, refusing (exit 2) one that is not a
-// regular file (OpenRegular) or is larger than MaxFileBytes.
+// regular file (fsutil.OpenRegular) or is larger than MaxFileBytes.
 func ReadFile(flag, path string) ([]byte, error) {
-	f, err := OpenRegular(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("cannot read %s: %w", flag, err))
 	}
@@ -147,30 +87,4 @@ func MergeOverrides(doc []byte, sets []string) (string, error) {
 		return "", fmt.Errorf("cannot encode the overrides: %w", err)
 	}
 	return string(out), nil
-}
-
-// boundedLines reads at most max bytes in all and lines of at most line
-// bytes, failing with a message naming the bound once either is passed.
-type boundedLines struct {
-	r         io.Reader
-	max, line int64
-	read, cur int64 // bytes read in all, and since the last newline
-}
-
-func (b *boundedLines) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	for _, c := range p[:n] {
-		b.cur++
-		if c == '\n' {
-			b.cur = 0
-		}
-		if b.cur > b.line {
-			return 0, fmt.Errorf("a line is longer than %d KiB: is it a CSV file?", b.line>>10)
-		}
-	}
-	b.read += int64(n)
-	if b.read > b.max {
-		return 0, fmt.Errorf("the file is larger than %d MiB, soakd's bound on CSV data", b.max>>20)
-	}
-	return n, err
 }

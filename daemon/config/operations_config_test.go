@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,15 +121,17 @@ profiles:
 		t.Errorf("the REST phase's spec carries %d operations, want the one it uses", len(rest.Operations))
 	}
 	d := rest.Operations["rest-get"].Data["id"]
-	if want := filepath.Join(dir, "ids.csv"); d.CSV != want || strings.Join(d.List, ",") != "3,5" {
-		t.Errorf("CSV data: got %s %v, want %s with 3,5", d.CSV, d.List, want)
+	// The spec carries the file as validated, not its values: the driver
+	// reads them.
+	if want := filepath.Join(dir, "ids.csv"); d.CSV != want || d.List != nil || d.File == nil || d.File.Rows != 2 || d.File.Size != 24 || len(d.File.SHA256) != 64 {
+		t.Errorf("CSV data: got %s %v %+v, want %s, 2 rows of 24 bytes, no values", d.CSV, d.List, d.File, want)
 	}
 	if err := rest.Validate(); err != nil {
 		t.Errorf("the spec: %v", err)
 	}
 	b, _ := json.Marshal(specs)
-	if strings.Contains(string(b), "hidden-value") {
-		t.Errorf("a spec holds the secret header's value: %s", b)
+	if strings.Contains(string(b), "hidden-value") || strings.Contains(string(b), "five") {
+		t.Errorf("a spec holds the secret header's value or a CSV value: %s", b)
 	}
 	if y, _ := EffectiveYAML(cfg); strings.Contains(string(y), "hidden-value") || strings.Contains(string(y), "five") {
 		t.Errorf("soakd config shows a secret or the CSV's values:\n%s", y)
@@ -161,14 +164,55 @@ func TestCSVPathsAbsoluteAndNotInTheTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := cfg.Operations["rest-get"].Data["id"].CSV
-	if got != filepath.Join(dir, "ids.csv") || len(cfg.CSVData) != 1 {
-		t.Errorf("csv %q (%d columns read), want %s, read", got, len(cfg.CSVData), filepath.Join(dir, "ids.csv"))
+	if got != filepath.Join(dir, "ids.csv") || len(cfg.CSVFiles) != 1 {
+		t.Errorf("csv %q (%d files validated), want %s, validated", got, len(cfg.CSVFiles), filepath.Join(dir, "ids.csv"))
 	}
 	tc, err := LoadTarget(def, doc, rel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tc.CSVData != nil {
-		t.Errorf("the measured process read %d CSV columns, want none", len(tc.CSVData))
+	if tc.CSVFiles != nil {
+		t.Errorf("the measured process read %d CSV files, want none", len(tc.CSVFiles))
+	}
+}
+
+// TestSpecCarriesNoCSVValues: the driver's spec names a CSV file, it does
+// not carry its values (a 1 M-row × 300 B file cost 2.2 GB in the
+// orchestrator and 1.4 GB in the driver when it did), and the config keeps
+// none of them either.
+func TestSpecCarriesNoCSVValues(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ids.csv"), []byte("id,note\n3,value-of-row-one\n5,value-of-row-two\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	doc := []byte(`
+operations:
+  rest-get:
+    rest: {path: "/api/donuts/{{id}}"}
+    headers: {X-Note: "{{note}}"}
+    data: {id: {csv: ids.csv, column: id}, note: {csv: ids.csv, column: note}}
+default_profile: mine
+profiles:
+  mine:
+    request_timeout: 5s
+    compare: {rest: r, graphql: g}
+    phases:
+      - {name: r, arm: rest, users: [{operation: rest-get, users: 1, iterations: 10}]}
+      - {name: g, arm: graphql, users: [{operation: add, users: 1, iterations: 10}]}
+`)
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(defaults(t), doc, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(cfg.Phases(cfg.Profiles["mine"], "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := json.Marshal(cfg.Clone()); strings.Contains(string(b), "value-of-row") || strings.Contains(fmt.Sprintf("%+v", *cfg), "value-of-row") || strings.Contains(string(c), "value-of-row") {
+		t.Errorf("the spec or the config carries the CSV file's values: %s", b)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/soakd/soakd/workloads"
 )
 
 // sideMaySet reports whether an A/B side file may change the top-level
@@ -48,7 +50,7 @@ func SideChanges(base, side *Config) ([]string, error) {
 	}
 	// CSV data is loaded from files the operations name: the same names
 	// with other contents would be another workload too.
-	if !reflect.DeepEqual(base.CSVData, side.CSVData) {
+	if !sameCSVContents(base.CSVFiles, side.CSVFiles) {
 		out = append(out, "operations data (CSV file contents)")
 	}
 	return slices.Compact(out), nil
@@ -95,4 +97,10 @@ func unionKeys(a, b map[string]any) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// sameCSVContents reports whether a and b describe the same CSV files with
+// the same contents (their SHA-256: a copy touched since is the same data).
+func sameCSVContents(a, b map[string]workloads.CSVFile) bool {
+	return maps.EqualFunc(a, b, func(x, y workloads.CSVFile) bool { return x.SHA256 == y.SHA256 && x.Rows == y.Rows })
 }

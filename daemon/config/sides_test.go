@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/soakd/soakd/workloads"
 )
 
 // TestSideChanges: an A/B side file may change the build (target, inject,
@@ -53,6 +55,35 @@ func TestNonFiniteFloatsRefused(t *testing.T) {
 		_, err := Load(defaults(t), []byte(c.doc), "user.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.path) || !strings.Contains(err.Error(), "must be a finite number") {
 			t.Errorf("%q: %v, want %s refused as not finite", c.doc, err, c.path)
+		}
+	}
+}
+
+// TestSideChangesSeesCSVContents: a side whose CSV file holds other
+// contents (another SHA-256) runs another workload; the same contents
+// under a newer modification time do not.
+func TestSideChangesSeesCSVContents(t *testing.T) {
+	base, err := Load(defaults(t), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.CSVFiles = map[string]workloads.CSVFile{"/d/items.csv": {Rows: 2, Size: 9, ModTime: 1, SHA256: "aa"}}
+	for _, c := range []struct {
+		name string
+		file workloads.CSVFile
+		want []string
+	}{
+		{"the same contents, touched", workloads.CSVFile{Rows: 2, Size: 9, ModTime: 2, SHA256: "aa"}, nil},
+		{"other contents", workloads.CSVFile{Rows: 2, Size: 9, ModTime: 1, SHA256: "bb"}, []string{"operations data (CSV file contents)"}},
+	} {
+		side := base.Clone()
+		side.CSVFiles["/d/items.csv"] = c.file
+		got, err := SideChanges(base, side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: changes %q, want %q", c.name, got, c.want)
 		}
 	}
 }

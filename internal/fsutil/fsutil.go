@@ -1,7 +1,8 @@
-// Package fsutil writes files atomically: a reader, and a crash at any
-// moment, see either the old file or the whole new one, never a part. It
-// is the one home of that rule for soakd's reports, history, profiles and
-// session files.
+// Package fsutil holds soakd's rules for files. It writes them
+// atomically: a reader, and a crash at any moment, see either the old file
+// or the whole new one, never a part (reports, history, profiles, session
+// files). And it opens a file a user names only when it is a regular file
+// of a real file system (OpenRegular): configurations and CSV data.
 package fsutil
 
 import (
