@@ -326,7 +326,7 @@ func (u *user) do(s sender, timeout time.Duration, c call) outcome {
 		o.class = "http_" + strconv.Itoa(status)
 		o.message = fmt.Sprintf("%s %s: HTTP %d (want %d): %s", c.method, c.url, status, u.op.expect.status, body)
 	default:
-		if o.class, o.message = u.op.expect.check(body, u.wants, u.found); o.class != "" {
+		if o.class, o.message = u.op.expect.check(body, u.wants, u.drawn, u.found); o.class != "" {
 			o.message = c.method + " " + string(c.url) + ": " + o.message
 		} else if len(u.op.follow) > 0 {
 			o.class, o.message = u.follow(s, timeout, c, body)
@@ -447,10 +447,11 @@ func appendIDs(ids []int64, body []byte, field string) ([]int64, string, error) 
 // JSON when any path is checked (else decode_error), carry no top-level
 // GraphQL errors when asked (else graphql_error), and hold every path with
 // its wanted value, or a value other than null for a presence check (else
-// payload_mismatch). wants are this request's expected values, found a
-// scratch slice as long as the paths. It returns an empty class when the
-// body passes, and allocates only to word a failure.
-func (x *compiledExpect) check(body []byte, wants [][]byte, found []valueSpan) (class, message string) {
+// payload_mismatch). wants are this request's expected values, drawn its
+// pickers' draws (the rows of CSV values), found a scratch slice as long as
+// the paths. It returns an empty class when the body passes, and allocates
+// only to word a failure.
+func (x *compiledExpect) check(body []byte, wants [][]byte, drawn []int64, found []valueSpan) (class, message string) {
 	if !x.needJSON {
 		return "", ""
 	}
@@ -477,10 +478,31 @@ func (x *compiledExpect) check(body []byte, wants [][]byte, found []valueSpan) (
 			continue
 		}
 		if !jsonEqual(v, wants[k]) {
-			return ClassPayloadMismatch, fmt.Sprintf("%s: got %s, want %q", x.keys[k], v, wants[k])
+			return ClassPayloadMismatch, fmt.Sprintf("%s: got %s, want %s", x.keys[k], v, x.wantText(k, wants[k], drawn))
 		}
 	}
 	return "", ""
+}
+
+// wantText words path k's wanted value w for a mismatch message: quoted
+// when it comes from the configuration (a literal, list: or range:), and
+// when a CSV file gave it, its row and column in the file, never its text
+// (a file may hold anything the daemon can read; the examples reach the
+// control API and report.md). Rows count from 1, the first after the
+// header line.
+func (x *compiledExpect) wantText(k int, w []byte, drawn []int64) string {
+	o := x.wantCSV[k]
+	switch {
+	case o.file == "":
+		return strconv.Quote(string(w))
+	case o.picker >= len(drawn):
+		return "<value from " + o.file + ">"
+	}
+	what := "the value"
+	if _, single := x.want[k].single(); !single {
+		what = "a value built from the value"
+	}
+	return fmt.Sprintf("%s of row %d of column %s in %s", what, drawn[o.picker]+1, o.column, o.file)
 }
 
 // emptyErrors reports whether a top-level errors value is null or [].
