@@ -115,10 +115,10 @@ func TestExpectClasses(t *testing.T) {
 		return senderFunc(func(*call) (int, []byte, error) { return status, []byte(body), nil })
 	}
 	u := newUser(op, Phase{Groups: []UserGroup{{Operation: "x"}}}, "b", 0, userSlot{})
-	if o := u.do(srv(201, ok), 0, u.next(0)); o.class != "" {
+	if o := u.do(t.Context(), srv(201, ok), 0, u.next(0)); o.class != "" {
 		t.Errorf("status 201: got %q %s, want success", o.class, o.message)
 	}
-	if o := u.do(srv(200, ok), 0, u.next(0)); o.class != "http_200" || !strings.Contains(o.message, "HTTP 200 (want 201)") {
+	if o := u.do(t.Context(), srv(200, ok), 0, u.next(0)); o.class != "http_200" || !strings.Contains(o.message, "HTTP 200 (want 201)") {
 		t.Errorf("status 200 where 201 is expected: got %q %s, want http_200", o.class, o.message)
 	}
 }
@@ -239,7 +239,7 @@ func TestDoAllocs(t *testing.T) {
 		i := 0
 		do := func() {
 			i++
-			if o := u.do(memTarget{}, time.Second, u.next(i)); o.class != "" {
+			if o := u.do(t.Context(), memTarget{}, time.Second, u.next(i)); o.class != "" {
 				t.Fatalf("%s: request %d failed: %s: %s", name, i, o.class, o.message)
 			}
 		}
@@ -313,7 +313,7 @@ func TestMismatchNamesTheCSVRowNotItsValue(t *testing.T) {
 		for j := range c.i { // round robin: request i reads row i+1
 			u.next(j)
 		}
-		o := u.do(respond(c.body), 0, u.next(c.i))
+		o := u.do(t.Context(), respond(c.body), 0, u.next(c.i))
 		if o.class != ClassPayloadMismatch || o.message != "GET http://h/x: "+c.want {
 			t.Errorf("request %d: got %q %q, want payload_mismatch %q", c.i, o.class, o.message, c.want)
 		}
