@@ -571,6 +571,11 @@ func compileFollow(fs []FollowDef, rest string, bad func(string, ...any)) []foll
 		case strings.Contains(f.Path, "{{") || strings.ContainsAny(f.Path, " #"):
 			bad("%s.path: takes no {{placeholders}}, spaces or fragment, got %q", key, f.Path)
 		}
+		if strings.ContainsAny(f.Path, "\r\n\x00") {
+			// As for rest.path: the HTTP client would turn them into
+			// spaces and send another request than the one written.
+			bad("%s.path: a path holds no line break or NUL (got %q)", key, f.Path)
+		}
 		if f.From < 0 || f.From > i {
 			bad("%s.from: must name an earlier call, 0 (rest.path) to %d, got %d", key, i, f.From)
 		}

@@ -495,6 +495,13 @@ func TestFollowAndPathProblems(t *testing.T) {
 		{Path: "/c/{id}/{{x}}", From: 2, IDField: ""},
 	}}}, "rest.follow[0].path: must hold {id} once", "rest.follow[1].path: takes no {{placeholders}}",
 		"rest.follow[1].from: must name an earlier call, 0 (rest.path) to 1, got 2", "rest.follow[1].id_field:")
+	// Line breaks and NUL, as in rest.path: the client would send another request.
+	f(OperationDef{REST: &RESTDef{Path: "/a", Follow: []FollowDef{
+		{Path: "/b/{id}\r\nX-Injected:1", IDField: "id"},
+		{Path: "/c/{id}\n", IDField: "id"},
+		{Path: "/d/{id}\x00", IDField: "id"},
+	}}}, `rest.follow[0].path: a path holds no line break or NUL (got "/b/{id}\r\nX-Injected:1")`,
+		`rest.follow[1].path: a path holds no line break or NUL`, `rest.follow[2].path: a path holds no line break or NUL (got "/d/{id}\x00")`)
 }
 
 // TestOperationListCountsFamilies: a large family of operations sharing a
