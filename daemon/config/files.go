@@ -30,6 +30,15 @@ const (
 	MaxCSVLineBytes = 1 << 20
 )
 
+// MaxSpecBytes bounds the phase spec `soakd drive --spec FILE` reads: a
+// spec carries its operations' CSV values (each file at most MaxCSVBytes),
+// so it has room for a few such files and no more.
+const MaxSpecBytes = 1 << 30
+
+// MaxPIDFileBytes bounds target.pid_file: it holds a process id and a
+// newline.
+const MaxPIDFileBytes = 4 << 10
+
 // Filesystem magic numbers (statfs(2)) of the kernel's pseudo files: they
 // claim to be regular files of size 0 and change as they are read.
 const (
@@ -62,6 +71,61 @@ func OpenRegular(path string) (*os.File, error) {
 		return nil, fmt.Errorf("%s is a kernel pseudo-file (/proc or /sys): soakd reads only files", path)
 	}
 	return f, nil
+}
+
+// OpenBounded opens path as OpenRegular does and returns a reader of it
+// that fails, naming path and the bound, once more than max bytes were
+// read: for a reader that streams (a JSON decoder) rather than reading the
+// file whole. Close closes the file.
+func OpenBounded(path string, max int64) (io.ReadCloser, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	return &boundedFile{f: f, path: path, max: max}, nil
+}
+
+// boundedFile is OpenBounded's reader.
+type boundedFile struct {
+	f         *os.File
+	path      string
+	max, read int64
+}
+
+func (b *boundedFile) Read(p []byte) (int, error) {
+	n, err := b.f.Read(p)
+	if b.read += int64(n); b.read > b.max {
+		return 0, fmt.Errorf("%s is larger than %s, soakd's bound for it: is it the right file?", b.path, sizeText(b.max))
+	}
+	return n, err
+}
+
+func (b *boundedFile) Close() error { return b.f.Close() }
+
+// ReadRegular reads the file at path whole: a regular file (OpenRegular) of
+// at most max bytes; every error names path.
+func ReadRegular(path string, max int64) ([]byte, error) {
+	r, err := OpenBounded(path, max)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// sizeText writes a bound in bytes as people read it: "4 KiB", "1024 MiB".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // fileKind names what a non-regular file is.
