@@ -60,8 +60,9 @@ fuzz:
 	$(GO) test ./internal/api -run '^$$' -fuzz . -fuzztime $(FUZZTIME)
 	$(GO) test ./profiles -run '^$$' -fuzz FuzzParseBaggage -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzEventName -fuzztime $(FUZZTIME)
-	$(GO) test ./workloads -run '^$$' -fuzz FuzzValidate -fuzztime $(FUZZTIME)
+	$(GO) test ./workloads -run '^$$' -fuzz FuzzScanJSON -fuzztime $(FUZZTIME)
 	$(GO) test ./workloads -run '^$$' -fuzz FuzzReadCSVColumn -fuzztime $(FUZZTIME)
+	$(GO) test ./workloads -run '^$$' -fuzz FuzzFollowChain -fuzztime $(FUZZTIME)
 
 ## gate-check: prove the gate's false-alarm and detection rates on this machine: runs compared across
 ## time, then soakd ab sessions (N=5: ~50 + ~55 min; PARTS=runs or PARTS=ab for one half; not in CI)

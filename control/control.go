@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/internal/donut"
+	"github.com/soakd/soakd/internal/echo"
 )
 
 // DefaultMaxBodyBytes is the request body limit, in bytes, used when
@@ -61,7 +62,7 @@ func NewHandler(svc *donut.Service, opts Options) http.Handler {
 	// than ServeMux's plain-text one.
 	mux.HandleFunc(Prefix+"{id}", h.donut)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.fail(w, http.StatusNotFound, fmt.Sprintf("no route for %s", r.URL.Path))
+		h.fail(w, http.StatusNotFound, fmt.Sprintf("no route for %s", echo.Input(r.URL.Path)))
 	})
 	return mux
 }
@@ -74,7 +75,7 @@ func (h *handler) donut(w http.ResponseWriter, r *http.Request) {
 		h.put(w, r)
 	default:
 		w.Header().Set("Allow", "GET, PUT")
-		h.fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use GET or PUT", r.Method))
+		h.fail(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use GET or PUT", echo.Input(r.Method)))
 	}
 }
 
@@ -104,7 +105,7 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	d, ok := h.svc.Store.Get(id)
 	if !ok {
-		h.fail(w, http.StatusNotFound, fmt.Sprintf("donut %q not found", id))
+		h.fail(w, http.StatusNotFound, fmt.Sprintf("donut %q not found", echo.Input(id)))
 		return
 	}
 	var resp getResponse

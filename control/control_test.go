@@ -2,6 +2,7 @@ package control
 
 import (
 	"encoding/json"
+	"github.com/soakd/soakd/internal/echo"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -221,5 +222,27 @@ func TestErrorsDoNotEchoLargeInput(t *testing.T) {
 				t.Errorf("message %.200q does not say how much was cut", msg)
 			}
 		})
+	}
+}
+
+// TestRepliesCapEchoedInput: a 404 or 405 quotes at most echo.MaxBytes of
+// the path, the donut id or the method.
+func TestRepliesCapEchoedInput(t *testing.T) {
+	ts, _ := newServer(t)
+	long := strings.Repeat("a", 5000)
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodGet, "/api/donuts/" + long, http.StatusNotFound},
+		{http.MethodGet, "/api/donuts/1/" + long, http.StatusNotFound},
+		{http.MethodDelete, "/api/donuts/1", http.StatusMethodNotAllowed},
+		{strings.Repeat("X", 5000), "/api/donuts/1", http.StatusMethodNotAllowed},
+	} {
+		got := do(t, ts, c.method, c.path, "", nil)
+		msg := onlyError(t, got.body)
+		if got.status != c.status || len(msg) > 2*echo.MaxBytes+100 || strings.Contains(msg, strings.Repeat("a", echo.MaxBytes+1)) || strings.Contains(msg, strings.Repeat("X", echo.MaxBytes+1)) {
+			t.Errorf("%.10s %.20s…: got %d with a %d-byte message %.200q, want %d quoting at most %d bytes", c.method, c.path, got.status, len(msg), msg, c.status, echo.MaxBytes)
+		}
 	}
 }

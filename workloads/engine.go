@@ -674,7 +674,10 @@ func (e *engine) probe(ctx context.Context, id string) error {
 	u := e.newUser(0, userSlot{group: g})
 	u.writerID = id
 	u.vals[u.op.writerVar] = []byte(id)
-	if o := u.do(e.senderFor(u.op), e.phase.RequestTimeout, u.build(0)); o.class != "" {
+	switch o := u.do(ctx, e.senderFor(u.op), e.phase.RequestTimeout, u.build(0)); {
+	case o.stopped:
+		return fmt.Errorf("probe of %s: %w", id, context.Cause(ctx))
+	case o.class != "":
 		return fmt.Errorf("probe of %s: %s: %s", id, o.class, o.message)
 	}
 	return nil
@@ -757,7 +760,11 @@ func (e *engine) iterate(ctx, stopCtx context.Context, u *user) (completed bool)
 			e.noteStop(ctx)
 			return false
 		}
-		o := u.do(e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
+		o := u.do(stopCtx, e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
+		if o.stopped { // a chatty request cut short: not a request
+			e.noteStop(ctx)
+			return false
+		}
 		if e.phase.DriverBurn > 0 {
 			burnCPU(e.phase.DriverBurn)
 		}

@@ -107,7 +107,6 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 		free <- &openSlot{index: i, users: make([]*user, len(p.Groups)), iters: make([]int, len(p.Groups))}
 	}
 	picker := newWeightedPicker(p.Groups, rand.New(rand.NewPCG(p.Seed, openStream)))
-	reqCtx := context.WithoutCancel(ctx) // requests in flight finish even when the phase is aborted
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -167,7 +166,7 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 		case s := <-free:
 			e.active.Add(1)
 			inflight.Go(func() {
-				e.sendOpen(reqCtx, s, g, intended)
+				e.sendOpen(ctx, s, g, intended)
 				e.active.Add(-1)
 				free <- s
 			})
@@ -238,6 +237,8 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 // sendOpen sends one open-model request of group g from slot s, intended at
 // intended, and records it: its latency from the intended time in the
 // group's histogram, its service time and lateness in the open figures.
+// ctx is the run's: the request in flight finishes when it ends, but a
+// chatty one sends no more follow calls and is not recorded.
 func (e *engine) sendOpen(ctx context.Context, s *openSlot, g int, intended time.Time) {
 	u := s.users[g]
 	if u == nil {
@@ -246,12 +247,14 @@ func (e *engine) sendOpen(ctx context.Context, s *openSlot, g int, intended time
 	}
 	i := s.iters[g]
 	s.iters[g]++
-	o := u.do(e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
+	o := u.do(ctx, e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
 	lateness := max(o.sent.Sub(intended), 0)
 	e.mu.Lock()
 	e.open.sentAt(lateness)
 	e.mu.Unlock()
-	e.record(g, o, lateness+o.latency)
+	if !o.stopped { // a chatty request cut short by an abort is not a request
+		e.record(g, o, lateness+o.latency)
+	}
 }
 
 // sleepTimer waits for d on t (stopped, or fired and drained) unless ctx ends

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -251,7 +252,16 @@ type varSource struct {
 	picker int      // the picker drawn (lookup: its by variable's picker)
 	values [][]byte // list or lookup; nil for a range or a CSV column
 	lookup bool
-	column int // a CSV column: its index in its picker's file's row; -1 otherwise
+	column int       // a CSV column: its index in its picker's file's row; -1 otherwise
+	csv    csvOrigin // the file and column of a CSV variable; zero otherwise
+}
+
+// csvOrigin names where a value read from a CSV file came from: its
+// picker's draw is the row. Messages name it rather than quote the value,
+// which may be any file's content (see issue 23: /proc/self/environ).
+type csvOrigin struct {
+	file, column string // the file's base name, the column's name
+	picker       int
 }
 
 // pickerDef is one picker of an operation: a range, a list, or a CSV
@@ -276,6 +286,9 @@ type compiledExpect struct {
 	paths    []jsonPath
 	keys     []string   // the paths as written, for messages
 	want     []template // nil for a presence check
+	// wantCSV is, by path, the CSV column the wanted value is built from
+	// (file "" when none): a mismatch names the row, never quotes it.
+	wantCSV []csvOrigin
 }
 
 // compileOperation compiles d (a REST or GraphQL operation) against ep;
@@ -431,6 +444,7 @@ func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(
 			return
 		}
 		x.paths, x.keys, x.want = append(x.paths, p), append(x.keys, path), append(x.want, want)
+		x.wantCSV = append(x.wantCSV, op.csvOriginOf(want))
 	}
 	for _, path := range slices.Sorted(maps.Keys(d.Expect.JSON)) {
 		addPath("expect.json."+path, path, compile("expect.json."+path, d.Expect.JSON[path], escRaw))
@@ -441,6 +455,7 @@ func compileOperation(name Operation, d OperationDef, ep endpoints, getenv func(
 	if d.Expect.NoGraphQLErrors {
 		x.errors = len(x.paths)
 		x.paths, x.keys, x.want = append(x.paths, jsonPath{keys: [][]byte{[]byte("errors")}, idx: []int{-1}}), append(x.keys, "errors"), append(x.want, nil)
+		x.wantCSV = append(x.wantCSV, csvOrigin{})
 	}
 	if len(x.paths) > maxExpectPaths {
 		bad("expect: %d paths, at most %d allowed", len(x.paths), maxExpectPaths)
@@ -564,6 +579,11 @@ func compileFollow(fs []FollowDef, rest string, bad func(string, ...any)) []foll
 		case strings.Contains(f.Path, "{{") || strings.ContainsAny(f.Path, " #"):
 			bad("%s.path: takes no {{placeholders}}, spaces or fragment, got %q", key, f.Path)
 		}
+		if strings.ContainsAny(f.Path, "\r\n\x00") {
+			// As for rest.path: the HTTP client would turn them into
+			// spaces and send another request than the one written.
+			bad("%s.path: a path holds no line break or NUL (got %q)", key, f.Path)
+		}
 		if f.From < 0 || f.From > i {
 			bad("%s.from: must name an earlier call, 0 (rest.path) to %d, got %d", key, i, f.From)
 		}
@@ -604,7 +624,7 @@ func (op *compiledOp) compileSources(data map[string]DataDef, order []string, fi
 				byCSV[d.CSV] = p
 				op.pickers = append(op.pickers, pickerDef{n: int64(f.want.Rows), random: random, file: f})
 			}
-			op.sources[i] = varSource{picker: p, column: col}
+			op.sources[i] = varSource{picker: p, column: col, csv: csvOrigin{file: filepath.Base(d.CSV), column: d.Column, picker: p}}
 		case d.List != nil:
 			op.sources[i] = varSource{picker: len(op.pickers), values: toBytes(d.List), column: -1}
 			op.pickers = append(op.pickers, pickerDef{n: int64(len(d.List)), random: random})
@@ -615,6 +635,17 @@ func (op *compiledOp) compileSources(data map[string]DataDef, order []string, fi
 			op.sources[i] = varSource{picker: op.sources[index[d.By]].picker, values: toBytes(d.Lookup), lookup: true, column: -1}
 		}
 	}
+}
+
+// csvOriginOf returns the CSV column the first of t's variables read from
+// a CSV file comes from; zero when t uses none.
+func (op *compiledOp) csvOriginOf(t template) csvOrigin {
+	for _, s := range t {
+		if s.v >= 0 && s.v < len(op.sources) && op.sources[s.v].csv.file != "" {
+			return op.sources[s.v].csv
+		}
+	}
+	return csvOrigin{}
 }
 
 // envHeader checks header k of d.HeadersEnv and returns its value from

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -477,6 +478,13 @@ func TestFollowAndPathProblems(t *testing.T) {
 		{Path: "/c/{id}/{{x}}", From: 2, IDField: ""},
 	}}}, "rest.follow[0].path: must hold {id} once", "rest.follow[1].path: takes no {{placeholders}}",
 		"rest.follow[1].from: must name an earlier call, 0 (rest.path) to 1, got 2", "rest.follow[1].id_field:")
+	// Line breaks and NUL, as in rest.path: the client would send another request.
+	f(OperationDef{REST: &RESTDef{Path: "/a", Follow: []FollowDef{
+		{Path: "/b/{id}\r\nX-Injected:1", IDField: "id"},
+		{Path: "/c/{id}\n", IDField: "id"},
+		{Path: "/d/{id}\x00", IDField: "id"},
+	}}}, `rest.follow[0].path: a path holds no line break or NUL (got "/b/{id}\r\nX-Injected:1")`,
+		`rest.follow[1].path: a path holds no line break or NUL`, `rest.follow[2].path: a path holds no line break or NUL (got "/d/{id}\x00")`)
 }
 
 // TestOperationListCountsFamilies: a large family of operations sharing a
@@ -521,5 +529,59 @@ func TestFollowIsBounded(t *testing.T) {
 	}
 	if n := len(w.requests()); n != 1+100 {
 		t.Errorf("%d calls, want the first and 100 follow calls (50 × 50 + 50 would have been %d)", n, 1+50+50*50)
+	}
+}
+
+// TestFollowChainStopsWithThePhase: a phase stopped mid-chain sends no
+// more follow calls: each user's next call checks the phase's stop, so the
+// calls after it are at most the ones in flight (one per user), not the
+// rest of a 2,000-item list; a chain cut short is neither a request nor an
+// error.
+func TestFollowChainStopsWithThePhase(t *testing.T) {
+	const users, items, stopAfter = 2, 2000, 50
+	var b strings.Builder
+	b.WriteString(`{"data":[`)
+	for i := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d}`, i+1)
+	}
+	b.WriteString(`]}`)
+	list := b.String()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var mu sync.Mutex
+	follows, atStop := 0, -1
+	w := newWire(t, func(r recorded) (int, string) {
+		if r.path == "/users" {
+			return 200, list
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if follows++; follows == stopAfter {
+			atStop = follows
+			cancel() // the run is stopped while both users are mid-chain
+		}
+		return 200, `{"data":{"id":1}}`
+	})
+	p := Phase{Name: "p", Arm: "rest", Run: "r", Seed: 1, RequestTimeout: time.Minute,
+		Groups: []UserGroup{{Operation: "op", Users: users, Iterations: 1}},
+		Operations: map[Operation]OperationDef{"op": {REST: &RESTDef{Path: "/users", Follow: []FollowDef{
+			{Path: "/users/{id}", From: 0, IDField: "id"},
+		}}}}}
+	r, err := Run(ctx, w.URL, p, NewClient(users, time.Minute), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	after := follows - atStop
+	mu.Unlock()
+	if atStop < 0 || after > users {
+		t.Errorf("%d follow calls after the stop (at call %d), want at most %d (the ones in flight)", after, atStop, users)
+	}
+	if !r.Aborted || r.Requests != 0 || r.Errors != 0 {
+		t.Errorf("got aborted %v, %d requests, %d errors %v; want an aborted phase with no request counted", r.Aborted, r.Requests, r.Errors, r.ErrorExamples)
 	}
 }

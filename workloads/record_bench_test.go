@@ -69,7 +69,7 @@ func BenchmarkDo(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				o := u.do(memTarget{}, time.Second, u.next(i))
+				o := u.do(b.Context(), memTarget{}, time.Second, u.next(i))
 				if o.class != "" {
 					b.Fatalf("request %d failed: %s: %s", i, o.class, o.message)
 				}

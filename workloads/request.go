@@ -298,6 +298,10 @@ type outcome struct {
 	latency time.Duration // service time: from sent to the end of the body (or the failure)
 	class   string        // "" on success
 	message string
+	// stopped: a chatty request whose phase stopped between its follow
+	// calls, cut short there. It is neither a success nor an error and is
+	// not recorded (its latency would not be the whole request's).
+	stopped bool
 }
 
 // do sends c with s, reads the whole response and checks it against the
@@ -306,8 +310,11 @@ type outcome struct {
 // request. Nothing cancels a request in flight, so an aborted phase lets it
 // finish; timeout bounds each send, from dialling or waiting for a connection
 // to the end of the body. The latency runs from just before sending to the
-// end of the (last) body read.
-func (u *user) do(s sender, timeout time.Duration, c call) outcome {
+// end of the (last) body read. stop is the phase's stop: a chatty request
+// checks it before each follow call and, once it has ended, sends no more
+// (outcome.stopped), so a phase stopping mid-chain waits for one call, not
+// for thousands.
+func (u *user) do(stop context.Context, s sender, timeout time.Duration, c call) outcome {
 	start := time.Now()
 	u.sending = c
 	status, body, err := s.send(&u.sending, timeout, u.resp)
@@ -333,10 +340,10 @@ func (u *user) do(s sender, timeout time.Duration, c call) outcome {
 		o.class = "http_" + strconv.Itoa(status)
 		o.message = fmt.Sprintf("%s %s: HTTP %d (want %d): %s", c.method, c.url, status, u.op.expect.status, body)
 	default:
-		if o.class, o.message = u.op.expect.check(body, u.wants, u.found); o.class != "" {
+		if o.class, o.message = u.op.expect.check(body, u.wants, u.drawn, u.found); o.class != "" {
 			o.message = c.method + " " + string(c.url) + ": " + o.message
 		} else if len(u.op.follow) > 0 {
-			o.class, o.message = u.follow(s, timeout, c, body)
+			o.class, o.message, o.stopped = u.follow(stop, s, timeout, c, body)
 			o.latency = time.Since(start)
 		}
 	}
@@ -347,10 +354,11 @@ func (u *user) do(s sender, timeout time.Duration, c call) outcome {
 // answered first and passed its expectations: for each step, one GET per
 // item of the call it follows, one after the other. Each must answer 200
 // with JSON items carrying the fields later steps read. It returns the
-// class and message of the first call that fails, or "" when all passed.
+// class and message of the first call that fails, or "" when all passed;
+// stopped when stop ended before a call, which is then not sent.
 // The ids are decoded with encoding/json: a chatty view allocates in the
 // driver, which is not the process measured.
-func (u *user) follow(s sender, timeout time.Duration, c call, first []byte) (class, message string) {
+func (u *user) follow(stop context.Context, s sender, timeout time.Duration, c call, first []byte) (class, message string, stopped bool) {
 	steps := u.op.follow
 	ids := make([][]int64, len(steps)) // by step: the ids it calls
 	collect := func(k int, body, url []byte) (string, string) {
@@ -367,7 +375,7 @@ func (u *user) follow(s sender, timeout time.Duration, c call, first []byte) (cl
 		return "", ""
 	}
 	if cl, msg := collect(0, first, c.url); cl != "" {
-		return cl, msg
+		return cl, msg, false
 	}
 	fc := &u.sending
 	*fc = call{method: http.MethodGet, headers: c.headers}
@@ -381,13 +389,16 @@ func (u *user) follow(s sender, timeout time.Duration, c call, first []byte) (cl
 	calls := 0
 	for j, st := range steps {
 		for _, id := range ids[j] {
+			if stop.Err() != nil {
+				return "", "", true
+			}
 			if calls++; calls > u.op.maxFollow {
-				return ClassFollowLimit, fmt.Sprintf("GET %s: the follow calls of one request would exceed rest.max_follow_calls (%d): the items followed multiply", firstURL, u.op.maxFollow)
+				return ClassFollowLimit, fmt.Sprintf("GET %s: the follow calls of one request would exceed rest.max_follow_calls (%d): the items followed multiply", firstURL, u.op.maxFollow), false
 			}
 			left := timeout
 			if !deadline.IsZero() {
 				if left = time.Until(deadline); left <= 0 {
-					return ClassTimeout, fmt.Sprintf("GET %s: the chain of follow calls did not finish within request_timeout %s (%d calls made)", firstURL, timeout, calls-1)
+					return ClassTimeout, fmt.Sprintf("GET %s: the chain of follow calls did not finish within request_timeout %s (%d calls made)", firstURL, timeout, calls-1), false
 				}
 			}
 			u.urlBuf = append(strconv.AppendInt(append(u.urlBuf[:0], st.prefix...), id, 10), st.suffix...)
@@ -400,19 +411,19 @@ func (u *user) follow(s sender, timeout time.Duration, c call, first []byte) (cl
 			}
 			switch {
 			case errors.Is(err, fasthttp.ErrBodyTooLarge):
-				return ClassDecodeError, fmt.Sprintf("GET %s: response body over %d bytes", fc.url, maxResponseBytes)
+				return ClassDecodeError, fmt.Sprintf("GET %s: response body over %d bytes", fc.url, maxResponseBytes), false
 			case err != nil:
-				return classifyTransport(err), fmt.Sprintf("GET %s: %v", fc.url, err)
+				return classifyTransport(err), fmt.Sprintf("GET %s: %v", fc.url, err), false
 			case status != http.StatusOK:
-				return "http_" + strconv.Itoa(status), fmt.Sprintf("GET %s: HTTP %d (want 200): %s", fc.url, status, body)
+				return "http_" + strconv.Itoa(status), fmt.Sprintf("GET %s: HTTP %d (want 200): %s", fc.url, status, body), false
 			}
 			if cl, msg := collect(j+1, body, fc.url); cl != "" {
-				return cl, msg
+				return cl, msg, false
 			}
 		}
 		ids[j] = nil
 	}
-	return "", ""
+	return "", "", false
 }
 
 // appendIDs appends to ids the numeric field of every item of a REST
@@ -454,10 +465,11 @@ func appendIDs(ids []int64, body []byte, field string) ([]int64, string, error) 
 // JSON when any path is checked (else decode_error), carry no top-level
 // GraphQL errors when asked (else graphql_error), and hold every path with
 // its wanted value, or a value other than null for a presence check (else
-// payload_mismatch). wants are this request's expected values, found a
-// scratch slice as long as the paths. It returns an empty class when the
-// body passes, and allocates only to word a failure.
-func (x *compiledExpect) check(body []byte, wants [][]byte, found []valueSpan) (class, message string) {
+// payload_mismatch). wants are this request's expected values, drawn its
+// pickers' draws (the rows of CSV values), found a scratch slice as long as
+// the paths. It returns an empty class when the body passes, and allocates
+// only to word a failure.
+func (x *compiledExpect) check(body []byte, wants [][]byte, drawn []int64, found []valueSpan) (class, message string) {
 	if !x.needJSON {
 		return "", ""
 	}
@@ -484,10 +496,31 @@ func (x *compiledExpect) check(body []byte, wants [][]byte, found []valueSpan) (
 			continue
 		}
 		if !jsonEqual(v, wants[k]) {
-			return ClassPayloadMismatch, fmt.Sprintf("%s: got %s, want %q", x.keys[k], v, wants[k])
+			return ClassPayloadMismatch, fmt.Sprintf("%s: got %s, want %s", x.keys[k], v, x.wantText(k, wants[k], drawn))
 		}
 	}
 	return "", ""
+}
+
+// wantText words path k's wanted value w for a mismatch message: quoted
+// when it comes from the configuration (a literal, list: or range:), and
+// when a CSV file gave it, its row and column in the file, never its text
+// (a file may hold anything the daemon can read; the examples reach the
+// control API and report.md). Rows count from 1, the first after the
+// header line.
+func (x *compiledExpect) wantText(k int, w []byte, drawn []int64) string {
+	o := x.wantCSV[k]
+	switch {
+	case o.file == "":
+		return strconv.Quote(string(w))
+	case o.picker >= len(drawn):
+		return "<value from " + o.file + ">"
+	}
+	what := "the value"
+	if _, single := x.want[k].single(); !single {
+		what = "a value built from the value"
+	}
+	return fmt.Sprintf("%s of row %d of column %s in %s", what, drawn[o.picker]+1, o.column, o.file)
 }
 
 // emptyErrors reports whether a top-level errors value is null or [].

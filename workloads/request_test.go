@@ -71,7 +71,7 @@ func TestExpectDonutBodies(t *testing.T) {
 				op, wants = writer, [][]byte{[]byte("VANILLA"), []byte("w3"), nil}
 			}
 			found := make([]valueSpan, len(op.expect.paths))
-			if class, msg := op.expect.check([]byte(c.body), wants, found); class != c.class {
+			if class, msg := op.expect.check([]byte(c.body), wants, nil, found); class != c.class {
 				t.Errorf("got %q (%s), want %q", class, msg, c.class)
 			}
 		})
@@ -95,7 +95,7 @@ func TestExpectClasses(t *testing.T) {
 		t.Helper()
 		u := &user{op: op, vals: [][]byte{[]byte("5")}, wants: make([][]byte, len(op.expect.paths)), found: make([]valueSpan, len(op.expect.paths))}
 		u.fillWants()
-		got, msg := op.expect.check([]byte(body), u.wants, u.found)
+		got, msg := op.expect.check([]byte(body), u.wants, u.drawn, u.found)
 		if got != class || !strings.Contains(msg, inMessage) {
 			t.Errorf("%s: got %q %q, want %q with %q", body, got, msg, class, inMessage)
 		}
@@ -115,10 +115,10 @@ func TestExpectClasses(t *testing.T) {
 		return senderFunc(func(*call) (int, []byte, error) { return status, []byte(body), nil })
 	}
 	u := newUser(op, Phase{Groups: []UserGroup{{Operation: "x"}}}, "b", 0, userSlot{})
-	if o := u.do(srv(201, ok), 0, u.next(0)); o.class != "" {
+	if o := u.do(t.Context(), srv(201, ok), 0, u.next(0)); o.class != "" {
 		t.Errorf("status 201: got %q %s, want success", o.class, o.message)
 	}
-	if o := u.do(srv(200, ok), 0, u.next(0)); o.class != "http_200" || !strings.Contains(o.message, "HTTP 200 (want 201)") {
+	if o := u.do(t.Context(), srv(200, ok), 0, u.next(0)); o.class != "http_200" || !strings.Contains(o.message, "HTTP 200 (want 201)") {
 		t.Errorf("status 200 where 201 is expected: got %q %s, want http_200", o.class, o.message)
 	}
 }
@@ -212,7 +212,7 @@ func TestExpectAllocs(t *testing.T) {
 	wants := [][]byte{[]byte("STRAWBERRY"), []byte("7"), nil}
 	found := make([]valueSpan, len(op.expect.paths))
 	if n := testing.AllocsPerRun(100, func() {
-		if c, m := op.expect.check(body, wants, found); c != "" {
+		if c, m := op.expect.check(body, wants, nil, found); c != "" {
 			t.Fatal(m)
 		}
 	}); n != 0 {
@@ -239,7 +239,7 @@ func TestDoAllocs(t *testing.T) {
 		i := 0
 		do := func() {
 			i++
-			if o := u.do(memTarget{}, time.Second, u.next(i)); o.class != "" {
+			if o := u.do(t.Context(), memTarget{}, time.Second, u.next(i)); o.class != "" {
 				t.Fatalf("%s: request %d failed: %s: %s", name, i, o.class, o.message)
 			}
 		}
@@ -276,4 +276,51 @@ func (memTarget) send(c *call, _ time.Duration, buf []byte) (int, []byte, error)
 	b = append(b, `","flavor":"`...)
 	b = append(b, flavors[n%3]...)
 	return http.StatusOK, append(b, `"}}}`...), nil
+}
+
+// TestMismatchNamesTheCSVRowNotItsValue: a wanted value read from a CSV
+// file is never quoted in a payload_mismatch message (the file may be
+// anything the daemon can read, and the examples reach the control API and
+// the reports): the message names its row, column and the file's base name.
+// A wanted value from a list: or a literal is still quoted.
+func TestMismatchNamesTheCSVRowNotItsValue(t *testing.T) {
+	secret := []string{"SECRET_TOKEN=s3cr3t", "PGPASSWORD=hunter2"}
+	def := OperationDef{
+		REST:   &RESTDef{Path: "/x"},
+		Expect: Expect{JSON: map[string]string{"sku": "{{sku}}", "label": "item-{{sku}}", "color": "{{color}}", "fixed": "yes"}},
+		Data: map[string]DataDef{
+			"sku":   {CSV: "/etc/secrets/items.csv", Column: "sku", List: secret, Pick: PickRoundRobin},
+			"color": {List: []string{"red", "blue"}, Pick: PickRoundRobin},
+		},
+	}
+	op, err := compileOperation("x", def, endpoints{rest: "http://h"}, nil, &csvData{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	respond := func(body string) sender {
+		return senderFunc(func(*call) (int, []byte, error) { return 200, []byte(body), nil })
+	}
+	for _, c := range []struct {
+		i          int
+		body, want string
+	}{
+		{0, `{"sku":"other","label":"item-SECRET_TOKEN=s3cr3t","color":"red","fixed":"yes"}`, "sku: got \"other\", want the value of row 1 of column sku in items.csv"},
+		{1, `{"sku":"PGPASSWORD=hunter2","label":"item-x","color":"blue","fixed":"yes"}`, "label: got \"item-x\", want a value built from the value of row 2 of column sku in items.csv"},
+		{0, `{"sku":"SECRET_TOKEN=s3cr3t","label":"item-SECRET_TOKEN=s3cr3t","color":"green","fixed":"yes"}`, `color: got "green", want "red"`},
+		{0, `{"sku":"SECRET_TOKEN=s3cr3t","label":"item-SECRET_TOKEN=s3cr3t","color":"red","fixed":"no"}`, `fixed: got "no", want "yes"`},
+	} {
+		u := newUser(op, Phase{Groups: []UserGroup{{Operation: "x"}}}, "b", 0, userSlot{})
+		for j := range c.i { // round robin: request i reads row i+1
+			u.next(j)
+		}
+		o := u.do(t.Context(), respond(c.body), 0, u.next(c.i))
+		if o.class != ClassPayloadMismatch || o.message != "GET http://h/x: "+c.want {
+			t.Errorf("request %d: got %q %q, want payload_mismatch %q", c.i, o.class, o.message, c.want)
+		}
+		for _, s := range secret {
+			if strings.Contains(o.message, "want") && strings.Contains(o.message[strings.Index(o.message, "want"):], s) {
+				t.Errorf("request %d: the message quotes the CSV value %q: %s", c.i, s, o.message)
+			}
+		}
+	}
 }

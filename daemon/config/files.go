@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -18,6 +19,70 @@ import (
 // wrong multi-gigabyte file whole would exhaust memory before the decoder
 // could say what is wrong. CSV data is read from its own files.
 const MaxFileBytes = 16 << 20
+
+// MaxSpecBytes bounds the phase spec `soakd drive --spec FILE` reads: its
+// operations, groups and lists (CSV data stays in its own files, which the
+// driver reads itself), so 64 MiB is ample and a wrong file is refused.
+const MaxSpecBytes = 64 << 20
+
+// MaxPIDFileBytes bounds target.pid_file: it holds a process id and a
+// newline.
+const MaxPIDFileBytes = 4 << 10
+
+// OpenBounded opens path as fsutil.OpenRegular does and returns a reader
+// of it that fails, naming path and the bound, once more than max bytes
+// were read: for a reader that streams (a JSON decoder) rather than
+// reading the file whole. Close closes the file.
+func OpenBounded(path string, max int64) (io.ReadCloser, error) {
+	f, err := fsutil.OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	return &boundedFile{f: f, path: path, max: max}, nil
+}
+
+// boundedFile is OpenBounded's reader.
+type boundedFile struct {
+	f         *os.File
+	path      string
+	max, read int64
+}
+
+func (b *boundedFile) Read(p []byte) (int, error) {
+	n, err := b.f.Read(p)
+	if b.read += int64(n); b.read > b.max {
+		return 0, fmt.Errorf("%s is larger than %s, soakd's bound for it: is it the right file?", b.path, sizeText(b.max))
+	}
+	return n, err
+}
+
+func (b *boundedFile) Close() error { return b.f.Close() }
+
+// ReadRegular reads the file at path whole: a regular file
+// (fsutil.OpenRegular) of at most max bytes; every error names path.
+func ReadRegular(path string, max int64) ([]byte, error) {
+	r, err := OpenBounded(path, max)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// sizeText writes a bound in bytes as people read it: "4 KiB", "64 MiB".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // ReadFile reads the file flag names, refusing (exit 2) one that is not a
 // regular file (fsutil.OpenRegular) or is larger than MaxFileBytes.

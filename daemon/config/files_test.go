@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -61,5 +62,38 @@ func TestAPIOverridesNameNoFiles(t *testing.T) {
 	err := RefuseOverrides([]byte("operations:\n  steal:\n    data:\n      v:\n        csv: /proc/self/environ\n        column: x\n"), "overrides")
 	if err == nil || !strings.Contains(err.Error(), "operations.steal.data.v.csv") || !strings.Contains(err.Error(), "may not name files") {
 		t.Errorf("a CSV path in the overrides: %v", err)
+	}
+}
+
+// TestReadRegularRefusesFIFOsAndBigFiles: ReadRegular (target.pid_file)
+// and OpenBounded (soakd drive --spec) refuse a FIFO at once, naming it,
+// where os.ReadFile blocked in open(2) for ever, and a file past the bound.
+func TestReadRegularRefusesFIFOsAndBigFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "target.pid")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRegular(fifo, MaxPIDFileBytes); err == nil || !strings.Contains(err.Error(), fifo+" is not a regular file (a FIFO)") {
+		t.Errorf("ReadRegular of a FIFO: %v, want it refused by name", err)
+	}
+	if r, err := OpenBounded(fifo, MaxSpecBytes); err == nil || !strings.Contains(err.Error(), fifo+" is not a regular file (a FIFO)") {
+		if r != nil {
+			r.Close()
+		}
+		t.Errorf("OpenBounded of a FIFO: %v, want it refused by name", err)
+	}
+	if _, err := ReadRegular("/proc/self/environ", MaxPIDFileBytes); err == nil || !strings.Contains(err.Error(), "kernel pseudo-file") {
+		t.Errorf("ReadRegular of /proc/self/environ: %v", err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, 4097), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRegular(big, 4096); err == nil || !strings.Contains(err.Error(), big+" is larger than 4 KiB") {
+		t.Errorf("ReadRegular of 4097 bytes with a bound of 4096: %v", err)
+	}
+	if b, err := ReadRegular(big, 4097); err != nil || len(b) != 4097 {
+		t.Errorf("ReadRegular at its bound: %d bytes, %v", len(b), err)
 	}
 }

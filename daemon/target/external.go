@@ -212,7 +212,8 @@ func attachPID(tc config.TargetConfig) (int, error) {
 	if tc.PIDFile == "" {
 		return tc.PID, nil
 	}
-	b, err := os.ReadFile(tc.PIDFile)
+	// A regular file only: a FIFO blocked soakd in open(2) for ever.
+	b, err := config.ReadRegular(tc.PIDFile, config.MaxPIDFileBytes)
 	if err != nil {
 		return 0, fmt.Errorf("target.pid_file: %w", err)
 	}

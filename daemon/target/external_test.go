@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,6 +208,22 @@ func TestAttachPIDFile(t *testing.T) {
 	}
 	if _, err := attachPID(config.TargetConfig{PIDFile: filepath.Join(dir, "none")}); err == nil || !strings.Contains(err.Error(), "target.pid_file") {
 		t.Errorf("missing pid file: %v", err)
+	}
+	// A FIFO is refused at once, by name (os.ReadFile blocked in open(2)
+	// for ever, deaf to SIGTERM), and so is a file too big for a pid.
+	fifo := filepath.Join(dir, "fifo.pid")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attachPID(config.TargetConfig{PIDFile: fifo}); err == nil || !strings.Contains(err.Error(), "target.pid_file: "+fifo+" is not a regular file (a FIFO)") {
+		t.Errorf("FIFO pid file: %v", err)
+	}
+	huge := filepath.Join(dir, "huge.pid")
+	if err := os.WriteFile(huge, []byte(strings.Repeat("1", config.MaxPIDFileBytes+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attachPID(config.TargetConfig{PIDFile: huge}); err == nil || !strings.Contains(err.Error(), huge+" is larger than 4 KiB") {
+		t.Errorf("huge pid file: %v", err)
 	}
 }
 

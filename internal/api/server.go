@@ -46,11 +46,11 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/soakd/soakd/internal/echo"
 	"github.com/soakd/soakd/internal/kpi"
 )
 
@@ -374,18 +374,19 @@ func bearer(header string) (string, bool) {
 
 func notAllowed(allow string) handlerFunc {
 	return func(_ http.ResponseWriter, r *http.Request) error {
-		e := fail(http.StatusMethodNotAllowed, "method %s not allowed on %s; use %s", r.Method, r.URL.Path, allow)
+		e := fail(http.StatusMethodNotAllowed, "method %s not allowed on %s; use %s", echo.Input(r.Method), echo.Input(r.URL.Path), allow)
 		e.header = map[string]string{"Allow": allow}
 		return e
 	}
 }
 
 func notFound(_ http.ResponseWriter, r *http.Request) error {
-	return fail(http.StatusNotFound, "no route for %s", r.URL.Path)
+	return fail(http.StatusNotFound, "no route for %s", echo.Input(r.URL.Path))
 }
 
 // runnerError maps a Runner error to its response; id names the run for
-// bare sentinels.
+// an unknown run or one not running, quoted through echo.Input (the
+// runner's own wording may quote it whole).
 func runnerError(err error, id string) error {
 	if busy, ok := errors.AsType[*BusyError](err); ok {
 		e := fail(http.StatusConflict, "%s", busy.Error())
@@ -393,11 +394,12 @@ func runnerError(err error, id string) error {
 		return e
 	}
 	var status int
+	var about sentinel // what the reply says of run id, instead of err's text
 	switch {
 	case errors.Is(err, ErrNotFound):
-		status = http.StatusNotFound
+		status, about = http.StatusNotFound, ErrNotFound
 	case errors.Is(err, ErrNotRunning):
-		status = http.StatusConflict
+		status, about = http.StatusConflict, ErrNotRunning
 	case errors.Is(err, ErrInvalidRequest):
 		status = http.StatusBadRequest
 	case errors.Is(err, ErrUnavailable):
@@ -406,8 +408,11 @@ func runnerError(err error, id string) error {
 		return &httpError{status: http.StatusInternalServerError, message: err.Error(), cause: err}
 	}
 	msg := err.Error()
-	if s, ok := err.(sentinel); ok && id != "" {
-		msg = fmt.Sprintf("run %q: %s", echoID(id), s)
+	switch {
+	case about != "" && id != "":
+		msg = fmt.Sprintf("run %q: %s", echo.Input(id), about)
+	case id != "":
+		msg = strings.ReplaceAll(msg, id, echo.Input(id))
 	}
 	return &httpError{status: status, message: msg}
 }
@@ -515,21 +520,4 @@ func (h *handler) readyz(w http.ResponseWriter, _ *http.Request) error {
 	}
 	h.write(w, http.StatusOK, statusResponse{Status: "ready"})
 	return nil
-}
-
-// maxEchoedID bounds a run id quoted back in an error: ids soakd makes are
-// about 20 bytes, and a 5,000-character one was echoed whole before.
-const maxEchoedID = 64
-
-// echoID is id as an error may quote it: at most maxEchoedID bytes, then an
-// ellipsis with the length.
-func echoID(id string) string {
-	if len(id) <= maxEchoedID {
-		return id
-	}
-	cut := maxEchoedID
-	for cut > 0 && !utf8.RuneStart(id[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", id[:cut], len(id))
 }

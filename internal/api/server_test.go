@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/soakd/soakd/internal/echo"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -693,5 +694,35 @@ func TestReadOnlyHistory(t *testing.T) {
 	}
 	if _, err := c.Start(t.Context(), StartRequest{Profile: "full"}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Client.Start on a read-only history: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestRepliesCapEchoedInput: no error reply quotes more than
+// echo.MaxBytes of a run id, path or method, whichever route answers: 404
+// for an unknown run (the runner's error names the id whole, as the
+// daemon's does) or route, 409 for a run not running, 405 for a wrong
+// method.
+func TestRepliesCapEchoedInput(t *testing.T) {
+	srv, _ := newServer(t, "", nil)
+	long := strings.Repeat("a", 5000)
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/v1/runs/" + long, http.StatusNotFound},
+		{"POST", "/v1/runs/" + long + "/stop", http.StatusNotFound},
+		{"POST", "/v1/runs/" + long + "/baseline", http.StatusNotFound},
+		{"PUT", "/v1/runs/" + long, http.StatusMethodNotAllowed},
+		{"DELETE", "/v1/runs/" + long + "/stop", http.StatusMethodNotAllowed},
+		{"GET", "/v1/" + long, http.StatusNotFound},
+		{"GET", "/" + long, http.StatusNotFound},
+		{strings.Repeat("X", 5000), "/v1/runs", http.StatusMethodNotAllowed},
+		{"PUT", "/healthz/" + long, http.StatusNotFound},
+	} {
+		status, _, body := do(t, srv, c.method, c.path, "", nil)
+		msg := errorMessage(t, body).Message
+		if status != c.status || len(msg) > 2*echo.MaxBytes+100 || strings.Contains(msg, strings.Repeat("a", echo.MaxBytes+1)) || strings.Contains(msg, strings.Repeat("X", echo.MaxBytes+1)) {
+			t.Errorf("%.10s %.20s…: got %d with a %d-byte message %.200q, want %d quoting at most %d bytes of the input", c.method, c.path, status, len(msg), msg, c.status, echo.MaxBytes)
+		}
 	}
 }

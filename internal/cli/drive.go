@@ -66,7 +66,9 @@ the result (or an error).`,
 				}
 				in = bytes.NewReader(b)
 			case spec != "-":
-				f, err := os.Open(spec)
+				// A regular file of at most MaxSpecBytes: a FIFO blocked in
+				// open(2) for ever, /dev/zero read without end.
+				f, err := config.OpenBounded(spec, config.MaxSpecBytes)
 				if err != nil {
 					return exitcode.With(exitcode.Usage, fmt.Errorf("cannot open --spec: %w", err))
 				}

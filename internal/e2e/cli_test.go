@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/soakd/soakd/internal/api"
 )
@@ -242,5 +244,25 @@ func TestCLIStartWait(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the --set override is not in the run's KPIs: %+v", rep.KPIs)
+	}
+}
+
+// TestDriveSpecFIFO: soakd drive --spec refuses a FIFO at once, exit 2,
+// naming it (it blocked in open(2) for ever, deaf to SIGTERM), and a
+// device such as /dev/zero.
+func TestDriveSpecFIFO(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	fifo := filepath.Join(t.TempDir(), "spec.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{fifo: fifo + " is not a regular file (a FIFO)", "/dev/zero": "/dev/zero is not a regular file (a device)"} {
+		_, stderr, code := runSoakdWithin(t, 30*time.Second, bin, "drive", "--target", "http://127.0.0.1:1", "--spec", path)
+		if code != 2 || !strings.Contains(stderr, "cannot open --spec: "+want) {
+			t.Errorf("drive --spec %s: exit %d, want 2 and %q\n%s", path, code, want, stderr)
+		}
 	}
 }

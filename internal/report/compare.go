@@ -752,20 +752,20 @@ func (c Comparison) JSON() ([]byte, error) {
 // table row per phase and metric, and the notes.
 func (c Comparison) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# soakd comparison %s → %s\n\n", c.Old, c.New)
+	fmt.Fprintf(&b, "# soakd comparison %s → %s\n\n", mdText(c.Old), mdText(c.New))
 	fmt.Fprintf(&b, "**Verdict: %s**. Change is NEW − OLD, in points for GC %% and in percent of OLD otherwise.\n\n", c.Verdict.Word())
 	if len(c.Rows) > 0 {
 		b.WriteString("| Phase | Metric | Old | New | Change | Limit | Result |\n|---|---|---:|---:|---:|---:|---|\n")
 		for _, r := range c.Rows {
 			cells := compareCells(r)
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Phase, r.Metric, cells[0], cells[1], cells[2], cells[3], cells[4])
+			b.WriteString(mdRow(mdTexts(append([]string{r.Phase, r.Metric}, cells[:5]...))...))
 		}
 		b.WriteString("\n")
 	}
 	if len(c.Notes) > 0 {
 		b.WriteString("Notes:\n\n")
 		for _, n := range c.Notes {
-			fmt.Fprintf(&b, "- %s\n", n)
+			fmt.Fprintf(&b, "- %s\n", mdText(n))
 		}
 		b.WriteString("\n")
 	}

@@ -253,10 +253,9 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 	cd := r.chartData(s)
 	p.Bands = cd.Phases
 	p.TargetCharts, p.DriverCharts, p.PhaseCharts = cd.target, cd.driver, cd.perPhase
-	plain := func(s string) string { return s }
 	for i, ph := range r.Phases {
 		if ph.MaxLoad != nil {
-			p.MaxLoads = append(p.MaxLoads, htmlMaxLoad{Heading: maxLoadHeading(ph), Lines: maxLoadLines(ph.MaxLoad, plain, plain), Charts: cd.knees[i]})
+			p.MaxLoads = append(p.MaxLoads, htmlMaxLoad{Heading: maxLoadHeading(ph), Lines: maxLoadLines(ph.MaxLoad, plainMarkup()), Charts: cd.knees[i]})
 		}
 	}
 	data, err := json.Marshal(cd) // escapes <, > and &: no "</script>" can appear

@@ -270,7 +270,7 @@ func missingSections(md, page string) []string {
 	var missing []string
 	at := 0
 	for _, m := range mdHeading.FindAllStringSubmatch(md, -1) {
-		want := strings.TrimSpace(m[1])
+		want := mdPlain(strings.TrimSpace(m[1]))
 		i := slices.Index(have[at:], want)
 		if i < 0 {
 			if slices.Contains(have, want) {
@@ -307,7 +307,7 @@ func TestHTMLHasEverySection(t *testing.T) {
 		"Back to rest after each phase", "Where the resource figures come from", "Memory profile verdict", "Subscription delivery",
 		"Compared phases", "Return to rest", "Where the overhead goes", "Notes", trickyPhase + ": problems",
 		"Seed 000", "Seed 000: soakd's measurement", "Seed 000: cost per request", "Seed 000: the seed's published figures (theirs, not this run's)"} {
-		if !strings.Contains(md, "# "+want+"\n") {
+		if !strings.Contains(md, "# "+mdText(want)+"\n") {
 			t.Errorf("the fixture's report.md lacks the section %q: the test no longer covers it", want)
 		}
 	}

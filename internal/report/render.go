@@ -134,15 +134,16 @@ func (r *Report) comparisonHeading() string {
 	return "GraphQL compared with the REST control group"
 }
 
-// phaseList names an arm's phases as they ran: "REST phase `x`", or with
-// several rounds "REST phases `x#1`, `x#2`"; quote wraps each name.
-func phaseList(title string, names []string, quote string) string {
+// phaseList names an arm's phases as they ran, in Markdown: "REST phase
+// `x`", or with several rounds "REST phases `x#1`, `x#2`"; title is
+// already Markdown, each name becomes a code span.
+func phaseList(title string, names []string) string {
 	if len(names) == 0 {
 		return title + " phase (not recorded)"
 	}
 	q := make([]string, len(names))
 	for i, n := range names {
-		q[i] = quote + n + quote
+		q[i] = mdCode(n)
 	}
 	if len(q) == 1 {
 		return title + " phase " + q[0]
@@ -163,56 +164,57 @@ func armSeparator(a, b []string) string {
 // phases, errors and notes.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# soakd report %s\n\n", r.Run)
-	fmt.Fprintf(&b, "Profile **%s**: %s.  \n", r.Profile, r.Description)
-	fmt.Fprintf(&b, "Status: %s. **Verdict: %s**", r.Status, r.Verdict.Word())
+	fmt.Fprintf(&b, "# soakd report %s\n\n", mdText(r.Run))
+	fmt.Fprintf(&b, "Profile **%s**: %s.  \n", mdText(r.Profile), mdText(r.Description))
+	fmt.Fprintf(&b, "Status: %s. **Verdict: %s**", mdText(string(r.Status)), r.Verdict.Word())
 	if r.Error != "" {
-		fmt.Fprintf(&b, " (%s)", r.Error)
+		fmt.Fprintf(&b, " (%s)", mdText(r.Error))
 	}
 	b.WriteString("\n\n")
 
 	first, second := r.ArmTitles()
-	fmt.Fprintf(&b, "## %s\n\n", r.comparisonHeading())
+	first, second = mdText(first), mdText(second)
+	fmt.Fprintf(&b, "## %s\n\n", mdText(r.comparisonHeading()))
 	if len(r.KPIs) == 0 {
 		b.WriteString("No KPIs were evaluated: the run did not reach the end of both arms.\n\n")
 	} else {
 		ranA, ranB := r.Compare.Ran()
 		if r.NoControlGroup() {
 			fmt.Fprintf(&b, "%s, each over its steady window, with no REST control group to compare with: each row gives GraphQL's figure (the mean over its rounds) and is not measured as a KPI.\n\n",
-				phaseList(second, ranB, "`"))
+				phaseList(second, ranB))
 		} else {
 			sep := armSeparator(ranA, ranB)
 			fmt.Fprintf(&b, "%s%s%s%seach over its steady window. Variance is %s − %s, in points for percentages and in percent of %s otherwise.\n\n",
-				phaseList(first, ranA, "`"), sep, phaseList(second, ranB, "`"), sep, second, first, first)
+				phaseList(first, ranA), sep, phaseList(second, ranB), sep, second, first, first)
 		}
 		fmt.Fprintf(&b, "| Metric | %s | %s | Variance | KPI | Result |\n|---|---:|---:|---:|---:|---|\n", first, second)
 		for _, k := range r.KPIs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", k.Title, restValue(k), gqlValue(k), variance(k), limit(k), outcome(k))
+			b.WriteString(mdRow(mdTexts([]string{k.Title, restValue(k), gqlValue(k), variance(k), limit(k), outcome(k)})...))
 		}
 		for _, w := range r.ScrapeWarnings() {
-			fmt.Fprintf(&b, "\n**Observer cost:** %s\n", w)
+			fmt.Fprintf(&b, "\n**Observer cost:** %s\n", mdText(w))
 		}
 		if reasons := r.Reasons(); len(reasons) > 0 {
 			b.WriteString("\nWhy the verdict is not pass:\n\n")
 			for _, x := range reasons {
-				fmt.Fprintf(&b, "- %s\n", x)
+				fmt.Fprintf(&b, "- %s\n", mdText(x))
 			}
 		}
 		if len(r.Rounds) > 0 {
 			fmt.Fprintf(&b, "\n%d interleaved rounds (%s, %s, then %s, %s, …); values are means across rounds, the variance above is the change between those means, and the gate rule is **%s** (%s), on the confidence interval of the per-round changes (its centre, the mean variance below, can differ from the change of the means when one round is noisy).\n\n",
-				len(r.Rounds), first, second, second, first, r.Gate, gateWords(r.Gate))
+				len(r.Rounds), first, second, second, first, mdText(r.Gate), gateWords(r.Gate))
 			b.WriteString("| Metric | Mean variance | Confidence interval | Spread across rounds | Smallest effect detectable (80 % power) | Recorded noise floor: smallest effect detectable | Outcome |\n|---|---:|---:|---:|---:|---:|---|\n")
 			for _, k := range r.KPIs {
-				fmt.Fprintf(&b, "| %s | %s |\n", k.Title, strings.Join(roundCells(k), " | "))
+				b.WriteString(mdRow(mdTexts(append([]string{k.Title}, roundCells(k)...))...))
 			}
 			fmt.Fprintf(&b, "\n%s\n\n| Round | %s phase | %s phase | Point verdict |\n|---:|---|---|---|\n", roundVerdictNote, first, second)
 			for _, rd := range r.Rounds {
-				fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", rd.Round, rd.REST, rd.GraphQL, rd.Verdict)
+				b.WriteString(mdRow(strconv.Itoa(rd.Round), mdText(rd.REST), mdText(rd.GraphQL), mdText(string(rd.Verdict))))
 			}
 		}
 		b.WriteString("\nDefinitions:\n\n")
 		for _, k := range r.KPIs {
-			fmt.Fprintf(&b, "- **%s** (`%s`): %s.\n", k.Title, k.Name, k.Definition)
+			fmt.Fprintf(&b, "- **%s** (%s): %s.\n", mdText(k.Title), mdCode(k.Name), mdText(k.Definition))
 		}
 		b.WriteString("\n")
 	}
@@ -223,13 +225,13 @@ func (r *Report) Markdown() string {
 	for _, p := range r.Phases {
 		l := p.LatencyMs
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f req/s | %.2f ms | %.2f ms | %.2f ms | %.2f ms |",
-			p.Name, p.Arm, p.DriverPID, p.Requests, p.Errors, p.ThroughputRPS, l.P50, l.P90, l.P99, l.Max)
+			mdText(p.Name), mdText(p.Arm), p.DriverPID, p.Requests, p.Errors, p.ThroughputRPS, l.P50, l.P90, l.P99, l.Max)
 		fmt.Fprintf(&b, " %s |\n", strings.Join(resourceCells(p.Resources), " | "))
 	}
 	b.WriteString("\nPer request (steady window; target rate ÷ throughput):\n\n")
 	b.WriteString("| Phase | CPU | Heap allocated | Objects allocated | GC cycles per 10k requests |\n|---|---:|---:|---:|---:|\n")
 	for _, p := range r.Phases {
-		fmt.Fprintf(&b, "| %s | %s |\n", p.Name, strings.Join(perRequestCells(p), " | "))
+		b.WriteString(mdRow(append([]string{mdText(p.Name)}, perRequestCells(p)...)...))
 	}
 	b.WriteString("\n")
 	if r.hasNotMeasured() {
@@ -240,9 +242,9 @@ func (r *Report) Markdown() string {
 		if len(probs) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "### %s\n\n", problemsHeading(p))
+		fmt.Fprintf(&b, "### %s\n\n", mdText(problemsHeading(p)))
 		for _, x := range probs {
-			fmt.Fprintf(&b, "- %s\n", x)
+			fmt.Fprintf(&b, "- %s\n", mdText(x))
 		}
 		b.WriteString("\n")
 	}
@@ -254,11 +256,11 @@ func (r *Report) Markdown() string {
 	if len(r.Notes) > 0 {
 		b.WriteString("## Notes\n\n")
 		for _, n := range r.Notes {
-			fmt.Fprintf(&b, "- %s\n", n)
+			fmt.Fprintf(&b, "- %s\n", mdText(n))
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(strings.Join(r.footerLines(), "  \n") + "\n")
+	b.WriteString(strings.Join(mdTexts(r.footerLines()), "  \n") + "\n")
 	return b.String()
 }
 
@@ -378,21 +380,20 @@ func (r *Report) Reasons() []string {
 func (r *Report) workloadSections(b *strings.Builder) {
 	for _, p := range r.Phases {
 		if sr := p.Subscriptions; sr != nil {
-			fmt.Fprintf(b, "## %s\n\n", subscriptionsHeading(p))
+			fmt.Fprintf(b, "## %s\n\n", mdText(subscriptionsHeading(p)))
 			b.WriteString("| " + strings.Join(subscriptionColumns, " | ") + " |\n")
 			b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 			fmt.Fprintf(b, "| %s |\n\n", strings.Join(subscriptionCells(sr), " | "))
-			b.WriteString(subscriptionNote(sr) + "\n\n")
+			b.WriteString(mdText(subscriptionNote(sr)) + "\n\n")
 		}
 	}
-	md := func(s string) string { return "**" + s + "**" }
-	code := func(s string) string { return "`" + s + "`" }
+	md := markdownMarkup()
 	for _, p := range r.Phases {
 		if p.MaxLoad == nil {
 			continue
 		}
-		fmt.Fprintf(b, "## %s\n\n", maxLoadHeading(p))
-		for _, line := range maxLoadLines(p.MaxLoad, md, code) {
+		fmt.Fprintf(b, "## %s\n\n", mdText(maxLoadHeading(p)))
+		for _, line := range maxLoadLines(p.MaxLoad, md) {
 			fmt.Fprintf(b, "- %s\n", line)
 		}
 		b.WriteString("\n")
@@ -401,7 +402,7 @@ func (r *Report) workloadSections(b *strings.Builder) {
 		if p.Open == nil {
 			continue
 		}
-		fmt.Fprintf(b, "## %s\n\n%s\n\n", openHeading(p), openText(p, md))
+		fmt.Fprintf(b, "## %s\n\n%s\n\n", mdText(openHeading(p)), openText(p, md.Emph))
 	}
 	var settled []Phase
 	for _, p := range r.Phases {
@@ -415,10 +416,11 @@ func (r *Report) workloadSections(b *strings.Builder) {
 		b.WriteString("| Phase | Goroutines before → after | Subscriptions open | Live heap before → after | Returned |\n|---|---:|---:|---:|---|\n")
 		for _, p := range settled {
 			c := afterCells(p.After)
+			c[0] = mdText(c[0]) // names the target's runtime analogue, from its metrics
 			if !p.After.Returned && p.After.ReturnedNotMeasured == "" {
 				c[3] = "**" + c[3] + "**"
 			}
-			fmt.Fprintf(b, "| %s | %s |\n", p.Name, strings.Join(c, " | "))
+			b.WriteString(mdRow(append([]string{mdText(p.Name)}, c...)...))
 		}
 		b.WriteString("\n")
 	}
@@ -510,22 +512,22 @@ func (r *Report) checkSections(b *strings.Builder) {
 				res = "**FAIL**"
 			}
 			v, l := c.cells()
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", c.Phase, c.Title, v, l, res, c.Detail)
+			b.WriteString(mdRow(mdText(c.Phase), mdText(c.Title), mdText(v), mdText(l), res, mdText(c.Detail)))
 		}
 		b.WriteString("\nDefinitions:\n\n")
 		for _, c := range checkDefinitions(g.Rows) {
-			fmt.Fprintf(b, "- **%s** (`%s`): %s.\n", c.Title, c.Name, c.Definition)
+			fmt.Fprintf(b, "- **%s** (%s): %s.\n", mdText(c.Title), mdCode(c.Name), mdText(c.Definition))
 		}
 		b.WriteString("\n")
 	}
 	if len(r.Overhead) > 0 {
 		b.WriteString("## Where the overhead goes\n\n")
 		fmt.Fprintf(b, "Self (flat) CPU per request by function, from CPU profiles of the target over each compared phase's steady window, %s; each arm's CPU divided by the requests completed while its profiles ran. %s\n\n",
-			r.overheadBasis(), overheadNoiseRule)
+			mdText(r.overheadBasis()), mdText(overheadNoiseRule))
 		b.WriteString("| Function | REST | GraphQL | Extra | Share of extra | Samples (REST / GraphQL) |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, o := range r.Overhead {
 			extra, share := overheadExtra(o)
-			fmt.Fprintf(b, "| `%s` | %.2f µs | %.2f µs | %s | %s | %s / %s |\n", o.Function, o.RESTMicrosPerReq, o.GraphQLMicrosPerReq,
+			fmt.Fprintf(b, "| %s | %.2f µs | %.2f µs | %s | %s | %s / %s |\n", mdCodeCell(o.Function), o.RESTMicrosPerReq, o.GraphQLMicrosPerReq,
 				extra, share, thousands(o.RESTSamples), thousands(o.GraphQLSamples))
 		}
 		b.WriteString("\n")
@@ -685,7 +687,7 @@ func (r *Report) harnessCost(b *strings.Builder) {
 	}
 	b.WriteString("\n")
 	for _, row := range rows {
-		fmt.Fprintf(b, "| %s |\n", strings.Join(row, " | "))
+		b.WriteString(mdRow(mdTexts(row)...))
 	}
 	b.WriteString("\n")
 }
@@ -698,14 +700,14 @@ func (r *Report) figureSources(b *strings.Builder) {
 		return
 	}
 	b.WriteString("## " + figureSourcesHeading + "\n\n")
-	fmt.Fprintf(b, "%s\n\n", figureSourcesIntro(t))
+	fmt.Fprintf(b, "%s\n\n", mdText(figureSourcesIntro(t)))
 	b.WriteString("| Figure | Source | Definition |\n|---|---|---|\n")
 	for _, f := range t.Figures {
-		src := "`" + f.Source + "`"
+		src := mdCodeCell(f.Source)
 		if !f.Measured {
-			src = "not measured: " + f.Reason + " (" + src + ")"
+			src = "not measured: " + mdText(f.Reason) + " (" + src + ")"
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", f.Name, strings.ReplaceAll(src, "|", "\\|"), strings.ReplaceAll(f.Definition, "|", "\\|"))
+		b.WriteString(mdRow(mdCodeCell(f.Name), src, mdText(f.Definition)))
 	}
 	b.WriteString("\n")
 }
@@ -856,17 +858,32 @@ func peakText(ml *MaxLoad) string {
 	return fmt.Sprintf("%.0f req/s with %d users", ml.PeakThroughputRPS, ml.PeakUsers)
 }
 
+// markup marks up report text: Text escapes plain text, Emph and Code mark
+// up a key figure and an identifier. plainMarkup is the identity, for the
+// HTML template (which escapes) and the terminal; markdownMarkup escapes
+// for report.md.
+type markup struct{ Text, Emph, Code func(string) string }
+
+func plainMarkup() markup {
+	id := func(s string) string { return s }
+	return markup{Text: id, Emph: id, Code: id}
+}
+
+func markdownMarkup() markup {
+	return markup{Text: mdText, Emph: func(s string) string { return "**" + mdText(s) + "**" }, Code: mdCode}
+}
+
 // maxLoadLines states a max-load phase's outcome, one sentence each:
 // outcome, peak, users at failure, the knee and its attribution, the target
-// at the peak. emph and code mark up a key figure and an identifier (the
-// identity for plain text).
-func maxLoadLines(ml *MaxLoad, emph, code func(string) string) []string {
+// at the peak, marked up by m.
+func maxLoadLines(ml *MaxLoad, m markup) []string {
+	emph, code, text := m.Emph, m.Code, m.Text
 	outcome := "no failure up to the cap"
 	if ml.Failed {
 		outcome = "failed"
 	}
 	lines := []string{
-		fmt.Sprintf("Outcome: %s (%s): %s.", emph(outcome), code(ml.Reason), ml.Detail),
+		fmt.Sprintf("Outcome: %s (%s): %s.", emph(outcome), code(ml.Reason), text(ml.Detail)),
 		"Maximum sustained throughput (best window before failure): " + emph(peakText(ml)) + ".",
 	}
 	if ml.Failed {
@@ -875,17 +892,17 @@ func maxLoadLines(ml *MaxLoad, emph, code func(string) string) []string {
 	if k := ml.Knee; k != nil {
 		line := "Knee: " + emph(k.Attribution)
 		if k.Resource != "" {
-			line += fmt.Sprintf(" (%s ran out)", k.Resource)
+			line += fmt.Sprintf(" (%s ran out)", text(k.Resource))
 		}
 		if k.Attribution != "none" {
 			line += fmt.Sprintf(" at %.0f s, %d users, %.0f req/s", k.AtT, k.Users, k.RPS)
 		}
-		lines = append(lines, line+": "+k.Reason+".")
+		lines = append(lines, line+": "+text(k.Reason)+".")
 	}
 	if pr := ml.PeakResources; pr != nil {
 		lines = append(lines, fmt.Sprintf("Target at the peak: CPU %.1f %% of the machine (%.1f %% of one core), RSS %s, GC %.2f %%.", pr.CPUMachinePercent, pr.CPUCorePercent, mib(pr.RSSBytesMax), pr.GCPercent))
 	} else if ml.PeakResourcesError != "" {
-		lines = append(lines, fmt.Sprintf("Target at the peak: not measured (%s).", ml.PeakResourcesError))
+		lines = append(lines, fmt.Sprintf("Target at the peak: not measured (%s).", text(ml.PeakResourcesError)))
 	}
 	return lines
 }

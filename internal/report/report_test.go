@@ -272,7 +272,7 @@ func TestNotMeasuredArmIsNotZero(t *testing.T) {
 // was judged prints its peak as not measured, never "0 req/s with 0 users".
 func TestMaxLoadWithoutAWindowHasNoPeak(t *testing.T) {
 	ml := &MaxLoad{MaxLoadResult: workloads.MaxLoadResult{Failed: true, UsersAtFailure: 20, Reason: workloads.ReasonErrorRatio}}
-	for _, l := range maxLoadLines(ml, func(s string) string { return s }, func(s string) string { return s }) {
+	for _, l := range maxLoadLines(ml, plainMarkup()) {
 		if strings.Contains(l, "0 req/s") {
 			t.Errorf("%q: a peak of 0 was printed", l)
 		}

@@ -169,7 +169,7 @@ func (r *Report) seed000Section(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 		for _, row := range t.Rows {
-			fmt.Fprintf(b, "| %s |\n", strings.Join(row, " | "))
+			b.WriteString(mdRow(mdTexts(row)...))
 		}
 		b.WriteString("\n")
 	}

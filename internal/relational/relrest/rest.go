@@ -24,6 +24,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/internal/echo"
 	"github.com/soakd/soakd/internal/relational"
 )
 
@@ -135,7 +136,7 @@ func intParam(r *http.Request, name string, lo, hi int, required bool) (int, err
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < lo || n > hi {
-		return 0, badRequest("query parameter %s must be an integer from %d to %d (got %q)", name, lo, hi, raw)
+		return 0, badRequest("query parameter %s must be an integer from %d to %d (got %q)", name, lo, hi, echo.Input(raw))
 	}
 	return n, nil
 }
@@ -148,14 +149,14 @@ func completedParam(r *http.Request) (*bool, error) {
 		b := raw == "true"
 		return &b, nil
 	default:
-		return nil, badRequest("query parameter completed must be true or false (got %q)", raw)
+		return nil, badRequest("query parameter completed must be true or false (got %q)", echo.Input(raw))
 	}
 }
 
 func idParam(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
-		return 0, badRequest("id must be a positive integer (got %q)", r.PathValue("id"))
+		return 0, badRequest("id must be a positive integer (got %q)", echo.Input(r.PathValue("id")))
 	}
 	return id, nil
 }
@@ -170,7 +171,7 @@ func includeParam(r *http.Request, list string) (map[string]bool, error) {
 	}
 	for p := range strings.SplitSeq(raw, ",") {
 		if !slices.Contains(includes[list], p) {
-			return nil, badRequest("include %q is not one of %s's: %s", p, list, strings.Join(includes[list], ", "))
+			return nil, badRequest("include %q is not one of %s's: %s", echo.Input(p), list, strings.Join(includes[list], ", "))
 		}
 		for i := range p {
 			if p[i] == '.' {

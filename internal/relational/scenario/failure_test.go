@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/internal/echo"
 	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/relational/relgraph"
 )
@@ -143,5 +144,14 @@ func TestBadRequests(t *testing.T) {
 	}
 	if code, body := s.get(t, "/api/rel/users/999"); code != http.StatusNotFound {
 		t.Errorf("unknown user: HTTP %d %s, want 404", code, body)
+	}
+	// A refusal quotes at most echo.MaxBytes of each value it names.
+	long := strings.Repeat("a", 5000)
+	for _, path := range []string{"/api/rel/users?limit=" + long, "/api/rel/users?limit=5&include=" + long,
+		"/api/rel/users?limit=5&completed=" + long, "/api/rel/users/" + long + "/tasks"} {
+		code, body := s.get(t, path)
+		if code != http.StatusBadRequest || len(body) > 2*echo.MaxBytes+200 || strings.Contains(string(body), strings.Repeat("a", echo.MaxBytes+1)) {
+			t.Errorf("%.40s…: HTTP %d with a %d-byte body %.200s; want 400 quoting at most %d bytes", path, code, len(body), body, echo.MaxBytes)
+		}
 	}
 }
