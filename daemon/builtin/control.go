@@ -105,7 +105,9 @@ func ServeTarget(ctx context.Context, cfg *config.Config, opts TargetOptions) er
 	var serveErr error
 	select {
 	case <-ctx.Done():
-		log.Info("stopping: signal received")
+		// The orchestrator's SIGTERM at the end of every run: routine, so
+		// not a line on the user's terminal after the verdict.
+		log.Debug("stopping", zap.String("cause", context.Cause(ctx).Error()))
 	case <-t.Done():
 		serveErr = fmt.Errorf("the target stopped serving: %w", t.Err())
 	case err := <-ctlErr:

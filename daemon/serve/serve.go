@@ -141,7 +141,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	var serveErr error
 	select {
 	case <-ctx.Done():
-		log.Info("stopping: signal received")
+		log.Info("stopping", zap.String("cause", context.Cause(ctx).Error()))
 	case <-target.Done():
 		serveErr = fmt.Errorf("the target stopped serving: %w", target.Err())
 	case err := <-apiErr:
