@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -22,7 +23,30 @@ type CycleFigures struct {
 	// GCPercent and CPUMicrosPerRequest are the GraphQL arm's.
 	GCPercent           float64 `json:"gc_percent"`
 	CPUMicrosPerRequest float64 `json:"cpu_us_per_request"`
+	// RESTGCPercent and RESTCPUMicrosPerRequest are the same cycle's REST
+	// control arm's figures, in the same units: what the GraphQL arm's are
+	// judged against (DriftLimits.RelativeToControl). nil (null) when not
+	// measured, NotMeasured saying why: a profile without a REST arm, or
+	// the figure not measured in any of the cycle's rounds.
+	RESTGCPercent           *float64 `json:"rest_gc_percent"`
+	RESTCPUMicrosPerRequest *float64 `json:"rest_cpu_us_per_request"`
+	// NotMeasured names, by the JSON name of the field (gc_percent,
+	// rest_cpu_us_per_request, …), the cycle's figures that were not
+	// measured, with the reason: a rule whose figure a judged cycle lacks
+	// is not measured, never judged on a 0.
+	NotMeasured map[string]string `json:"not_measured,omitempty"`
 }
+
+// Drift bases: how a rule forms each cycle's figure (DriftRule.Basis).
+const (
+	// BasisAbsolute judges the figure itself: the process's (live heap,
+	// RSS, goroutines) or the GraphQL arm's alone.
+	BasisAbsolute = "absolute"
+	// BasisRelativeToControl judges the GraphQL arm's figure against the
+	// REST control arm's measured in the same cycle: CPU per request as
+	// GraphQL ÷ REST, GC % as GraphQL − REST in points.
+	BasisRelativeToControl = "relative_to_control"
+)
 
 // DriftLimits say how far a soak may move from its warm baseline.
 type DriftLimits struct {
@@ -51,6 +75,13 @@ type DriftLimits struct {
 	GoroutinesIncrease float64
 	// GCPercentIncreasePoints bounds cycle N − baseline, in points.
 	GCPercentIncreasePoints float64
+	// RelativeToControl judges cpu_per_request_drift and gc_percent_drift
+	// on the GraphQL arm's figure against the REST control's of the same
+	// cycle (BasisRelativeToControl), so that machine-wide noise hitting
+	// both arms in a cycle (a busy neighbour, a slower hour) cancels; a
+	// rule falls back to the absolute figure, saying why, when a judged
+	// cycle has no control figure.
+	RelativeToControl bool
 }
 
 // DriftRule is one drift rule's outcome over all cycles.
@@ -58,6 +89,15 @@ type DriftRule struct {
 	Name  string `json:"name"`
 	Title string `json:"title"`
 	Unit  string `json:"unit"`
+	// Basis is how each cycle's figure is formed: BasisRelativeToControl
+	// (the GraphQL arm's against the REST control's of the same cycle) or
+	// BasisAbsolute (the figure itself); every figure of the rule
+	// (Baseline, Worst, the trend) is in that basis, in Unit.
+	Basis string `json:"basis"`
+	// BasisReason says why a rule is absolute: the process's own figure
+	// (one process serves both arms, so there is no control heap), the
+	// key turned off, or a judged cycle without its control figure.
+	BasisReason string `json:"basis_reason,omitempty"`
 	// Baseline is the median over the baseline cycles (after the warm-up).
 	Baseline float64 `json:"baseline"`
 	// JudgedCycles is how many cycles the rule judged: those after the
@@ -106,34 +146,132 @@ type DriftRule struct {
 	Definition     string `json:"definition"`
 	judgedByRatio  bool
 	valueOfFigures func(CycleFigures) float64
+	// figures are the JSON names of the CycleFigures fields the rule's
+	// figure is formed from (CycleFigures.NotMeasured).
+	figures []string
+	// controlled is true for a rule that has a control figure (gcDrift,
+	// cpuDrift), whatever basis it took.
+	controlled bool
 }
 
-// Drift judges soak cycles against their first cycles: every rule is not
+// Drift judges soak cycles against their warm baseline: every rule is not
 // measured while too few cycles exist to judge (with a Detail saying so), so
-// a soak neither fails nor passes on its first cycles. Rules: live heap after GC, RSS and CPU per
-// request as ratios; goroutines and GC % as differences.
+// a soak neither fails nor passes on its first cycles. Rules: live heap
+// after GC, RSS and CPU per request as ratios; goroutines and GC % as
+// differences. CPU per request and GC % are judged relative to the REST
+// control of the same cycle when l.RelativeToControl (cpuDrift, gcDrift).
 func Drift(cycles []CycleFigures, l DriftLimits) []DriftRule {
+	judged := cycles[min(max(l.WarmupCycles, 0), len(cycles)):]
+	const oneProcess = "one process serves both arms, so there is no control figure to judge it against"
 	rules := []DriftRule{
 		{Name: "heap_live_drift", Title: "Live heap after GC", Unit: "bytes", Limit: l.HeapLiveRatio, judgedByRatio: true,
-			valueOfFigures: func(c CycleFigures) float64 { return c.HeapLiveBytes },
-			Definition:     fmt.Sprintf("live heap after each cycle's settle and forced GCs, ≤ %g × the median of cycles %d to %d (after %d warm-up)", l.HeapLiveRatio, l.WarmupCycles+1, l.WarmupCycles+max(l.BaselineCycles, 1), l.WarmupCycles)},
+			valueOfFigures: func(c CycleFigures) float64 { return c.HeapLiveBytes }, figures: []string{"heap_live_bytes"},
+			Definition: fmt.Sprintf("live heap after each cycle's settle and forced GCs, ≤ %g × the median of cycles %d to %d (after %d warm-up)", l.HeapLiveRatio, l.WarmupCycles+1, l.WarmupCycles+max(l.BaselineCycles, 1), l.WarmupCycles)},
 		{Name: "rss_drift", Title: "Resident memory", Unit: "bytes", Limit: l.RSSRatio, judgedByRatio: true,
-			valueOfFigures: func(c CycleFigures) float64 { return c.RSSBytes },
-			Definition:     fmt.Sprintf("largest RSS of each cycle, ≤ %g × the baseline", l.RSSRatio)},
+			valueOfFigures: func(c CycleFigures) float64 { return c.RSSBytes }, figures: []string{"rss_bytes"},
+			Definition: fmt.Sprintf("largest RSS of each cycle, ≤ %g × the baseline", l.RSSRatio)},
 		{Name: "goroutine_drift", Title: "Goroutines", Unit: "goroutines", Limit: l.GoroutinesIncrease,
-			valueOfFigures: func(c CycleFigures) float64 { return c.Goroutines },
-			Definition:     fmt.Sprintf("goroutines after each cycle settled, ≤ baseline + %g", l.GoroutinesIncrease)},
-		{Name: "gc_percent_drift", Title: "GC % time (GraphQL)", Unit: "%", Limit: l.GCPercentIncreasePoints,
-			valueOfFigures: func(c CycleFigures) float64 { return c.GCPercent },
-			Definition:     fmt.Sprintf("GraphQL arm's GC %% time, ≤ baseline + %g points", l.GCPercentIncreasePoints)},
-		{Name: "cpu_per_request_drift", Title: "CPU per request (GraphQL)", Unit: "µs", Limit: l.CPUPerRequestRatio, judgedByRatio: true,
-			valueOfFigures: func(c CycleFigures) float64 { return c.CPUMicrosPerRequest },
-			Definition:     fmt.Sprintf("GraphQL arm's CPU µs per request, ≤ %g × the baseline", l.CPUPerRequestRatio)},
+			valueOfFigures: func(c CycleFigures) float64 { return c.Goroutines }, figures: []string{"goroutines"},
+			Definition: fmt.Sprintf("goroutines after each cycle settled, ≤ baseline + %g", l.GoroutinesIncrease)},
+		gcDrift(judged, l),
+		cpuDrift(judged, l),
 	}
 	for i := range rules {
+		if rules[i].Basis == "" {
+			rules[i].Basis, rules[i].BasisReason = BasisAbsolute, oneProcess
+		}
 		judgeDrift(&rules[i], cycles, l)
 	}
 	return rules
+}
+
+// gcDrift is gc_percent_drift. Relative to the control it judges the
+// difference GraphQL − REST in points, not their ratio: the limit
+// (gc_percent_increase_points) stays in the points the KPI gate's GC row
+// uses; REST's GC share is small (1–2 % on the built-in target), and a
+// ratio over a small share multiplies that arm's noise; and a machine-wide
+// shift common to both arms of a cycle cancels in the difference when it
+// adds GC time (idle GC workers taking a quiet machine's idle CPU), and
+// shrinks to (f − 1) × the arms' gap, instead of (f − 1) × GraphQL's
+// level, when it multiplies both by f.
+func gcDrift(judged []CycleFigures, l DriftLimits) DriftRule {
+	r := DriftRule{Name: "gc_percent_drift", Limit: l.GCPercentIncreasePoints, controlled: true}
+	r.Basis, r.BasisReason = basis(judged, l, "rest_gc_percent", func(c CycleFigures) *float64 { return c.RESTGCPercent }, false)
+	if r.Basis == BasisRelativeToControl {
+		r.Title, r.Unit, r.figures = "GC % time (GraphQL − REST)", "points", []string{"gc_percent", "rest_gc_percent"}
+		r.valueOfFigures = func(c CycleFigures) float64 { return c.GCPercent - *c.RESTGCPercent }
+		r.Definition = fmt.Sprintf("GraphQL arm's GC %% time minus the REST control's of the same cycle, in points, ≤ baseline + %g points", l.GCPercentIncreasePoints)
+		return r
+	}
+	r.Title, r.Unit, r.figures = "GC % time (GraphQL)", "%", []string{"gc_percent"}
+	r.valueOfFigures = func(c CycleFigures) float64 { return c.GCPercent }
+	r.Definition = fmt.Sprintf("GraphQL arm's GC %% time, ≤ baseline + %g points", l.GCPercentIncreasePoints)
+	return r
+}
+
+// cpuDrift is cpu_per_request_drift. Relative to the control it judges the
+// ratio GraphQL ÷ REST of the cycle's CPU µs per request, as soakd
+// compare's cpu_per_request_vs_control does: a slower machine multiplies
+// both arms' CPU per request, and that factor cancels in the ratio.
+func cpuDrift(judged []CycleFigures, l DriftLimits) DriftRule {
+	r := DriftRule{Name: "cpu_per_request_drift", Limit: l.CPUPerRequestRatio, judgedByRatio: true, controlled: true}
+	r.Basis, r.BasisReason = basis(judged, l, "rest_cpu_us_per_request", func(c CycleFigures) *float64 { return c.RESTCPUMicrosPerRequest }, true)
+	if r.Basis == BasisRelativeToControl {
+		r.Title, r.Unit, r.figures = "CPU per request (GraphQL ÷ REST)", "× REST", []string{"cpu_us_per_request", "rest_cpu_us_per_request"}
+		r.valueOfFigures = func(c CycleFigures) float64 { return c.CPUMicrosPerRequest / *c.RESTCPUMicrosPerRequest }
+		r.Definition = fmt.Sprintf("GraphQL arm's CPU µs per request ÷ the REST control's of the same cycle, ≤ %g × the baseline", l.CPUPerRequestRatio)
+		return r
+	}
+	r.Title, r.Unit, r.figures = "CPU per request (GraphQL)", "µs", []string{"cpu_us_per_request"}
+	r.valueOfFigures = func(c CycleFigures) float64 { return c.CPUMicrosPerRequest }
+	r.Definition = fmt.Sprintf("GraphQL arm's CPU µs per request, ≤ %g × the baseline", l.CPUPerRequestRatio)
+	return r
+}
+
+// basis chooses a control-judged rule's basis: relative to the control
+// when l.RelativeToControl and every judged cycle measured its control
+// figure (rest; positive: it must be above 0 to divide by), else absolute
+// with the reason. One basis holds for the whole series: a trend over
+// ratios mixed with µs means nothing.
+func basis(judged []CycleFigures, l DriftLimits, figure string, rest func(CycleFigures) *float64, positive bool) (string, string) {
+	if !l.RelativeToControl {
+		return BasisAbsolute, "soak.drift.relative_to_control is false: judged on the GraphQL arm's figure alone"
+	}
+	var without []string
+	first := ""
+	for _, c := range judged {
+		v := rest(c)
+		why := c.NotMeasured[figure]
+		switch {
+		case v == nil && why == "":
+			why = "the REST control's figure was not measured"
+		case v != nil && positive && *v <= 0:
+			why = "the REST control's figure is 0, so no ratio can be formed"
+		case v != nil:
+			continue
+		}
+		if first == "" {
+			first = why
+		}
+		without = append(without, strconv.Itoa(c.Cycle))
+	}
+	if len(without) == 0 {
+		return BasisRelativeToControl, ""
+	}
+	return BasisAbsolute, fmt.Sprintf("judged on the GraphQL arm's figure alone, not relative to the REST control: %s of %d judged cycles had no control figure (cycle %s: %s)",
+		countCycles(without), len(judged), without[0], first)
+}
+
+// countCycles names cycles: "cycle 4", "cycles 4, 5 and 7", or "12 cycles"
+// when there are more than five.
+func countCycles(cs []string) string {
+	switch {
+	case len(cs) == 1:
+		return "cycle " + cs[0]
+	case len(cs) <= 5:
+		return "cycles " + strings.Join(cs[:len(cs)-1], ", ") + " and " + cs[len(cs)-1]
+	}
+	return fmt.Sprintf("%d cycles", len(cs))
 }
 
 // judgeDrift judges one rule: the warm-up left out, a median baseline, a
@@ -149,6 +287,14 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, l DriftLimits) {
 		r.Detail = fmt.Sprintf("not measured: %d cycles after the %d warm-up (soak.drift.warmup_cycles); drift is judged once %d baseline cycles (soak.drift.baseline_cycles) and at least one more have run",
 			len(judged), w, b)
 		return
+	}
+	for _, c := range judged {
+		for _, f := range r.figures {
+			if why, ok := c.NotMeasured[f]; ok {
+				r.Detail = fmt.Sprintf("not measured: cycle %d's %s was not measured (%s), and a rule is never judged on a figure it lacks", c.Cycle, f, why)
+				return
+			}
+		}
 	}
 	base := make([]float64, b)
 	for i, c := range judged[:b] {
@@ -227,6 +373,9 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, l DriftLimits) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%s beyond the limit (%d at most in a row; %d in a row fail): noise, not a fail", strings.Join(over, ", "), r.LongestOver, k))
 	}
 	var d strings.Builder
+	if r.Basis == BasisRelativeToControl {
+		d.WriteString("relative to the REST control of the same cycle: ")
+	}
 	fmt.Fprintf(&d, "baseline %.4g %s (median of cycles %d–%d, after %d warm-up)", r.Baseline, r.Unit, judged[0].Cycle, judged[b-1].Cycle, w)
 	if sustained {
 		fmt.Fprintf(&d, "; %d cycles in a row beyond the limit (soak.drift.sustained_cycles %d): a sustained shift", r.LongestOver, k)
@@ -239,6 +388,9 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, l DriftLimits) {
 		}
 	} else {
 		fmt.Fprintf(&d, "; %d judged cycles are too few for a trend (3 needed): inconclusive unless a sustained shift fails it", len(judged))
+	}
+	if r.controlled && r.Basis == BasisAbsolute {
+		d.WriteString("; " + r.BasisReason)
 	}
 	r.Detail = d.String()
 }
