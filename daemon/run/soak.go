@@ -481,9 +481,34 @@ func (r *SoakReport) Table(w io.Writer) {
 		if d.Outcome != kpi.OutcomePass {
 			res = strings.ToUpper(res)
 		}
-		fmt.Fprintf(w, "  drift %-22s %s  %s\n", d.Name, res, d.Detail)
+		fmt.Fprintf(w, "  drift %-22s %s  %s: %s\n", d.Name, res, d.Title, d.Detail)
 	}
-	fmt.Fprintf(w, "soak verdict: %s\n", r.Verdict)
+	fmt.Fprintf(w, "soak verdict: %s%s\n", r.Verdict, r.failing())
+}
+
+// failing names what failed the soak, for its verdict line: the drift
+// rules, KPIs and cycles that failed ("" when none did).
+func (r *SoakReport) failing() string {
+	var fs []string
+	for _, d := range r.Drift {
+		if d.Outcome == kpi.OutcomeFail {
+			fs = append(fs, "drift "+d.Name)
+		}
+	}
+	for _, k := range r.KPIs {
+		if k.Gated && k.Outcome == kpi.OutcomeFail {
+			fs = append(fs, "kpi "+k.Name)
+		}
+	}
+	for _, c := range r.Cycles {
+		if !c.Interrupted && (c.Error != "" || c.Checks == "" || c.Checks == kpi.OutcomeFail) {
+			fs = append(fs, fmt.Sprintf("cycle %d", c.Cycle))
+		}
+	}
+	if len(fs) == 0 {
+		return ""
+	}
+	return " (failed: " + strings.Join(fs, ", ") + ")"
 }
 
 // restFigure prints a cycle's REST control figure, "not measured" when nil.

@@ -324,7 +324,7 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, l DriftLimits) {
 		if against(v) > r.Limit {
 			run++
 			r.LongestOver = max(r.LongestOver, run)
-			over = append(over, fmt.Sprintf("cycle %d at %.4g %s", c.Cycle, v, r.Unit))
+			over = append(over, fmt.Sprintf("cycle %d at %s", c.Cycle, r.amount(v, false)))
 		} else {
 			run = 0
 		}
@@ -376,13 +376,13 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, l DriftLimits) {
 	if r.Basis == BasisRelativeToControl {
 		d.WriteString("relative to the REST control of the same cycle: ")
 	}
-	fmt.Fprintf(&d, "baseline %.4g %s (median of cycles %d–%d, after %d warm-up)", r.Baseline, r.Unit, judged[0].Cycle, judged[b-1].Cycle, w)
+	fmt.Fprintf(&d, "baseline %s (median of cycles %d–%d, after %d warm-up)", r.amount(r.Baseline, false), judged[0].Cycle, judged[b-1].Cycle, w)
 	if sustained {
 		fmt.Fprintf(&d, "; %d cycles in a row beyond the limit (soak.drift.sustained_cycles %d): a sustained shift", r.LongestOver, k)
 	}
 	if haveTrend {
-		fmt.Fprintf(&d, "; trend %+.4g ± %.4g %s per cycle over %d cycles (%s): %s at the last cycle, 95 %% [%s, %s], limit %s",
-			slope, se, r.Unit, len(judged), r.Shape, r.fmtMeasure(r.Measured), r.fmtMeasure(lo), r.fmtMeasure(hi), r.fmtMeasure(r.Limit))
+		fmt.Fprintf(&d, "; trend %s ± %s per cycle over %d cycles (%s): %s at the last cycle, 95 %% [%s, %s], limit %s",
+			r.amount(slope, true), r.amount(se, false), len(judged), r.Shape, r.fmtMeasure(r.Measured), r.fmtMeasure(lo), r.fmtMeasure(hi), r.fmtMeasure(r.Limit))
 		if r.Projection != "" {
 			d.WriteString("; " + r.Projection)
 		}
@@ -400,7 +400,27 @@ func (r *DriftRule) fmtMeasure(v float64) string {
 	if r.judgedByRatio {
 		return fmt.Sprintf("%.3g×", v)
 	}
-	return fmt.Sprintf("%+.3g %s", v, r.Unit)
+	return r.amount(v, true)
+}
+
+// amount writes v in the rule's unit, signed when asked: bytes as B, KiB
+// or MiB (as the soak's table prints the heap), anything else as 4
+// significant digits and the unit.
+func (r *DriftRule) amount(v float64, signed bool) string {
+	sign := ""
+	if signed && v >= 0 {
+		sign = "+"
+	}
+	if r.Unit != "bytes" {
+		return fmt.Sprintf("%s%.4g %s", sign, v, r.Unit)
+	}
+	switch a := math.Abs(v); {
+	case a >= 1<<20:
+		return fmt.Sprintf("%s%.4g MiB", sign, v/(1<<20))
+	case a >= 1<<10:
+		return fmt.Sprintf("%s%.4g KiB", sign, v/(1<<10))
+	}
+	return fmt.Sprintf("%s%.4g B", sign, v)
 }
 
 // shape tells a steady slope from a warm-up that levels off: a rise whose
@@ -444,7 +464,7 @@ func projection(r *DriftRule, l DriftLimits, last, slope float64) string {
 		fittedLast = r.Measured * r.Baseline
 	}
 	left := (limitValue - fittedLast) / slope // cycles to the limit
-	out := fmt.Sprintf("%+.4g %s per cycle", slope, r.Unit)
+	out := r.amount(slope, true) + " per cycle"
 	if left <= 0 {
 		return out + ": the trend is past the limit"
 	}
@@ -458,7 +478,7 @@ func projection(r *DriftRule, l DriftLimits, last, slope float64) string {
 		if r.judgedByRatio {
 			return fmt.Sprintf("%.3g×", v/r.Baseline)
 		}
-		return fmt.Sprintf("%+.3g %s", v-r.Baseline, r.Unit)
+		return r.amount(v-r.Baseline, true)
 	}
 	if l.HorizonSeconds > 0 {
 		out += fmt.Sprintf("; at the soak's end %s", at(l.HorizonSeconds))
