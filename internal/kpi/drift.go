@@ -98,6 +98,10 @@ type DriftRule struct {
 	// (one process serves both arms, so there is no control heap), the
 	// key turned off, or a judged cycle without its control figure.
 	BasisReason string `json:"basis_reason,omitempty"`
+	// LeftOut are the judged cycles a relative rule left out for lacking
+	// their control figure (at most a quarter of them; more, and the rule
+	// is absolute), named in Detail with the first one's reason.
+	LeftOut []int `json:"left_out_cycles,omitempty"`
 	// Baseline is the median over the baseline cycles (after the warm-up).
 	Baseline float64 `json:"baseline"`
 	// JudgedCycles is how many cycles the rule judged: those after the
@@ -152,6 +156,11 @@ type DriftRule struct {
 	// controlled is true for a rule that has a control figure (gcDrift,
 	// cpuDrift), whatever basis it took.
 	controlled bool
+	// keep, when set, picks the judged cycles the rule judges (a relative
+	// rule's: those with their control figure); leftOutWhy is why the
+	// first of LeftOut was left out.
+	keep       func(CycleFigures) bool
+	leftOutWhy string
 }
 
 // Drift judges soak cycles against their warm baseline: every rule is not
@@ -196,8 +205,10 @@ func Drift(cycles []CycleFigures, l DriftLimits) []DriftRule {
 // level, when it multiplies both by f.
 func gcDrift(judged []CycleFigures, l DriftLimits) DriftRule {
 	r := DriftRule{Name: "gc_percent_drift", Limit: l.GCPercentIncreasePoints, controlled: true}
-	r.Basis, r.BasisReason = basis(judged, l, "rest_gc_percent", func(c CycleFigures) *float64 { return c.RESTGCPercent }, false)
+	rest := func(c CycleFigures) *float64 { return c.RESTGCPercent }
+	r.Basis, r.BasisReason, r.LeftOut, r.leftOutWhy = basis(judged, l, "rest_gc_percent", rest, false)
 	if r.Basis == BasisRelativeToControl {
+		r.keep = func(c CycleFigures) bool { return hasControl(c, rest, false) }
 		r.Title, r.Unit, r.figures = "GC % time (GraphQL − REST)", "points", []string{"gc_percent", "rest_gc_percent"}
 		r.valueOfFigures = func(c CycleFigures) float64 { return c.GCPercent - *c.RESTGCPercent }
 		r.Definition = fmt.Sprintf("GraphQL arm's GC %% time minus the REST control's of the same cycle, in points, ≤ baseline + %g points", l.GCPercentIncreasePoints)
@@ -215,8 +226,10 @@ func gcDrift(judged []CycleFigures, l DriftLimits) DriftRule {
 // both arms' CPU per request, and that factor cancels in the ratio.
 func cpuDrift(judged []CycleFigures, l DriftLimits) DriftRule {
 	r := DriftRule{Name: "cpu_per_request_drift", Limit: l.CPUPerRequestRatio, judgedByRatio: true, controlled: true}
-	r.Basis, r.BasisReason = basis(judged, l, "rest_cpu_us_per_request", func(c CycleFigures) *float64 { return c.RESTCPUMicrosPerRequest }, true)
+	rest := func(c CycleFigures) *float64 { return c.RESTCPUMicrosPerRequest }
+	r.Basis, r.BasisReason, r.LeftOut, r.leftOutWhy = basis(judged, l, "rest_cpu_us_per_request", rest, true)
 	if r.Basis == BasisRelativeToControl {
+		r.keep = func(c CycleFigures) bool { return hasControl(c, rest, true) }
 		r.Title, r.Unit, r.figures = "CPU per request (GraphQL ÷ REST)", "× REST", []string{"cpu_us_per_request", "rest_cpu_us_per_request"}
 		r.valueOfFigures = func(c CycleFigures) float64 { return c.CPUMicrosPerRequest / *c.RESTCPUMicrosPerRequest }
 		r.Definition = fmt.Sprintf("GraphQL arm's CPU µs per request ÷ the REST control's of the same cycle, ≤ %g × the baseline", l.CPUPerRequestRatio)
@@ -228,43 +241,60 @@ func cpuDrift(judged []CycleFigures, l DriftLimits) DriftRule {
 	return r
 }
 
+// maxLeftOut is the largest share of the judged cycles a relative rule
+// may leave out for lacking their control figure: a few cycles whose REST
+// phase measured no GC (a short window between two collections) do not
+// throw the control away for the whole soak, while a series thinner than
+// three quarters of the cycles no longer stands for the soak.
+const maxLeftOut = 0.25
+
 // basis chooses a control-judged rule's basis: relative to the control
-// when l.RelativeToControl and every judged cycle measured its control
-// figure (rest; positive: it must be above 0 to divide by), else absolute
-// with the reason. One basis holds for the whole series: a trend over
-// ratios mixed with µs means nothing.
-func basis(judged []CycleFigures, l DriftLimits, figure string, rest func(CycleFigures) *float64, positive bool) (string, string) {
+// when l.RelativeToControl and at most maxLeftOut of the judged cycles lack
+// their control figure (rest; positive: it must be above 0 to divide by),
+// which are then left out of the rule (leftOut, with why for the first);
+// else absolute with the reason. One basis holds for the whole series: a
+// trend over ratios mixed with µs means nothing.
+func basis(judged []CycleFigures, l DriftLimits, figure string, rest func(CycleFigures) *float64, positive bool) (b, reason string, leftOut []int, why string) {
 	if !l.RelativeToControl {
-		return BasisAbsolute, "soak.drift.relative_to_control is false: judged on the GraphQL arm's figure alone"
+		return BasisAbsolute, "soak.drift.relative_to_control is false: judged on the GraphQL arm's figure alone", nil, ""
 	}
-	var without []string
-	first := ""
 	for _, c := range judged {
 		v := rest(c)
-		why := c.NotMeasured[figure]
+		w := c.NotMeasured[figure]
 		switch {
-		case v == nil && why == "":
-			why = "the REST control's figure was not measured"
+		case v == nil && w == "":
+			w = "the REST control's figure was not measured"
 		case v != nil && positive && *v <= 0:
-			why = "the REST control's figure is 0, so no ratio can be formed"
+			w = "the REST control's figure is 0, so no ratio can be formed"
 		case v != nil:
 			continue
 		}
-		if first == "" {
-			first = why
+		if why == "" {
+			why = fmt.Sprintf("cycle %d: %s", c.Cycle, w)
 		}
-		without = append(without, strconv.Itoa(c.Cycle))
+		leftOut = append(leftOut, c.Cycle)
 	}
-	if len(without) == 0 {
-		return BasisRelativeToControl, ""
+	if float64(len(leftOut)) <= maxLeftOut*float64(len(judged)) {
+		return BasisRelativeToControl, "", leftOut, why
 	}
-	return BasisAbsolute, fmt.Sprintf("judged on the GraphQL arm's figure alone, not relative to the REST control: %s of %d judged cycles had no control figure (cycle %s: %s)",
-		countCycles(without), len(judged), without[0], first)
+	return BasisAbsolute, fmt.Sprintf("judged on the GraphQL arm's figure alone, not relative to the REST control: %d of the %d judged cycles had no control figure, more than %.0f %% (%s)",
+		len(leftOut), len(judged), maxLeftOut*100, why), nil, ""
+}
+
+// hasControl reports whether c has the control figure of a relative rule
+// (rest; positive: above 0).
+func hasControl(c CycleFigures, rest func(CycleFigures) *float64, positive bool) bool {
+	v := rest(c)
+	return v != nil && (!positive || *v > 0)
 }
 
 // countCycles names cycles: "cycle 4", "cycles 4, 5 and 7", or "12 cycles"
 // when there are more than five.
-func countCycles(cs []string) string {
+func countCycles(cycles []int) string {
+	cs := make([]string, len(cycles))
+	for i, c := range cycles {
+		cs[i] = strconv.Itoa(c)
+	}
 	switch {
 	case len(cs) == 1:
 		return "cycle " + cs[0]
@@ -282,6 +312,9 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, l DriftLimits) {
 	r.Outcome = OutcomeNotMeasured
 	defer func() { r.Pass = r.Outcome == OutcomePass }()
 	judged := cycles[min(w, len(cycles)):]
+	if r.keep != nil {
+		judged = slices.DeleteFunc(slices.Clone(judged), func(c CycleFigures) bool { return !r.keep(c) })
+	}
 	r.JudgedCycles = len(judged)
 	if len(judged) <= b {
 		r.Detail = fmt.Sprintf("not measured: %d cycles after the %d warm-up (soak.drift.warmup_cycles); drift is judged once %d baseline cycles (soak.drift.baseline_cycles) and at least one more have run",
@@ -377,12 +410,15 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, l DriftLimits) {
 		d.WriteString("relative to the REST control of the same cycle: ")
 	}
 	fmt.Fprintf(&d, "baseline %s (median of cycles %d–%d, after %d warm-up)", r.amount(r.Baseline, false), judged[0].Cycle, judged[b-1].Cycle, w)
+	if len(r.LeftOut) > 0 {
+		fmt.Fprintf(&d, "; %s left out, without a control figure (%s)", countCycles(r.LeftOut), r.leftOutWhy)
+	}
 	if sustained {
 		fmt.Fprintf(&d, "; %d cycles in a row beyond the limit (soak.drift.sustained_cycles %d): a sustained shift", r.LongestOver, k)
 	}
 	if haveTrend {
-		fmt.Fprintf(&d, "; trend %s ± %s per cycle over %d cycles (%s): %s at the last cycle, 95 %% [%s, %s], limit %s",
-			r.amount(slope, true), r.amount(se, false), len(judged), r.Shape, r.fmtMeasure(r.Measured), r.fmtMeasure(lo), r.fmtMeasure(hi), r.fmtMeasure(r.Limit))
+		fmt.Fprintf(&d, "; trend %s per cycle over %d cycles (%s): %s at the last cycle, 95 %% [%s, %s], limit %s",
+			r.plusMinus(slope, se), len(judged), r.Shape, r.fmtMeasure(r.Measured), r.fmtMeasure(lo), r.fmtMeasure(hi), r.fmtMeasure(r.Limit))
 		if r.Projection != "" {
 			d.WriteString("; " + r.Projection)
 		}
@@ -421,6 +457,15 @@ func (r *DriftRule) amount(v float64, signed bool) string {
 		return fmt.Sprintf("%s%.4g KiB", sign, v/(1<<10))
 	}
 	return fmt.Sprintf("%s%.4g B", sign, v)
+}
+
+// plusMinus writes v ± se in the rule's unit: "+1.6 MiB ± 9.1 KiB" for
+// bytes (the two may differ in scale), "+0.03 ± 0.01 points" otherwise.
+func (r *DriftRule) plusMinus(v, se float64) string {
+	if r.Unit == "bytes" {
+		return r.amount(v, true) + " ± " + r.amount(se, false)
+	}
+	return fmt.Sprintf("%+.4g ± %.4g %s", v, se, r.Unit)
 }
 
 // shape tells a steady slope from a warm-up that levels off: a rise whose
@@ -468,11 +513,18 @@ func projection(r *DriftRule, l DriftLimits, last, slope float64) string {
 	if left <= 0 {
 		return out + ": the trend is past the limit"
 	}
-	if l.SecondsPerCycle <= 0 {
+	switch {
+	case left < 1:
+		out += ": crosses the limit within the next cycle" // not "in about 0 min (0 more cycles)"
+	case l.SecondsPerCycle <= 0:
 		return out + fmt.Sprintf(": crosses the limit in about %.0f more cycles", left)
+	default:
+		hours := left * l.SecondsPerCycle / 3600
+		out += fmt.Sprintf(": crosses the limit in about %s (%.0f more cycles)", humanHours(hours), left)
 	}
-	hours := left * l.SecondsPerCycle / 3600
-	out += fmt.Sprintf(": crosses the limit in about %s (%.0f more cycles)", humanHours(hours), left)
+	if l.SecondsPerCycle <= 0 {
+		return out
+	}
 	at := func(secs float64) string {
 		v := fittedLast + slope*(secs/l.SecondsPerCycle-last)
 		if r.judgedByRatio {

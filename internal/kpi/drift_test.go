@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -319,31 +320,41 @@ func TestDriftBasis(t *testing.T) {
 	if r := driftRule(t, Drift(cs, off), "cpu_per_request_drift"); r.Basis != BasisAbsolute || !strings.Contains(r.BasisReason, "relative_to_control is false") || !strings.Contains(r.Detail, r.BasisReason) {
 		t.Errorf("relative_to_control false: basis %s (%s), detail %s", r.Basis, r.BasisReason, r.Detail)
 	}
-	// One judged cycle without its control: the whole rule is absolute,
-	// naming the cycle and why; a warm-up cycle without it does not count.
+	// A judged cycle without its control is left out of the relative rule
+	// (at most a quarter of them), named with why; a warm-up cycle without
+	// it does not count.
 	cs = withControl(8)
 	cs[0].RESTCPUMicrosPerRequest = nil
-	if r := driftRule(t, Drift(cs, l), "cpu_per_request_drift"); r.Basis != BasisRelativeToControl {
-		t.Errorf("a warm-up cycle without control: basis %s (%s)", r.Basis, r.BasisReason)
+	if r := driftRule(t, Drift(cs, l), "cpu_per_request_drift"); r.Basis != BasisRelativeToControl || len(r.LeftOut) != 0 {
+		t.Errorf("a warm-up cycle without control: basis %s (%s), left out %v", r.Basis, r.BasisReason, r.LeftOut)
 	}
 	cs[5].RESTCPUMicrosPerRequest = nil
+	cs[5].CPUMicrosPerRequest = 5000 // judged on its own it would be the worst cycle
 	cs[5].NotMeasured = map[string]string{"rest_cpu_us_per_request": "no control group: the profile compares no REST phase"}
 	r := driftRule(t, Drift(cs, l), "cpu_per_request_drift")
-	if r.Basis != BasisAbsolute || !strings.Contains(r.BasisReason, "cycle 6: no control group") || r.Unit != "µs" || !nearly(r.Baseline, 50) {
-		t.Errorf("cycle 6 without control: basis %s (%s), baseline %v %s", r.Basis, r.BasisReason, r.Baseline, r.Unit)
+	if r.Basis != BasisRelativeToControl || !slices.Equal(r.LeftOut, []int{6}) || r.JudgedCycles != 6 || r.WorstCycle == 6 ||
+		!strings.Contains(r.Detail, "cycle 6 left out, without a control figure (cycle 6: no control group") {
+		t.Errorf("cycle 6 without control: basis %s, left out %v, judged %d, worst cycle %d: %s", r.Basis, r.LeftOut, r.JudgedCycles, r.WorstCycle, r.Detail)
 	}
-	if g := driftRule(t, Drift(cs, l), "gc_percent_drift"); g.Basis != BasisRelativeToControl {
+	// More than a quarter of the judged cycles without it: absolute,
+	// saying why.
+	cs[6].RESTCPUMicrosPerRequest = nil
+	r = driftRule(t, Drift(cs, l), "cpu_per_request_drift")
+	if r.Basis != BasisAbsolute || !strings.Contains(r.BasisReason, "2 of the 7 judged cycles had no control figure, more than 25 % (cycle 6: no control group") || r.Unit != "µs" || !nearly(r.Baseline, 50) {
+		t.Errorf("cycles 6 and 7 without control: basis %s (%s), baseline %v %s", r.Basis, r.BasisReason, r.Baseline, r.Unit)
+	}
+	if g := driftRule(t, Drift(cs, l), "gc_percent_drift"); g.Basis != BasisRelativeToControl || len(g.LeftOut) != 0 {
 		t.Errorf("gc with its control in every cycle stays relative: %s (%s)", g.Basis, g.BasisReason)
 	}
 	// A REST CPU of 0 forms no ratio; a GC difference over a REST GC of 0
 	// is fine.
 	cs = withControl(8)
 	cs[3].RESTCPUMicrosPerRequest, cs[3].RESTGCPercent = ptr(0.0), ptr(0.0)
-	if r := driftRule(t, Drift(cs, l), "cpu_per_request_drift"); r.Basis != BasisAbsolute || !strings.Contains(r.BasisReason, "is 0") {
-		t.Errorf("REST CPU 0: basis %s (%s)", r.Basis, r.BasisReason)
+	if r := driftRule(t, Drift(cs, l), "cpu_per_request_drift"); !slices.Equal(r.LeftOut, []int{4}) || !strings.Contains(r.Detail, "is 0") {
+		t.Errorf("REST CPU 0: left out %v: %s", r.LeftOut, r.Detail)
 	}
-	if g := driftRule(t, Drift(cs, l), "gc_percent_drift"); g.Basis != BasisRelativeToControl {
-		t.Errorf("REST GC 0 %%: basis %s (%s)", g.Basis, g.BasisReason)
+	if g := driftRule(t, Drift(cs, l), "gc_percent_drift"); g.Basis != BasisRelativeToControl || len(g.LeftOut) != 0 {
+		t.Errorf("REST GC 0 %%: basis %s (%s), left out %v", g.Basis, g.BasisReason, g.LeftOut)
 	}
 	// A GraphQL figure not measured (a runtime without GC figures): the
 	// rule is not measured, not judged on 0.
@@ -351,5 +362,15 @@ func TestDriftBasis(t *testing.T) {
 	cs[4].NotMeasured = map[string]string{"gc_percent": "the target exposes no GC CPU time"}
 	if g := driftRule(t, Drift(cs, l), "gc_percent_drift"); g.Outcome != OutcomeNotMeasured || g.Pass || !strings.Contains(g.Detail, "cycle 5's gc_percent was not measured") {
 		t.Errorf("gc not measured in cycle 5: %s, %s", g.Outcome, g.Detail)
+	}
+}
+
+// TestDriftProjectionWithinACycle: a trend less than a cycle from its
+// limit says so, not "in about 0 min (0 more cycles)".
+func TestDriftProjectionWithinACycle(t *testing.T) {
+	l := DriftLimits{BaselineCycles: 1, SustainedCycles: 3, HeapLiveRatio: 1.1, SecondsPerCycle: 10}
+	r := driftRule(t, Drift(cycles(100, 102, 104, 106, 108.5), l), "heap_live_drift")
+	if !strings.Contains(r.Projection, "crosses the limit within the next cycle") || strings.Contains(r.Projection, "0 more cycles") {
+		t.Errorf("a trend 0.8 cycles from its limit: %q (%s)", r.Projection, r.Detail)
 	}
 }
