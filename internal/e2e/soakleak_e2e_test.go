@@ -15,7 +15,7 @@ import (
 )
 
 // leakSoakConfig is a soak of small cycles (a REST control phase and a
-// GraphQL phase, 1,600 requests, about 6 s a cycle on two cores) with the
+// GraphQL phase, 1,600 requests each, about 6 s a cycle on two cores) with the
 // built-in target's leak switch at leakBytes per GraphQL request (0: off),
 // drift judged after one warm-up cycle against the next one, and 3 cycles
 // in a row beyond a limit failing a rule.

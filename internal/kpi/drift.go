@@ -539,9 +539,12 @@ func projection(r *DriftRule, l DriftLimits, last, slope float64) string {
 	return out
 }
 
-// humanHours writes a duration in hours as "17 h" or "40 min" or "3 days".
+// humanHours writes a duration in hours as "17 h", "40 min", "18 s" or
+// "3 days".
 func humanHours(h float64) string {
 	switch {
+	case h < 1.0/60:
+		return fmt.Sprintf("%.0f s", h*3600)
 	case h < 1:
 		return fmt.Sprintf("%.0f min", h*60)
 	case h < 72:
