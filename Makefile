@@ -6,7 +6,7 @@ PKGS  := ./...
 # which make e2e runs alone.
 UNIT   = $(shell $(GO) list ./... | grep -v /internal/e2e)
 
-.PHONY: all build run test e2e vet fmt-check generate check-generate fuzz dashboards stack clean gate-check bench-driver
+.PHONY: all build run test e2e vet fmt-check generate check-generate fuzz dashboards stack clean gate-check bench-driver soak-leak-proof
 
 all: build
 
@@ -72,6 +72,14 @@ gate-check:
 	N=$(N) PARTS="$(PARTS)" scripts/gate-check.sh
 
 N ?= 5
+
+## soak-leak-proof: the leak switch against the drift rules on the real built-in target: the same soak of
+## LEAK_CYCLES (20) small cycles with inject.graphql_leak_bytes_per_request LEAK_BYTES (64) and with it off;
+## prints every cycle's live heap and the drift lines (~5 min; not in CI; make e2e runs a 5-cycle version)
+LEAK_CYCLES ?= 20
+LEAK_BYTES ?= 64
+soak-leak-proof:
+	SOAKD_LEAK_PROOF_CYCLES=$(LEAK_CYCLES) SOAKD_LEAK_PROOF_BYTES=$(LEAK_BYTES) $(GO) test -count=1 -p 1 -timeout 30m -run '^TestSoakLeakSwitchDrift$$' -v ./internal/e2e
 
 ## bench-driver: the driver's CPU per request against wrk's, REST GET and GraphQL query (~2 min; needs wrk; not in CI)
 bench-driver:

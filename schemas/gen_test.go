@@ -142,6 +142,7 @@ func enums() map[string][]any {
 		"report.CompareRow.change_unit":  strs("points", "percent"),
 		"run.SoakReport.status":          strs(report.StatusRunning, report.StatusComplete, run.SoakStatusStopped, report.StatusAborted),
 		"run.SoakReport.verdict":         verdicts,
+		"kpi.DriftRule.basis":            strs(kpi.BasisAbsolute, kpi.BasisRelativeToControl),
 		"run.Cycle.verdict":              strs(string(kpi.OutcomePass), string(kpi.OutcomeFail), string(kpi.OutcomeInconclusive), string(kpi.OutcomeAborted)),
 	}
 }

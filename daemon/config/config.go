@@ -406,6 +406,12 @@ type DriftConfig struct {
 	CPUPerRequestRatio      float64 `yaml:"cpu_per_request_ratio"`
 	GoroutinesIncrease      float64 `yaml:"goroutines_increase"`
 	GCPercentIncreasePoints float64 `yaml:"gc_percent_increase_points"`
+	// RelativeToControl judges the CPU per request and GC % drift on the
+	// GraphQL arm's figure against the REST control's of the same cycle
+	// (GraphQL ÷ REST, GraphQL − REST), so machine-wide noise hitting both
+	// arms cancels; false judges the GraphQL figure alone. See
+	// kpi.DriftLimits.RelativeToControl.
+	RelativeToControl bool `yaml:"relative_to_control"`
 }
 
 // APIConfig configures the control API of `soakd serve` (the key was

@@ -289,9 +289,17 @@ func (s *soaker) cycle(ctx context.Context, ro RunOptions, profile string, n int
 
 // cycleFigures takes the drift figures from a cycle's report: the state
 // after its last phase settled, its largest RSS, and the GraphQL arm's GC %
-// and CPU per request.
+// and CPU per request with the REST control's of the same cycle (the KPI
+// rows' means over the cycle's rounds). A figure the cycle did not measure
+// is named in NotMeasured with the reason, never taken as 0.
 func cycleFigures(rep *report.Report, n int) kpi.CycleFigures {
 	f := kpi.CycleFigures{Cycle: n, Run: rep.Run}
+	notMeasured := func(field, why string) {
+		if f.NotMeasured == nil {
+			f.NotMeasured = map[string]string{}
+		}
+		f.NotMeasured[field] = why
+	}
 	for _, p := range rep.Phases {
 		if p.After != nil {
 			f.HeapLiveBytes, f.Goroutines = float64(p.After.HeapLiveBytes), float64(p.After.Goroutines)
@@ -301,11 +309,30 @@ func cycleFigures(rep *report.Report, n int) kpi.CycleFigures {
 		}
 	}
 	for _, k := range rep.KPIs {
+		var gql *float64
+		var rest **float64
 		switch k.Name {
 		case "gc_percent":
-			f.GCPercent = k.GraphQL
+			gql, rest = &f.GCPercent, &f.RESTGCPercent
 		case "cpu_us_per_request":
-			f.CPUMicrosPerRequest = k.GraphQL
+			gql, rest = &f.CPUMicrosPerRequest, &f.RESTCPUMicrosPerRequest
+		default:
+			continue
+		}
+		why := cmp.Or(k.Reason, "not measured in any of the cycle's rounds")
+		if k.GraphQLNotMeasured {
+			notMeasured(k.Name, why)
+		} else {
+			*gql = k.GraphQL
+		}
+		switch {
+		case k.NoControl:
+			notMeasured("rest_"+k.Name, kpi.NoControlGroup)
+		case k.RESTNotMeasured:
+			notMeasured("rest_"+k.Name, why)
+		default:
+			v := k.REST
+			*rest = &v
 		}
 	}
 	return f
@@ -332,6 +359,7 @@ func (s *soaker) judge() {
 		SecondsPerCycle: perCycle, HorizonSeconds: horizon,
 		HeapLiveRatio: d.HeapLiveRatio, RSSRatio: d.RSSRatio,
 		CPUPerRequestRatio: d.CPUPerRequestRatio, GoroutinesIncrease: d.GoroutinesIncrease, GCPercentIncreasePoints: d.GCPercentIncreasePoints,
+		RelativeToControl: d.RelativeToControl,
 	})
 	// The KPIs over every finished cycle's rounds.
 	var rounds [][]kpi.Result
@@ -428,8 +456,8 @@ func (s *soaker) finish(err error) (*SoakReport, error) {
 func (r *SoakReport) Table(w io.Writer) {
 	fmt.Fprintf(w, "soak %s: %d cycles of %s\n", r.Soak, len(r.Cycles), r.Profile)
 	for _, c := range r.Cycles {
-		fmt.Fprintf(w, "  cycle %d %s: %s (checks %s)  live heap %.1f MiB  rss %.1f MiB  goroutines %.0f  gc %.2f %%  cpu %.1f µs/req %s\n",
-			c.Cycle, c.Run, c.Verdict, c.Checks, c.HeapLiveBytes/(1<<20), c.RSSBytes/(1<<20), c.Goroutines, c.GCPercent, c.CPUMicrosPerRequest, c.Error)
+		fmt.Fprintf(w, "  cycle %d %s: %s (checks %s)  live heap %.1f MiB  rss %.1f MiB  goroutines %.0f  gc %.2f %% (REST %s)  cpu %.1f µs/req (REST %s) %s\n",
+			c.Cycle, c.Run, c.Verdict, c.Checks, c.HeapLiveBytes/(1<<20), c.RSSBytes/(1<<20), c.Goroutines, c.GCPercent, restFigure(c.RESTGCPercent, "%.2f %%"), c.CPUMicrosPerRequest, restFigure(c.RESTCPUMicrosPerRequest, "%.1f"), c.Error)
 	}
 	for _, k := range r.KPIs {
 		if !k.Gated {
@@ -453,9 +481,42 @@ func (r *SoakReport) Table(w io.Writer) {
 		if d.Outcome != kpi.OutcomePass {
 			res = strings.ToUpper(res)
 		}
-		fmt.Fprintf(w, "  drift %-22s %s  %s\n", d.Name, res, d.Detail)
+		fmt.Fprintf(w, "  drift %-22s %s  %s: %s\n", d.Name, res, d.Title, d.Detail)
 	}
-	fmt.Fprintf(w, "soak verdict: %s\n", r.Verdict)
+	fmt.Fprintf(w, "soak verdict: %s%s\n", r.Verdict, r.failing())
+}
+
+// failing names what failed the soak, for its verdict line: the drift
+// rules, KPIs and cycles that failed ("" when none did).
+func (r *SoakReport) failing() string {
+	var fs []string
+	for _, d := range r.Drift {
+		if d.Outcome == kpi.OutcomeFail {
+			fs = append(fs, "drift "+d.Name)
+		}
+	}
+	for _, k := range r.KPIs {
+		if k.Gated && k.Outcome == kpi.OutcomeFail {
+			fs = append(fs, "kpi "+k.Name)
+		}
+	}
+	for _, c := range r.Cycles {
+		if !c.Interrupted && (c.Error != "" || c.Checks == "" || c.Checks == kpi.OutcomeFail) {
+			fs = append(fs, fmt.Sprintf("cycle %d", c.Cycle))
+		}
+	}
+	if len(fs) == 0 {
+		return ""
+	}
+	return " (failed: " + strings.Join(fs, ", ") + ")"
+}
+
+// restFigure prints a cycle's REST control figure, "not measured" when nil.
+func restFigure(v *float64, format string) string {
+	if v == nil {
+		return "not measured"
+	}
+	return fmt.Sprintf(format, *v)
 }
 
 // pause waits d or until ctx is done.

@@ -2,6 +2,7 @@ package run
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -95,12 +96,27 @@ func TestCycleFigures(t *testing.T) {
 			{Resources: &profiles.Summary{RSSBytesMax: 30}, After: &report.After{HeapLiveBytes: 5, Goroutines: 15}},
 			{Resources: &profiles.Summary{RSSBytesMax: 40}, After: &report.After{HeapLiveBytes: 7, Goroutines: 16}},
 		},
-		KPIs: []kpi.Result{{Name: "gc_percent", GraphQL: 3}, {Name: "cpu_us_per_request", GraphQL: 120}},
+		KPIs: []kpi.Result{{Name: "gc_percent", GraphQL: 3, REST: 1.5}, {Name: "cpu_us_per_request", GraphQL: 120, REST: 60}},
 	}
 	f := cycleFigures(rep, 4)
-	want := kpi.CycleFigures{Cycle: 4, Run: "x", HeapLiveBytes: 7, RSSBytes: 40, Goroutines: 16, GCPercent: 3, CPUMicrosPerRequest: 120}
-	if f != want {
-		t.Errorf("got %+v, want %+v (the last phase's state, the largest RSS, the GraphQL arm's figures)", f, want)
+	rgc, rcpu := 1.5, 60.0
+	want := kpi.CycleFigures{Cycle: 4, Run: "x", HeapLiveBytes: 7, RSSBytes: 40, Goroutines: 16, GCPercent: 3, CPUMicrosPerRequest: 120,
+		RESTGCPercent: &rgc, RESTCPUMicrosPerRequest: &rcpu}
+	if !reflect.DeepEqual(f, want) {
+		t.Errorf("got %+v, want %+v (the last phase's state, the largest RSS, the GraphQL arm's figures and the REST control's)", f, want)
+	}
+	// No control group, and a REST figure not measured: nil (null) with the
+	// reason, never 0; a GraphQL figure not measured is named too.
+	rep.KPIs = []kpi.Result{
+		{Name: "gc_percent", GraphQL: 3, RESTNotMeasured: true, Reason: "REST's GC % was not measured: no samples"},
+		{Name: "cpu_us_per_request", GraphQLNotMeasured: true, NoControl: true, Reason: "no CPU figure"},
+	}
+	f = cycleFigures(rep, 4)
+	if f.RESTGCPercent != nil || f.RESTCPUMicrosPerRequest != nil || f.GCPercent != 3 ||
+		!strings.Contains(f.NotMeasured["rest_gc_percent"], "no samples") ||
+		f.NotMeasured["rest_cpu_us_per_request"] != kpi.NoControlGroup ||
+		f.NotMeasured["cpu_us_per_request"] != "no CPU figure" {
+		t.Errorf("figures not measured: %+v", f)
 	}
 }
 

@@ -1,0 +1,31 @@
+package run
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/soakd/soakd/internal/kpi"
+)
+
+// TestSoakTableSaysWhatFailed: a drift line names its figure in words
+// beside the rule's name, and the verdict line names what failed the soak.
+func TestSoakTableSaysWhatFailed(t *testing.T) {
+	var figs []kpi.CycleFigures
+	for i := range 6 {
+		figs = append(figs, kpi.CycleFigures{Cycle: i + 1, HeapLiveBytes: 4e6 + 1.6e6*float64(i), RSSBytes: 1, Goroutines: 1, GCPercent: 1, CPUMicrosPerRequest: 1})
+	}
+	r := &SoakReport{Soak: "s", Profile: "p", Verdict: kpi.OutcomeFail,
+		Drift: kpi.Drift(figs, kpi.DriftLimits{WarmupCycles: 1, BaselineCycles: 1, SustainedCycles: 3, HeapLiveRatio: 1.1, RSSRatio: 1.2, CPUPerRequestRatio: 1.2, GoroutinesIncrease: 5, GCPercentIncreasePoints: 1})}
+	for _, f := range figs {
+		r.Cycles = append(r.Cycles, Cycle{CycleFigures: f, Verdict: kpi.OutcomePass, Checks: kpi.OutcomePass})
+	}
+	var b bytes.Buffer
+	r.Table(&b)
+	out := b.String()
+	for _, want := range []string{"drift heap_live_drift        FAIL  Live heap after GC: baseline 5.341 MiB", "+1.526 MiB per cycle", "soak verdict: fail (failed: drift heap_live_drift)", "(REST not measured)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the soak table lacks %q:\n%s", want, out)
+		}
+	}
+}
