@@ -198,6 +198,8 @@ func nullables() map[reflect.Type][]string {
 		reflect.TypeFor[report.PerRequest](): {"cpu_us", "alloc_bytes", "alloc_objects", "gc_cycles_per_10k"},
 		// report.Check.MarshalJSON: a check not measured has a null value and no pass.
 		reflect.TypeFor[report.Check](): {"value"},
+		// run.Cycle.MarshalJSON: a figure the cycle did not measure is null.
+		reflect.TypeFor[run.Cycle](): run.CycleNullableFields(),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/profiles"
 )
 
 // SoakFile is the soak's own record in the data directory: every cycle's
@@ -78,6 +80,28 @@ type Cycle struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// rounds are the cycle's per-round KPI rows (point values).
 	rounds [][]kpi.Result
+}
+
+// cycleNullable are the JSON fields of a Cycle's figures that MarshalJSON
+// writes as null when NotMeasured names them.
+var cycleNullable = []string{"heap_live_bytes", "rss_bytes", "goroutines", "gc_percent", "cpu_us_per_request"}
+
+// CycleNullableFields lists them, for the schema generator.
+func CycleNullableFields() []string { return slices.Clone(cycleNullable) }
+
+// cycleFields is Cycle without its methods.
+type cycleFields Cycle
+
+// MarshalJSON writes a figure the cycle did not measure (named in
+// NotMeasured) as null: soak.json read gc_percent 0 beside a reason.
+func (c Cycle) MarshalJSON() ([]byte, error) {
+	var nulls []string
+	for _, f := range cycleNullable {
+		if _, ok := c.NotMeasured[f]; ok {
+			nulls = append(nulls, f)
+		}
+	}
+	return profiles.MarshalWithNulls(cycleFields(c), nulls)
 }
 
 // SoakOptions configure a soak.

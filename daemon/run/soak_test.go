@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -27,5 +28,27 @@ func TestSoakTableSaysWhatFailed(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the soak table lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestCycleWritesNotMeasuredAsNull: a cycle figure named in not_measured is
+// null in soak.json (it read "gc_percent": 0 beside the reason), and a
+// measured one keeps its value.
+func TestCycleWritesNotMeasuredAsNull(t *testing.T) {
+	c := Cycle{CycleFigures: kpi.CycleFigures{Cycle: 3, HeapLiveBytes: 4 << 20, GCPercent: 0,
+		NotMeasured: map[string]string{"gc_percent": "no GC cycle ended in the window"}}, Verdict: kpi.OutcomePass}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := m["gc_percent"]; !ok || v != nil {
+		t.Errorf("gc_percent not measured: %v (present %v), want null", v, ok)
+	}
+	if m["heap_live_bytes"] != float64(4<<20) || m["cycle"] != float64(3) || m["verdict"] != "pass" {
+		t.Errorf("measured fields changed: %s", b)
 	}
 }
