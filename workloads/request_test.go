@@ -285,18 +285,16 @@ func (memTarget) send(c *call, _ time.Duration, buf []byte) (int, []byte, error)
 // A wanted value from a list: or a literal is still quoted.
 func TestMismatchNamesTheCSVRowNotItsValue(t *testing.T) {
 	secret := []string{"SECRET_TOKEN=s3cr3t", "PGPASSWORD=hunter2"}
+	f := writeCSV(t, "sku\n"+strings.Join(secret, "\n")+"\n", "sku")
 	def := OperationDef{
 		REST:   &RESTDef{Path: "/x"},
 		Expect: Expect{JSON: map[string]string{"sku": "{{sku}}", "label": "item-{{sku}}", "color": "{{color}}", "fixed": "yes"}},
 		Data: map[string]DataDef{
-			"sku":   {CSV: "/etc/secrets/items.csv", Column: "sku", List: secret, Pick: PickRoundRobin},
+			"sku":   {CSV: f.path, Column: "sku", Pick: PickRoundRobin},
 			"color": {List: []string{"red", "blue"}, Pick: PickRoundRobin},
 		},
 	}
-	op, err := compileOperation("x", def, endpoints{rest: "http://h"}, nil, &csvData{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := compileResolvedCSV(t, def)
 	respond := func(body string) sender {
 		return senderFunc(func(*call) (int, []byte, error) { return 200, []byte(body), nil })
 	}
