@@ -582,16 +582,17 @@ func allowedCPUs() int {
 	return runtime.NumCPU()
 }
 
-// runClosed plays a closed-model phase. A shard runs the users of startOrder
-// it owns, each with its global index (its seed, ramp slot and writer id),
+// runClosed plays a closed-model phase. A shard runs the users it owns
+// (Shard.closedUsers), each with its global index (its seed, ramp slot and writer id),
 // so user k behaves the same whichever shard runs it; its steady window is
 // its own users' (from its last start to its first finish).
 func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result, error) {
 	p := e.phase
 	order := startOrder(p.Groups)
-	users := make([]*user, 0, p.Shard.Share(len(order)))
-	for k := p.Shard.Index; k < len(order); k += p.Shard.count() {
-		users = append(users, e.newUser(k, order[k]))
+	owned := p.Shard.closedUsers(p.Groups, order)
+	users := make([]*user, len(owned))
+	for i, k := range owned {
+		users[i] = e.newUser(k, order[k])
 	}
 	var subs *Subscribers
 	var ids []string // every writer id of the phase, in global order

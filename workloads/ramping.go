@@ -54,8 +54,8 @@ func (m *maxLoadState) orderedTimeline() []TimelinePoint {
 // Phase.Duration, or when ctx ends. Users are closed-model users assigned to
 // the groups round robin, in group order.
 //
-// A shard starts, of the users the global ramp adds, those it owns (user k
-// is shard k mod Count's), at the global ramp's instants, so the shards'
+// A shard starts, of the users the global ramp adds, those it owns
+// (Shard.ownsRampUser), at the global ramp's instants, so the shards'
 // users add up to the ramp's at every step. It judges the failure rules,
 // and so finds its knee, on its own window and users only: in this version
 // each driver stops on its own, and merging the shards' windows into one
@@ -84,7 +84,7 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 	launch := func(n int) {
 		for ; launched < n; launched++ {
 			k := launched
-			if !p.Shard.Owns(k) {
+			if !p.Shard.ownsRampUser(k, len(p.Groups)) {
 				continue
 			}
 			u := e.newUser(k, userSlot{group: k % len(p.Groups), member: k / len(p.Groups)})

@@ -16,8 +16,10 @@ const MaxShards = 1000
 // zero value, and any Count <= 1, is the whole load.
 //
 // The segments are striped, not cut into blocks: item k of any of the
-// phase's global sequences (user k of startOrder, arrival k of the open
-// schedule, subscription client k) belongs to shard k mod Count. Striping
+// phase's global sequences (arrival k of the open schedule, request slot k,
+// subscription client k; users by the rules of closedUsers and
+// ownsRampUser, which stripe them group by group) belongs to shard k mod
+// Count. Striping
 // is what makes every prefix fair: of the first t items shard i owns
 // ceil((t-i)/Count) (0 when t <= i), which differs from t/Count by less than
 // one, for every t. So a ramp (users started one after another, arrivals at
@@ -109,3 +111,57 @@ func (s Shard) Next(k int) int {
 
 // Item returns the global index of s's j-th item (j from 0): Index + j*Count.
 func (s Shard) Item(j int) int { return s.Index + j*s.count() }
+
+// Users are not striped in start order (user k of startOrder to shard k
+// mod Count) but with the phase's groups in mind. Start order is a round
+// robin of the groups, and striping it deals the users out like cards: with
+// as many groups as shards (or a multiple), every user of a group lands on
+// the same shard, one shard running all the readers and another all the
+// writers. Each model's rule below keeps every shard within one of every
+// group's users, as well as of all users.
+
+// closedUsers returns the global indices (positions in order, the phase's
+// startOrder over groups) of the closed-model users s runs, in start order.
+// The users are striped listed group by group: member m of group g is item
+// offset(g)+m, offset(g) being the users of the groups before g. So a shard
+// runs within one of every group's users and within one of all users, and
+// of the users started at any instant of the ramp it runs within one per
+// group (so, at worst, within the number of groups in all).
+func (s Shard) closedUsers(groups []UserGroup, order []userSlot) []int {
+	offset := make([]int, len(groups))
+	for g := 1; g < len(groups); g++ {
+		offset[g] = offset[g-1] + max(groups[g-1].Users, 0)
+	}
+	var out []int
+	for k, slot := range order {
+		if s.Owns(offset[slot.group] + slot.member) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ownsRampUser reports whether s runs user k of a ramping phase of groups
+// groups, whose user k is member k/groups of group k%groups and whose end
+// is not known in advance: user k is shard (k + k/L) mod Count's, L being
+// the least common multiple of groups and Count. Every aligned run of Count
+// users is then a rotation of the shards, so of the first t users each
+// shard runs within one of t/Count; and the rotation advancing by one every
+// L users walks each group's members through every shard in turn (in each
+// run of L users a group's L/groups members cover the shards of one class
+// mod gcd(groups, Count) once each, and successive runs take the classes in
+// turn), so each shard runs within one of every group's share too, at every
+// step of the ramp.
+func (s Shard) ownsRampUser(k, groups int) bool {
+	n := s.count()
+	l := max(groups, 1) / gcd(max(groups, 1), n) * n
+	return k >= 0 && (k+k/l)%n == s.Index
+}
+
+// gcd returns the greatest common divisor of a and b, both above 0.
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

@@ -1,6 +1,8 @@
 package workloads
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -112,6 +114,105 @@ func TestParseShard(t *testing.T) {
 		_, err := ParseShard(in)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseShard(%q): got %v, want an error containing %q", in, err, want)
+		}
+	}
+}
+
+// within1 reports whether part is within one of total/n: |part*n - total| < n.
+func within1(part, total, n int) bool {
+	d := part*n - total
+	return d > -n && d < n
+}
+
+// TestShardClosedUsers: over random phases (1 to 6 groups of 1 to 40 users,
+// 2 to 12 shards, many with more shards than a group has users), every user
+// has exactly one shard, and each shard runs within one of every group's
+// users and of all users, and, at every instant of the ramp, within one of
+// each group's users started so far.
+func TestShardClosedUsers(t *testing.T) {
+	r := rand.New(rand.NewPCG(24, 1))
+	for trial := range 3000 {
+		groups := make([]UserGroup, 1+r.IntN(6))
+		for g := range groups {
+			groups[g].Users = 1 + r.IntN(40)
+		}
+		n := 2 + r.IntN(11)
+		order := startOrder(groups)
+		owner := make([]int, len(order))
+		for k := range owner {
+			owner[k] = -1
+		}
+		for i := range n {
+			for _, k := range (Shard{Index: i, Count: n}).closedUsers(groups, order) {
+				if owner[k] >= 0 {
+					t.Fatalf("trial %d %v, %d shards: user %d run by shards %d and %d", trial, groups, n, k, owner[k], i)
+				}
+				owner[k] = i
+			}
+		}
+		total := make([]int, n)
+		perGroup := make([][]int, len(groups))
+		for g := range perGroup {
+			perGroup[g] = make([]int, n)
+		}
+		started := make([]int, len(groups))
+		for k, slot := range order {
+			if owner[k] < 0 {
+				t.Fatalf("trial %d %v, %d shards: user %d is run by no shard", trial, groups, n, k)
+			}
+			total[owner[k]]++
+			perGroup[slot.group][owner[k]]++
+			started[slot.group]++
+			for i := range n {
+				if !within1(perGroup[slot.group][i], started[slot.group], n) {
+					t.Fatalf("trial %d %v, %d shards: after user %d shard %d runs %d of group %d's %d started users",
+						trial, groups, n, k, i, perGroup[slot.group][i], slot.group, started[slot.group])
+				}
+			}
+		}
+		for i := range n {
+			if !within1(total[i], len(order), n) {
+				t.Fatalf("trial %d %v, %d shards: shard %d runs %d of %d users", trial, groups, n, i, total[i], len(order))
+			}
+		}
+	}
+}
+
+// TestShardRampUsers: for 1 to 8 groups and 1 to 12 shards, along 2,000
+// users of a ramp, every user has exactly one shard and, after every user
+// added, each shard runs within one of all users so far and within one of
+// every group's.
+func TestShardRampUsers(t *testing.T) {
+	for groups := 1; groups <= 8; groups++ {
+		for n := 1; n <= 12; n++ {
+			t.Run(fmt.Sprintf("%d groups %d shards", groups, n), func(t *testing.T) {
+				total := make([]int, n)
+				perGroup := make([][]int, groups)
+				for g := range perGroup {
+					perGroup[g] = make([]int, n)
+				}
+				for k := range 2000 {
+					owners := 0
+					for i := range n {
+						if (Shard{Index: i, Count: n}).ownsRampUser(k, groups) {
+							owners++
+							total[i]++
+							perGroup[k%groups][i]++
+						}
+					}
+					if owners != 1 {
+						t.Fatalf("user %d has %d shards, want 1", k, owners)
+					}
+					for i := range n {
+						if !within1(total[i], k+1, n) {
+							t.Fatalf("after user %d shard %d runs %d users, not within 1 of %d/%d", k, i, total[i], k+1, n)
+						}
+						if g := k % groups; !within1(perGroup[g][i], k/groups+1, n) {
+							t.Fatalf("after user %d shard %d runs %d of group %d's %d users", k, i, perGroup[g][i], g, k/groups+1)
+						}
+					}
+				}
+			})
 		}
 	}
 }

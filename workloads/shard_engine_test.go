@@ -1,0 +1,216 @@
+package workloads
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// sentRequest is one request as a target saw it: what was sent, and when.
+type sentRequest struct {
+	method, path, body string
+	at                 time.Time
+}
+
+// requestLog records the requests a target receives.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []sentRequest
+}
+
+func (l *requestLog) add(r sentRequest) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, r)
+	l.mu.Unlock()
+}
+
+func (l *requestLog) all() []sentRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reqs)
+}
+
+// logRequests wraps h so that every request is logged in l before h answers it.
+func logRequests(l *requestLog, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		l.add(sentRequest{method: r.Method, path: r.URL.Path, body: string(body), at: time.Now()})
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// handlerTransport is an http.RoundTripper for synctest bubbles: it serves
+// each request with h after service of virtual time, so nothing touches a
+// socket.
+type handlerTransport struct {
+	h       http.Handler
+	service time.Duration
+}
+
+func (ht handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	in := httptest.NewRequestWithContext(req.Context(), req.Method, req.URL.String(), bytes.NewReader(body))
+	in.Header = req.Header.Clone()
+	rec := httptest.NewRecorder()
+	ht.h.ServeHTTP(rec, in) // logged at arrival, before the service time
+	select {
+	case <-time.After(ht.service):
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
+}
+
+// eventTime is the send time an event name carries ("…#<seq>@<time>").
+var eventTime = regexp.MustCompile(`(#[0-9]{10})@[0-9]{19}`)
+
+// multiset counts requests by method, path and body, and, when withTime,
+// by the instant they arrived; without it, event names lose their send time.
+func multiset(reqs []sentRequest, withTime bool) map[string]int {
+	out := map[string]int{}
+	for _, r := range reqs {
+		k := r.method + " " + r.path + " " + r.body
+		if withTime {
+			k += " @" + r.at.UTC().Format(time.RFC3339Nano)
+		} else {
+			k = eventTime.ReplaceAllString(k, "$1")
+		}
+		out[k]++
+	}
+	return out
+}
+
+// sameMultiset fails t unless got and want hold the same requests, as often.
+func sameMultiset(t *testing.T, what string, got, want map[string]int) {
+	t.Helper()
+	if maps.Equal(got, want) {
+		return
+	}
+	var diff []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if got[k] != want[k] {
+			diff = append(diff, fmt.Sprintf("%s: sharded %d, one driver %d", k, got[k], want[k]))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			diff = append(diff, fmt.Sprintf("%s: sharded %d, one driver 0", k, got[k]))
+		}
+	}
+	t.Errorf("%s: the shards did not send what one driver sends; %d differences, first: %s", what, len(diff), strings.Join(diff[:min(len(diff), 5)], "; "))
+}
+
+// withinOne fails t unless part is within one of total/n.
+func withinOne(t *testing.T, what string, part, total, n int) {
+	t.Helper()
+	if d := part*n - total; d <= -n || d >= n {
+		t.Errorf("%s: %d, not within 1 of %d/%d", what, part, total, n)
+	}
+}
+
+const testShards = 3
+
+// runShards runs p once per shard of testShards in parallel, shard i against
+// target(i) through client(i), and returns their results in shard order.
+func runShards(t *testing.T, p Phase, target func(i int) string, client func(i int) *Client) []Result {
+	t.Helper()
+	results := make([]Result, testShards)
+	errs := make([]error, testShards)
+	var wg sync.WaitGroup
+	for i := range testShards {
+		ps := p
+		ps.Shard = Shard{Index: i, Count: testShards}
+		wg.Go(func() { results[i], errs[i] = Run(t.Context(), target(i), ps, client(i), nil) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+		if results[i].Shard != (Shard{Index: i, Count: testShards}) {
+			t.Errorf("shard %d: result says shard %+v", i, results[i].Shard)
+		}
+	}
+	return results
+}
+
+// checkUsers fails t unless every group's users are shared out within one
+// of a third each and add up to the group's.
+func checkUsers(t *testing.T, results []Result, users []int) {
+	t.Helper()
+	for g, want := range users {
+		sum := 0
+		for i, r := range results {
+			n := r.Operations[g].Users
+			withinOne(t, fmt.Sprintf("shard %d's users of group %d", i, g), n, want, testShards)
+			sum += n
+		}
+		if sum != want {
+			t.Errorf("group %d: the shards ran %d users, want %d", g, sum, want)
+		}
+	}
+}
+
+// TestShardedClosedLoopback: three shards of a closed phase, run in
+// parallel against a real loopback server, send together exactly the
+// requests one driver sends (the send times inside the event names aside),
+// each shard running a third of every group's users (within one) and
+// reporting exactly the requests its server saw.
+func TestShardedClosedLoopback(t *testing.T) {
+	fake := newFakeTarget(50)
+	p := testPhase(
+		UserGroup{Operation: RESTGet, Users: 7, Iterations: 4},
+		UserGroup{Operation: RESTPut, Users: 5, Iterations: 3},
+		UserGroup{Operation: GraphQLQuery, Users: 4, Iterations: 5},
+		UserGroup{Operation: GraphQLMutation, Users: 2, Iterations: 6},
+	)
+	var one requestLog
+	srv := httptest.NewServer(logRequests(&one, fake.handler()))
+	defer srv.Close()
+	whole, err := Run(t.Context(), srv.URL, p, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Errors != 0 || whole.Requests != p.Requests() || whole.Shard != (Shard{}) {
+		t.Fatalf("one driver: %d requests, %d errors (%v), shard %+v; want %d, none, none", whole.Requests, whole.Errors, whole.ErrorExamples, whole.Shard, p.Requests())
+	}
+
+	logs := make([]requestLog, testShards)
+	urls := make([]string, testShards)
+	for i := range logs {
+		s := httptest.NewServer(logRequests(&logs[i], fake.handler()))
+		defer s.Close()
+		urls[i] = s.URL
+	}
+	results := runShards(t, p, func(i int) string { return urls[i] }, func(int) *Client { return nil })
+	var all []sentRequest
+	for i, r := range results {
+		reqs := logs[i].all()
+		if r.Errors != 0 || r.Requests != int64(len(reqs)) {
+			t.Errorf("shard %d: %d requests, %d errors (%v); its server saw %d", i, r.Requests, r.Errors, r.ErrorExamples, len(reqs))
+		}
+		all = append(all, reqs...)
+	}
+	sameMultiset(t, "closed, loopback", multiset(all, false), multiset(one.all(), false))
+	checkUsers(t, results, []int{7, 5, 4, 2})
+}
