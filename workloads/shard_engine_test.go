@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing/synctest"
 	"testing"
 	"time"
 )
@@ -62,10 +63,14 @@ type handlerTransport struct {
 }
 
 func (ht handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, err
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
 	}
 	in := httptest.NewRequestWithContext(req.Context(), req.Method, req.URL.String(), bytes.NewReader(body))
 	in.Header = req.Header.Clone()
@@ -213,4 +218,129 @@ func TestShardedClosedLoopback(t *testing.T) {
 	}
 	sameMultiset(t, "closed, loopback", multiset(all, false), multiset(one.all(), false))
 	checkUsers(t, results, []int{7, 5, 4, 2})
+}
+
+// virtualRun runs p in a synctest bubble, unsharded when shards is 0 and
+// as that many shards in parallel otherwise, each shard through a
+// handlerTransport of its own onto one fake target (service of virtual
+// time per request), and returns the results and each driver's requests.
+// Every bubble's clock starts at the same instant, so two runs' request
+// times, and the send times inside their event names, compare exactly.
+func virtualRun(t *testing.T, p Phase, shards int, service time.Duration) ([]Result, [][]sentRequest) {
+	t.Helper()
+	var results []Result
+	var reqs [][]sentRequest
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFakeTarget(50)
+		logs := make([]requestLog, max(shards, 1))
+		client := func(i int) *Client {
+			return HTTPClient(&http.Client{Transport: handlerTransport{h: logRequests(&logs[i], fake.handler()), service: service}})
+		}
+		target := func(int) string { return "http://127.0.0.1:1" }
+		if shards == 0 {
+			r, err := Run(t.Context(), target(0), p, client(0), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results = []Result{r}
+		} else {
+			results = runShards(t, p, target, client)
+		}
+		for i := range logs {
+			reqs = append(reqs, logs[i].all())
+		}
+	})
+	return results, reqs
+}
+
+// TestShardedModelsVirtual runs every load model once as one driver and
+// once as three shards in parallel, in virtual time: the shards send
+// together exactly the requests one driver sends, at the same instants
+// (so with the same send times in their event names), none failing; for
+// the user models each shard runs within one of a third of every group's
+// users; for the arrival-rate models each shard sends exactly its share of
+// the schedule's arrivals and the union of the shards' send times is the
+// schedule, each arrival at its intended time.
+func TestShardedModelsVirtual(t *testing.T) {
+	base := func() Phase {
+		p := testPhase(
+			UserGroup{Operation: RESTGet, Users: 8, Iterations: 6, Weight: 3},
+			UserGroup{Operation: RESTPut, Users: 4, Iterations: 9, Weight: 1},
+			UserGroup{Operation: GraphQLMutation, Users: 3, Iterations: 4, Weight: 2},
+		)
+		p.Think = Think{Min: 5 * time.Millisecond, Max: 25 * time.Millisecond}
+		p.RampUp = 2 * time.Second
+		return p
+	}
+	open := func(model Model) Phase {
+		p := base()
+		p.Model, p.Duration, p.Rate, p.MaxInFlight = model, 3*time.Second, 40, 6
+		if model == RampingRate {
+			p.RateEnd, p.Failure = 160, Failure{Window: time.Second, MaxErrorRatio: 0.5}
+		}
+		return p
+	}
+	ramping := base()
+	ramping.Model, ramping.Duration = Ramping, 20*time.Second
+	ramping.Ramp = Ramp{Start: 2, Step: 4, Every: 500 * time.Millisecond, Max: 17}
+	ramping.Failure = Failure{Window: time.Second, MaxErrorRatio: 0.5}
+	for _, p := range []Phase{base(), open(Open), ramping, open(RampingRate)} {
+		model := p.Model.normalized()
+		t.Run(string(model), func(t *testing.T) {
+			// 2 ms of service: every open-model request returns before the
+			// next arrival (at most 160/s), so each takes the slot after the
+			// previous one's, alike in one driver and in three (6 slots, 2 each).
+			one, oneReqs := virtualRun(t, p, 0, 2*time.Millisecond)
+			shards, shardReqs := virtualRun(t, p, testShards, 2*time.Millisecond)
+			var all []sentRequest
+			for i, r := range shards {
+				if r.Errors != 0 || r.Requests != int64(len(shardReqs[i])) || r.Aborted {
+					t.Errorf("shard %d: %d requests, %d errors (%v), aborted %v; its target saw %d", i, r.Requests, r.Errors, r.ErrorExamples, r.Aborted, len(shardReqs[i]))
+				}
+				all = append(all, shardReqs[i]...)
+			}
+			if one[0].Errors != 0 || len(oneReqs[0]) == 0 {
+				t.Fatalf("one driver: %d requests, %d errors (%v)", len(oneReqs[0]), one[0].Errors, one[0].ErrorExamples)
+			}
+			sameMultiset(t, string(model), multiset(all, true), multiset(oneReqs[0], true))
+
+			switch model {
+			case Closed:
+				checkUsers(t, shards, []int{8, 4, 3})
+			case Ramping:
+				checkUsers(t, shards, []int{6, 6, 5}) // 17 users, round robin over 3 groups
+				if one[0].MaxLoad.Reason != ReasonMaxUsers {
+					t.Errorf("one driver stopped for %s (%s), want %s", one[0].MaxLoad.Reason, one[0].MaxLoad.Detail, ReasonMaxUsers)
+				}
+				for i, r := range shards {
+					if r.MaxLoad.Reason != ReasonMaxUsers || !r.End.Equal(one[0].End) {
+						t.Errorf("shard %d stopped at %s for %s (%s), want at %s for %s", i, r.End, r.MaxLoad.Reason, r.MaxLoad.Detail, one[0].End, ReasonMaxUsers)
+					}
+				}
+			case Open, RampingRate:
+				pacer := NewPacer(p)
+				var want []time.Duration
+				for k := range pacer.Total() {
+					at, _ := pacer.Intended(k)
+					want = append(want, at)
+				}
+				var got []time.Duration
+				for i, r := range shards {
+					if share := int64(Shard{Index: i, Count: testShards}.Share(int(pacer.Total()))); r.Open.Arrivals != share || r.Open.Sent != share || r.Open.Dropped != 0 {
+						t.Errorf("shard %d: %d arrivals, %d sent, %d dropped; want its share %d of %d, all sent", i, r.Open.Arrivals, r.Open.Sent, r.Open.Dropped, share, pacer.Total())
+					}
+					if r.Open.MaxLatenessMs != 0 {
+						t.Errorf("shard %d: sent up to %g ms late, want every arrival at its intended time", i, r.Open.MaxLatenessMs)
+					}
+					for _, q := range shardReqs[i] {
+						got = append(got, q.at.Sub(r.Start))
+					}
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, want) {
+					t.Errorf("the shards' send times are not the schedule: %d sent, %d scheduled", len(got), len(want))
+				}
+			}
+		})
+	}
 }
