@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing/synctest"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
