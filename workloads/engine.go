@@ -439,10 +439,19 @@ type engine struct {
 // schedule of RampUsers until a failure rule trips (see Judge), the user cap
 // has run for one window, p.Duration elapses or ctx is cancelled.
 //
+// With a Phase.StartAt, the load starts at that instant, once the phase's
+// subscriptions are live; a driver not ready by then fails before sending
+// a request.
+//
+// With a Phase.StartAt, the load starts at that instant, once the phase's
+// subscriptions are live; a driver not ready by then fails before sending
+// a request.
+//
 // When ctx is cancelled Run returns the partial result with Aborted set and a
-// nil error. A nil client gets NewClient(p.Connections(), p.RequestTimeout),
-// whose connections are closed when Run returns. The error is non-nil only when p or target is
-// invalid, before any request is sent.
+// nil error (while waiting for StartAt, an error). A nil client gets
+// NewClient(p.Connections(), p.RequestTimeout), whose connections are closed
+// when Run returns. The error is non-nil only when p or target is invalid, or
+// the driver was not ready by StartAt, before any request is sent.
 func Run(ctx context.Context, target string, p Phase, client *Client, progress func(Progress)) (Result, error) {
 	ep, err := BaseEndpoints(target)
 	if err != nil {
@@ -476,11 +485,42 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progr
 	}
 	switch p.Model.normalized() {
 	case Open, RampingRate:
+		if err := e.awaitStart(ctx); err != nil {
+			return Result{}, err
+		}
 		return e.runOpen(ctx, progress), nil
 	case Ramping:
+		if err := e.awaitStart(ctx); err != nil {
+			return Result{}, err
+		}
 		return e.runRamping(ctx, progress), nil
 	}
 	return e.runClosed(ctx, progress)
+}
+
+// awaitStart waits until the phase's StartAt, once this driver is ready to
+// start its load (its subscriptions live), so that the shards of a phase
+// start together and none raises an event before every shard's
+// subscriptions listen. It fails, before any request is sent, when StartAt
+// has already passed (the driver was not ready in time) or ctx ends first.
+// Without a StartAt it returns at once.
+func (e *engine) awaitStart(ctx context.Context) error {
+	at := e.phase.StartAt
+	if at.IsZero() {
+		return nil
+	}
+	if late := time.Since(at); late > 0 {
+		return fmt.Errorf("not ready by start_at %s: ready %s after it (start_at must leave every shard time to open its subscriptions)",
+			at.Format(time.RFC3339Nano), late.Round(time.Millisecond))
+	}
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cancelled while waiting for start_at %s: %w", at.Format(time.RFC3339Nano), context.Cause(ctx))
+	}
 }
 
 // senderFor returns the sender of op's endpoint.
@@ -609,6 +649,12 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 				return Result{}, fmt.Errorf("cannot open subscriptions: %w", err)
 			}
 		}
+	}
+	if err := e.awaitStart(ctx); err != nil {
+		if subs != nil {
+			subs.shutdown()
+		}
+		return Result{}, err
 	}
 	e.steady = newSteadyCounter(len(users), p.TrimHead, p.TrimTail)
 	stopCtx, stop := context.WithCancel(ctx) // cancelled by ctx or at the duration cap

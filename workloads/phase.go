@@ -187,6 +187,13 @@ type Phase struct {
 	// the whole load. Not a config key: the orchestrator (or soakd drive
 	// --shard) sets it per driver.
 	Shard Shard `yaml:"-" json:"shard,omitzero"`
+	// StartAt, when set, is the instant the phase's load starts (T0): the
+	// driver gets ready (its subscriptions live), waits for it, and fails
+	// without sending a request when it was not ready in time. Shards of
+	// one phase are given the same StartAt, so that they start together and
+	// no writer raises an event before every shard's subscriptions listen.
+	// Absent, the load starts as soon as the driver is ready. Not a config key.
+	StartAt time.Time `yaml:"-" json:"start_at,omitzero"`
 }
 
 // SubscriptionOperation returns the subscription the phase's subscribers

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -343,4 +344,172 @@ func TestShardedModelsVirtual(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShardedSubscriptions runs a closed phase with subscriptions as three
+// shards in parallel against the real gqlgen target: each reports a ledger
+// instead of a delivery it cannot judge alone, some subscriptions of each
+// shard are to writers another shard runs, and the merged ledgers give
+// exactly one driver's delivery (TestRunWithSubscriptions): every event
+// received once, none lost. Ledgers that do not make up the phase are refused.
+func TestShardedSubscriptions(t *testing.T) {
+	ts := newSubscriptionServer(t, 1024)
+	p := Phase{
+		Name: "graphql-load", Arm: "graphql",
+		Groups: []UserGroup{
+			{Operation: GraphQLQuery, Users: 4, Iterations: 20},
+			{Operation: GraphQLMutation, Users: 6, Iterations: 25},
+		},
+		Think:          Think{Max: 2 * time.Millisecond},
+		RequestTimeout: 5 * time.Second,
+		Operations:     donutOps(10),
+		Seed:           1,
+		Subscriptions:  Subscriptions{Clients: 9, PerClient: 2, Protocol: ProtocolMixed, Drain: 5 * time.Second},
+		// The shards start together, once all their subscriptions are live.
+		StartAt: time.Now().Add(3 * time.Second),
+	}
+	results := runShards(t, p, func(int) string { return ts.URL }, func(int) *Client { return nil })
+	var ledgers []SubscriptionShard
+	writerShard := map[string]int{}
+	for i, r := range results {
+		if r.Errors != 0 || r.Subscriptions != nil || r.SubscriptionShard == nil {
+			t.Fatalf("shard %d: %d errors (%v), subscriptions %+v, ledger %v; want no error and a ledger only", i, r.Errors, r.ErrorExamples, r.Subscriptions, r.SubscriptionShard)
+		}
+		l := *r.SubscriptionShard
+		if l.Clients != 3 || len(l.Subscriptions) != 6 || l.Total != 18 || l.Writers != 6 || len(l.Writes) != 2 {
+			t.Errorf("shard %d: ledger of %d clients, %d subscriptions (of %d), %d writers (of %d); want 3, 6 (18), 2 (6)",
+				i, l.Clients, len(l.Subscriptions), l.Total, len(l.Writes), l.Writers)
+		}
+		for _, w := range l.Writes {
+			writerShard[w.ID] = i
+		}
+		ledgers = append(ledgers, l)
+	}
+	across := 0
+	for i, l := range ledgers {
+		for _, s := range l.Subscriptions {
+			if writerShard[s.ID] != i {
+				across++
+			}
+		}
+	}
+	if across == 0 {
+		t.Error("no subscription is to another shard's writer: the test does not prove delivery across shards")
+	}
+	s, err := MergeSubscriptionShards(ledgers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Clients != 9 || s.Subscriptions != 18 || s.Expected != 18*25 || s.Received != s.Expected || s.Lost != 0 ||
+		s.Duplicated != 0 || s.Foreign != 0 || s.Unexpected != 0 || s.ClientErrors != 0 {
+		t.Errorf("merged delivery (%d subscriptions across shards): %+v, want 9 clients, 18 subscriptions, 450 expected and received, nothing lost, duplicated or foreign", across, s)
+	}
+	if s.LatencyMs.P50 <= 0 || s.LatencyMs.Max < s.LatencyMs.P50 {
+		t.Errorf("merged event latency not measured: %+v", s.LatencyMs)
+	}
+
+	for name, tc := range map[string]struct {
+		ledgers []SubscriptionShard
+		want    string
+	}{
+		"a shard missing":    {ledgers[:2], "a shard is missing"},
+		"a shard twice":      {[]SubscriptionShard{ledgers[0], ledgers[1], ledgers[2], ledgers[1]}, "reported by two shards"},
+		"another phase's":    {[]SubscriptionShard{ledgers[0], ledgers[1], {Total: 4, Writers: 6}}, "not shards of one phase"},
+		"nothing to merge":   {nil, "no shard"},
+		"an unknown writer":  {[]SubscriptionShard{ledgers[0], ledgers[1], withSubscription(ledgers[2], "w99")}, "no shard ran"},
+		"a subscription out": {[]SubscriptionShard{ledgers[0], ledgers[1], withIndex(ledgers[2], 18)}, "outside the phase's 18"},
+	} {
+		if _, err := MergeSubscriptionShards(tc.ledgers); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestShardedSubscriptionsFewClients: with fewer clients than shards, a
+// shard holds no connection, yet its writers' events still count, through
+// its ledger, for the other shards' subscriptions; and it waits for the
+// common StartAt rather than writing before the others' subscriptions listen.
+func TestShardedSubscriptionsFewClients(t *testing.T) {
+	ts := newSubscriptionServer(t, 1024)
+	p := Phase{
+		Name: "graphql-load", Arm: "graphql",
+		Groups:         []UserGroup{{Operation: GraphQLMutation, Users: 3, Iterations: 10}},
+		RequestTimeout: 5 * time.Second,
+		Operations:     donutOps(10),
+		Seed:           3,
+		// 2 clients x 3: subscription k to writer w(k mod 3), so each shard's writer is subscribed to twice.
+		Subscriptions: Subscriptions{Clients: 2, PerClient: 3, Protocol: ProtocolMixed, Drain: 5 * time.Second},
+		StartAt:       time.Now().Add(3 * time.Second),
+	}
+	results := runShards(t, p, func(int) string { return ts.URL }, func(int) *Client { return nil })
+	var ledgers []SubscriptionShard
+	for i, r := range results {
+		l := r.SubscriptionShard
+		if l == nil || r.Errors != 0 {
+			t.Fatalf("shard %d: %d errors (%v), ledger %v", i, r.Errors, r.ErrorExamples, l)
+		}
+		if wantClients := []int{1, 1, 0}[i]; l.Clients != wantClients || len(l.Subscriptions) != 3*wantClients || len(l.Writes) != 1 {
+			t.Errorf("shard %d: %d clients, %d subscriptions, %d writers; want %d, %d, 1", i, l.Clients, len(l.Subscriptions), len(l.Writes), wantClients, 3*wantClients)
+		}
+		ledgers = append(ledgers, *l)
+	}
+	s, err := MergeSubscriptionShards(ledgers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Clients != 2 || s.Subscriptions != 6 || s.Expected != 6*10 || s.Received != s.Expected || s.Lost != 0 || s.Duplicated != 0 || s.ClientErrors != 0 {
+		t.Errorf("merged delivery: %+v, want 2 clients, 6 subscriptions, 60 expected and received, nothing lost", s)
+	}
+}
+
+// withSubscription returns l with its first subscription's writer id replaced by id.
+func withSubscription(l SubscriptionShard, id string) SubscriptionShard {
+	l.Subscriptions = slices.Clone(l.Subscriptions)
+	l.Subscriptions[0].ID = id
+	return l
+}
+
+// withIndex returns l with its first subscription's global index replaced by k.
+func withIndex(l SubscriptionShard, k int) SubscriptionShard {
+	l.Subscriptions = slices.Clone(l.Subscriptions)
+	l.Subscriptions[0].Index = k
+	return l
+}
+
+// TestStartAt: with a start_at, every model's load starts exactly then (in
+// virtual time); a driver not ready by then, or cancelled while waiting,
+// fails without sending a request.
+func TestStartAt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log requestLog
+		client := HTTPClient(&http.Client{Transport: handlerTransport{h: logRequests(&log, newFakeTarget(50).handler()), service: time.Millisecond}})
+		closed := testPhase(UserGroup{Operation: RESTGet, Users: 2, Iterations: 3})
+		open := closed
+		open.Model, open.Duration, open.Rate, open.MaxInFlight = Open, time.Second, 10, 2
+		ramping := closed
+		ramping.Model, ramping.Duration, ramping.Ramp, ramping.Failure = Ramping, 3*time.Second, Ramp{Start: 1}, Failure{Window: time.Second}
+		for _, p := range []Phase{closed, open, ramping} {
+			p.StartAt = time.Now().Add(5 * time.Second)
+			r, err := Run(t.Context(), "http://127.0.0.1:1", p, client, nil)
+			if err != nil || !r.Start.Equal(p.StartAt) || r.Requests == 0 {
+				t.Errorf("%s: started at %s with %d requests (%v), want at start_at %s", p.Model.normalized(), r.Start, r.Requests, err, p.StartAt)
+			}
+		}
+		sent := len(log.all())
+		late := closed
+		late.StartAt = time.Now().Add(-time.Millisecond)
+		if _, err := Run(t.Context(), "http://127.0.0.1:1", late, client, nil); err == nil || !strings.Contains(err.Error(), "not ready by start_at") {
+			t.Errorf("start_at passed: got %v, want not ready", err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(time.Second, cancel)
+		waiting := open
+		waiting.StartAt = time.Now().Add(time.Minute)
+		if _, err := Run(ctx, "http://127.0.0.1:1", waiting, client, nil); err == nil || !strings.Contains(err.Error(), "cancelled while waiting for start_at") {
+			t.Errorf("cancelled before start_at: got %v, want an error", err)
+		}
+		if n := len(log.all()); n != sent {
+			t.Errorf("drivers that did not start sent %d requests", n-sent)
+		}
+	})
 }
