@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestShardStriping checks the striping rule over every total up to 300 and
@@ -214,5 +215,34 @@ func TestShardRampUsers(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPhaseValidateShard: a spec's shard is checked like --shard, and an
+// open phase needs a request slot per shard.
+func TestPhaseValidateShard(t *testing.T) {
+	p := testPhase(UserGroup{Operation: RESTGet, Users: 2, Iterations: 1})
+	for sh, want := range map[Shard]string{
+		{Index: 3, Count: 3}:    "shard.index: the shard index must be between 0 and 2",
+		{Index: 0, Count: -1}:   "shard.count: the number of shards must be between 1 and 1000",
+		{Index: 1}:              "shard.index: the shard index must be between 0 and 0",
+		{Index: 0, Count: 1001}: "shard.count",
+	} {
+		p.Shard = sh
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("shard %+v: got %v, want an error containing %q", sh, err, want)
+		}
+	}
+	p.Shard = Shard{Index: 2, Count: 3}
+	if err := p.Validate(); err != nil {
+		t.Errorf("shard 2/3 of a closed phase with 2 users: %v", err)
+	}
+	p.Model, p.Duration, p.Rate, p.MaxInFlight = Open, time.Second, 10, 2
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "max_in_flight: 2 request slots cannot be shared by 3 shards") {
+		t.Errorf("open, 2 slots, 3 shards: got %v", err)
+	}
+	p.MaxInFlight = 3
+	if err := p.Validate(); err != nil || p.Connections() != 1 {
+		t.Errorf("open, 3 slots, 3 shards: %v, %d connections; want valid, 1", err, p.Connections())
 	}
 }
