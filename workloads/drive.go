@@ -52,21 +52,35 @@ type Message struct {
 // Drive is the body of `soakd drive`, the separate driver process; it reads
 // only the first JSON value from in and does not wait for in to close.
 func Drive(ctx context.Context, in io.Reader, out io.Writer, target string) error {
-	return driveEndpoints(ctx, in, out, func() (Endpoints, error) { return BaseEndpoints(target) })
+	return driveEndpoints(ctx, in, out, DriveOptions{}, func() (Endpoints, error) { return BaseEndpoints(target) })
 }
 
 // DriveAt is Drive against endpoints that need not share one base URL.
 func DriveAt(ctx context.Context, in io.Reader, out io.Writer, target Endpoints) error {
-	return driveEndpoints(ctx, in, out, func() (Endpoints, error) { return target, target.Validate() })
+	return DriveWith(ctx, in, out, target, DriveOptions{})
 }
 
-func driveEndpoints(ctx context.Context, in io.Reader, out io.Writer, endpoints func() (Endpoints, error)) error {
+// DriveOptions adjusts the phase Drive reads.
+type DriveOptions struct {
+	// Shard, when not nil, replaces the spec's shard (soakd drive --shard).
+	Shard *Shard
+}
+
+// DriveWith is DriveAt with options.
+func DriveWith(ctx context.Context, in io.Reader, out io.Writer, target Endpoints, o DriveOptions) error {
+	return driveEndpoints(ctx, in, out, o, func() (Endpoints, error) { return target, target.Validate() })
+}
+
+func driveEndpoints(ctx context.Context, in io.Reader, out io.Writer, o DriveOptions, endpoints func() (Endpoints, error)) error {
 	w := &lineWriter{enc: json.NewEncoder(out)}
 	dec := json.NewDecoder(in)
 	dec.DisallowUnknownFields()
 	var p Phase
 	if err := dec.Decode(&p); err != nil {
 		return w.fail(fmt.Errorf("cannot read phase: %w", err))
+	}
+	if o.Shard != nil {
+		p.Shard = *o.Shard
 	}
 	if err := p.Validate(); err != nil {
 		return w.fail(fmt.Errorf("invalid phase: %w", err))

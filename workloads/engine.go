@@ -161,8 +161,15 @@ type Result struct {
 	// MaxLoad holds the ramping model's outcome; nil for the other models.
 	MaxLoad *MaxLoadResult `json:"max_load,omitempty"`
 	// Subscriptions is the delivery of the subscription events the phase's
-	// mutations raised; nil when the phase opened none.
+	// mutations raised; nil when the phase opened none, or was sharded.
 	Subscriptions *SubscriptionResult `json:"subscriptions,omitempty"`
+	// SubscriptionShard is, in a sharded phase with subscriptions, this
+	// shard's ledger instead of Subscriptions: MergeSubscriptionShards
+	// turns the ledgers of all shards into the phase's SubscriptionResult.
+	SubscriptionShard *SubscriptionShard `json:"subscription_shard,omitempty"`
+	// Shard is the part of the phase's load this driver offered; absent
+	// when it offered all of it.
+	Shard Shard `json:"shard,omitzero"`
 }
 
 // OpenResult is what an open-model phase did with its arrival schedule.
@@ -434,12 +441,18 @@ type engine struct {
 // schedule of RampUsers until a failure rule trips (see Judge), the user cap
 // has run for one window, p.Duration elapses or ctx is cancelled.
 //
+// With a Phase.StartAt, the load starts at that instant, once the phase's
+// subscriptions are live; a driver not ready by then fails before sending
+// a request.
+//
 // When ctx is cancelled Run returns the partial result with Aborted set and a
-// nil error. A nil client gets NewClient(p.Connections(), p.RequestTimeout),
-// whose connections are closed when Run returns. The error is non-nil only when p or target is
-// invalid (a CSV data file that is no longer the one the daemon validated
-// among them), before any request is sent, or, with the result, when a CSV
-// data file changed during the phase (wrapping ErrCSVChanged).
+// nil error (while waiting for StartAt, an error). A nil client gets
+// NewClient(p.Connections(), p.RequestTimeout), whose connections are closed
+// when Run returns. The error is non-nil only when p or target is invalid
+// (a CSV data file that is no longer the one the daemon validated among
+// them), or the driver was not ready by StartAt, before any request is
+// sent, or, with the result, when a CSV data file changed during the phase
+// (wrapping ErrCSVChanged).
 func Run(ctx context.Context, target string, p Phase, client *Client, progress func(Progress)) (Result, error) {
 	ep, err := BaseEndpoints(target)
 	if err != nil {
@@ -475,8 +488,14 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progr
 	var res Result
 	switch p.Model.normalized() {
 	case Open, RampingRate:
+		if err := e.awaitStart(ctx); err != nil {
+			return Result{}, err
+		}
 		res = e.runOpen(ctx, progress)
 	case Ramping:
+		if err := e.awaitStart(ctx); err != nil {
+			return Result{}, err
+		}
 		res = e.runRamping(ctx, progress)
 	default:
 		if res, err = e.runClosed(ctx, progress); err != nil {
@@ -489,6 +508,31 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progr
 		return res, fmt.Errorf("phase %s: %w", p.Name, err)
 	}
 	return res, nil
+}
+
+// awaitStart waits until the phase's StartAt, once this driver is ready to
+// start its load (its subscriptions live), so that the shards of a phase
+// start together and none raises an event before every shard's
+// subscriptions listen. It fails, before any request is sent, when StartAt
+// has already passed (the driver was not ready in time) or ctx ends first.
+// Without a StartAt it returns at once.
+func (e *engine) awaitStart(ctx context.Context) error {
+	at := e.phase.StartAt
+	if at.IsZero() {
+		return nil
+	}
+	if late := time.Since(at); late > 0 {
+		return fmt.Errorf("not ready by start_at %s: ready %s after it (start_at must leave every shard time to open its subscriptions)",
+			at.Format(time.RFC3339Nano), late.Round(time.Millisecond))
+	}
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cancelled while waiting for start_at %s: %w", at.Format(time.RFC3339Nano), context.Cause(ctx))
+	}
 }
 
 // senderFor returns the sender of op's endpoint.
@@ -596,26 +640,39 @@ func allowedCPUs() int {
 	return runtime.NumCPU()
 }
 
-// runClosed plays a closed-model phase.
+// runClosed plays a closed-model phase. A shard runs the users it owns
+// (Shard.closedUsers), each with its global index (its seed, ramp slot and writer id),
+// so user k behaves the same whichever shard runs it; its steady window is
+// its own users' (from its last start to its first finish).
 func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result, error) {
 	p := e.phase
 	order := startOrder(p.Groups)
-	users := make([]*user, len(order))
-	for i, slot := range order {
-		users[i] = e.newUser(i, slot)
+	owned := p.Shard.closedUsers(p.Groups, order)
+	users := make([]*user, len(owned))
+	for i, k := range owned {
+		users[i] = e.newUser(k, order[k])
 	}
 	var subs *Subscribers
+	var ids []string // every writer id of the phase, in global order
 	if e.sub != nil {
-		var ids []string
-		for _, u := range users {
-			if u.op.name == e.sub.raisedBy {
-				ids = append(ids, u.writerID)
+		for k, slot := range order {
+			if e.compiled[slot.group].name == e.sub.raisedBy {
+				ids = append(ids, writerID(k))
 			}
 		}
-		var err error
-		if subs, err = openSubscribersAt(ctx, e.ep.ws, p.Subscriptions, e.sub, ids, e.probe); err != nil {
-			return Result{}, fmt.Errorf("cannot open subscriptions: %w", err)
+		clients := ownedClients(p.Subscriptions.Clients, p.Shard)
+		if len(clients) > 0 {
+			var err error
+			if subs, err = openSubscribersAt(ctx, e.ep.ws, p.Subscriptions, clients, e.sub, ids, e.probe); err != nil {
+				return Result{}, fmt.Errorf("cannot open subscriptions: %w", err)
+			}
 		}
+	}
+	if err := e.awaitStart(ctx); err != nil {
+		if subs != nil {
+			subs.shutdown()
+		}
+		return Result{}, err
 	}
 	e.steady = newSteadyCounter(len(users), p.TrimHead, p.TrimTail)
 	stopCtx, stop := context.WithCancel(ctx) // cancelled by ctx or at the duration cap
@@ -624,8 +681,8 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 	e.start = time.Now()
 	stopReporter := e.startReporter(progress)
 	var wg sync.WaitGroup
-	for i, u := range users {
-		offset := RampOffset(i, len(users), p.RampUp)
+	for _, u := range users {
+		offset := RampOffset(u.index, len(order), p.RampUp)
 		wg.Go(func() { e.runUser(ctx, stopCtx, u, offset) })
 	}
 	done := make(chan struct{})
@@ -645,21 +702,78 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 	}
 	r := e.result(end)
 	r.Aborted = e.aborted.Load()
+	if p.Shard.Sharded() {
+		countUsers(&r, users)
+	}
 	st := e.steady.outcome(end.Sub(e.start))
+	if len(users) == 0 {
+		st.reason = fmt.Sprintf("shard %s runs none of the phase's %d users", p.Shard, len(order))
+	}
 	e.setSteady(&r, st)
-	if subs != nil {
+	if e.sub != nil {
 		// Every successful mutation published one event to its writer's
 		// id; that is what each subscription of the id must receive.
-		written := make(map[string]int64, len(users))
+		var writes []WriterEvents // this driver's writers, in global order
 		for _, u := range users {
 			if u.op.name == e.sub.raisedBy {
-				written[u.writerID] = u.okWrites
+				writes = append(writes, WriterEvents{ID: u.writerID, Events: u.okWrites})
 			}
 		}
-		sr := subs.Close(context.WithoutCancel(ctx), func(id string) int64 { return written[id] })
-		r.Subscriptions = &sr
+		closeCtx := context.WithoutCancel(ctx)
+		if !p.Shard.Sharded() {
+			written := make(map[string]int64, len(writes))
+			for _, w := range writes {
+				written[w.ID] = w.Events
+			}
+			sr := subs.Close(closeCtx, func(id string) int64 { return written[id] })
+			r.Subscriptions = &sr
+		} else {
+			r.SubscriptionShard = e.closeShard(closeCtx, subs, writes, len(ids))
+		}
 	}
 	return r, nil
+}
+
+// closeShard closes a sharded phase's subscribers (nil when the shard holds
+// no client) and returns the shard's ledger. A subscription to a writer of
+// this shard expects written[id] events; one to another shard's writer
+// cannot know how many that writer raised, so the drain waits for the most
+// it can raise (its group's iterations), or, unlimited, for all of Drain.
+func (e *engine) closeShard(ctx context.Context, subs *Subscribers, writes []WriterEvents, writers int) *SubscriptionShard {
+	written := make(map[string]int64, len(writes))
+	for _, w := range writes {
+		written[w.ID] = w.Events
+	}
+	bound := int64(-1) // unknown
+	if g := slices.IndexFunc(e.phase.Groups, func(g UserGroup) bool { return g.Operation == e.sub.raisedBy }); g >= 0 && e.phase.Groups[g].Iterations > 0 {
+		bound = int64(e.phase.Groups[g].Iterations)
+	}
+	var ss SubscriptionShard
+	if subs != nil {
+		ss = subs.closeShard(ctx, func(id string) (int64, bool) {
+			if n, ok := written[id]; ok {
+				return n, true
+			}
+			return bound, bound >= 0
+		})
+	} else {
+		ss = emptySubscriptionShard()
+	}
+	ss.Total = e.phase.Subscriptions.Clients * e.phase.Subscriptions.PerClient
+	ss.Writers = writers
+	ss.Writes = writes
+	return &ss
+}
+
+// countUsers sets each operation's Users to the number of users, of users,
+// in its group: the users this driver ran.
+func countUsers(r *Result, users []*user) {
+	for i := range r.Operations {
+		r.Operations[i].Users = 0
+	}
+	for _, u := range users {
+		r.Operations[u.group].Users++
+	}
 }
 
 // probe sends the subscription's raised_by operation as the writer id with
@@ -952,6 +1066,9 @@ func (e *engine) result(end time.Time) Result {
 		ErrorsByClass: make(map[string]int64),
 		ClosedModel:   model != Open,
 		LatencyNote:   LatencyNote,
+	}
+	if p.Shard.Sharded() {
+		r.Shard = p.Shard
 	}
 	if model == Open {
 		r.LatencyNote = OpenLatencyNote

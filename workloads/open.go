@@ -98,12 +98,20 @@ func (w *weightedPicker) pick() int {
 // runOpen plays an open-model phase: one scheduler (this goroutine) sends each
 // arrival of NewPacer(p) at its intended time from a goroutine of its own,
 // provided a slot is free, and drops it otherwise.
+//
+// A shard walks the same global schedule and draws the same group pick for
+// every arrival, but sends (or drops) only the arrivals it owns (arrival k
+// is shard k mod Count's), at their global intended times, from the slots
+// it owns (slot j likewise, keeping its global index for its users' seeds
+// and writer ids). Its figures (arrivals, rates, drops) are its own; in a
+// ramping-rate phase it judges the failure rules on its own window, as
+// runRamping does.
 func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 	p := e.phase
 	pacer := NewPacer(p)
 	e.open = newOpenStats(p.Duration, p.TrimHead, p.TrimTail)
-	free := make(chan *openSlot, p.MaxInFlight)
-	for i := range p.MaxInFlight {
+	free := make(chan *openSlot, p.Shard.Share(p.MaxInFlight))
+	for i := p.Shard.Index; i < p.MaxInFlight; i += p.Shard.count() {
 		free <- &openSlot{index: i, users: make([]*user, len(p.Groups)), iters: make([]int, len(p.Groups))}
 	}
 	picker := newWeightedPicker(p.Groups, rand.New(rand.NewPCG(p.Seed, openStream)))
@@ -129,18 +137,24 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 		m.res.DriverCPUs = allowedCPUs()
 	}
 	stopReporter := e.startReporter(progress)
-	var hits uint64
+	var hits uint64 // the global index of the next arrival
+	var due int64   // this shard's arrivals that came due
 	aborted := false
 	for {
 		now := time.Since(e.start)
 		for m != nil && now >= nextBucket && m.res.Reason == "" {
-			rate := pacer.RateAt(nextBucket)
+			rate := pacer.RateAt(nextBucket) / float64(p.Shard.count()) // this shard's share
 			e.closeBucket(m, nextBucket, never, int(e.active.Load()))
 			m.timeline[len(m.timeline)-1].ArrivalRPS = rate
 			nextBucket += LoadBucket
 		}
 		if m != nil && m.res.Reason != "" {
 			break
+		}
+		// Other shards' arrivals: draw their picks, as every shard does, so
+		// that arrival k's pick is the same in every shard; send nothing.
+		for ; !p.Shard.Owns(int(hits)); hits++ {
+			picker.pick()
 		}
 		wait, stop := pacer.Pace(now, hits)
 		if stop {
@@ -160,6 +174,7 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 		}
 		at, _ := pacer.Intended(int64(hits))
 		hits++
+		due++
 		intended := e.start.Add(at)
 		g := picker.pick() // drawn for dropped arrivals too, so choices do not depend on timing
 		select {
@@ -198,7 +213,7 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 	r := e.result(end)
 	r.Aborted = aborted
 	o := e.open
-	o.arrivals = int64(hits)
+	o.arrivals = due
 	dropped := e.dropped.Load()
 	or := &OpenResult{
 		Arrivals:         o.arrivals,

@@ -167,7 +167,9 @@ type Phase struct {
 	RateEnd float64 `yaml:"rate_end" json:"rate_end"`
 	// MaxInFlight is the open model's limit on requests in flight; an arrival
 	// that finds it reached is dropped (counted in OpenResult.Dropped, not
-	// sent). Required in the open model.
+	// sent). Required in the open model. A sharded phase shares the slots
+	// out like users (slot k is shard k mod Count's), so the limit holds
+	// for all shards together; it must be at least Shard.Count.
 	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
 	// Ramp is the ramping model's user schedule.
 	Ramp Ramp `yaml:"ramp" json:"ramp"`
@@ -178,6 +180,20 @@ type Phase struct {
 	// events, for the length of a closed-model phase, and reports how their
 	// events were delivered.
 	Subscriptions Subscriptions `yaml:"subscriptions" json:"subscriptions"`
+
+	// Shard makes this driver one of Shard.Count that together offer the
+	// phase's load: it runs the users, arrivals and subscription clients of
+	// the global sequences it owns (see Shard). Absent (the zero value) is
+	// the whole load. Not a config key: the orchestrator (or soakd drive
+	// --shard) sets it per driver.
+	Shard Shard `yaml:"-" json:"shard,omitzero"`
+	// StartAt, when set, is the instant the phase's load starts (T0): the
+	// driver gets ready (its subscriptions live), waits for it, and fails
+	// without sending a request when it was not ready in time. Shards of
+	// one phase are given the same StartAt, so that they start together and
+	// no writer raises an event before every shard's subscriptions listen.
+	// Absent, the load starts as soon as the driver is ready. Not a config key.
+	StartAt time.Time `yaml:"-" json:"start_at,omitzero"`
 }
 
 // SubscriptionOperation returns the subscription the phase's subscribers
@@ -268,18 +284,19 @@ func (p Phase) Requests() int64 {
 	return n
 }
 
-// Connections returns the number of HTTP connections the phase can use at
-// once, the size NewClient's idle pool should have: the users of a closed
-// phase, MaxInFlight of an open one, and the most users a ramping phase can
-// reach (Ramp.Max, or the ramp's value at Duration when it has no Max).
+// Connections returns the number of HTTP connections the phase's driver can
+// use at once, the size NewClient's idle pool should have: the users of a
+// closed phase, MaxInFlight of an open one, and the most users a ramping
+// phase can reach (Ramp.Max, or the ramp's value at Duration when it has no
+// Max); of a sharded phase, this shard's share of them.
 func (p Phase) Connections() int {
 	switch p.Model.normalized() {
 	case Open, RampingRate:
-		return max(p.MaxInFlight, 1)
+		return max(p.Shard.Share(p.MaxInFlight), 1)
 	case Ramping:
-		return max(RampUsers(p.Ramp, p.Duration), 1)
+		return max(p.Shard.Share(RampUsers(p.Ramp, p.Duration)), 1)
 	}
-	return max(p.Users(), 1)
+	return max(p.Shard.Share(p.Users()), 1)
 }
 
 // Validate reports every problem of p at once (joined with errors.Join); each
@@ -387,6 +404,14 @@ func (p Phase) Validate() error {
 		} else if raiser := p.Operations[name].Subscription.RaisedBy; !slices.ContainsFunc(p.Groups, func(g UserGroup) bool { return g.Operation == raiser }) {
 			bad("subscriptions: need a %s group, whose writes raise %s's events", raiser, name)
 		}
+	}
+	if err := p.Shard.Validate(); err != nil {
+		for _, e := range unjoin(err) {
+			bad("shard.%v", e)
+		}
+	} else if (model == Open || model == RampingRate) && p.MaxInFlight >= 1 && p.MaxInFlight < p.Shard.Count {
+		bad("max_in_flight: %d request slots cannot be shared by %d shards (each needs at least one): use at least %d, or fewer shards",
+			p.MaxInFlight, p.Shard.Count, p.Shard.Count)
 	}
 	switch model {
 	case Open:

@@ -53,6 +53,13 @@ func (m *maxLoadState) orderedTimeline() []TimelinePoint {
 // users on a failure, on the user cap having run one full window, at
 // Phase.Duration, or when ctx ends. Users are closed-model users assigned to
 // the groups round robin, in group order.
+//
+// A shard starts, of the users the global ramp adds, those it owns
+// (Shard.ownsRampUser), at the global ramp's instants, so the shards'
+// users add up to the ramp's at every step. It judges the failure rules,
+// and so finds its knee, on its own window and users only: in this version
+// each driver stops on its own, and merging the shards' windows into one
+// global decision is the orchestrator's.
 func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result {
 	p := e.phase
 	e.window = newLoadWindow(p.Failure.Window)
@@ -60,7 +67,8 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 	defer stop()
 	limit := rampCap(p.Ramp)
 	var m maxLoadState
-	var users []*user // bounded by limit; kept to stop their timers at the end
+	var users []*user // this shard's, bounded by limit; kept to stop their timers at the end
+	launched := 0     // users of the global ramp started so far, by every shard
 	var wg sync.WaitGroup
 	// finished counts the users that sent all their iterations. The users
 	// running are len(users) - finished: unlike e.active it does not drop
@@ -74,8 +82,11 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 	m.res.DriverCPUs = allowedCPUs()
 	stopReporter := e.startReporter(progress)
 	launch := func(n int) {
-		for len(users) < n {
-			k := len(users)
+		for ; launched < n; launched++ {
+			k := launched
+			if !p.Shard.ownsRampUser(k, len(p.Groups)) {
+				continue
+			}
 			u := e.newUser(k, userSlot{group: k % len(p.Groups), member: k / len(p.Groups)})
 			users = append(users, u)
 			e.active.Add(1)
@@ -90,7 +101,7 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 
 	launch(RampUsers(p.Ramp, 0))
 	nextAdd, capAt := never, never
-	if len(users) >= limit {
+	if launched >= limit {
 		capAt = 0
 	} else if p.Ramp.Step > 0 {
 		nextAdd = p.Ramp.Every
@@ -121,7 +132,7 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 		}
 		if next == nextAdd {
 			launch(RampUsers(p.Ramp, nextAdd))
-			if len(users) >= limit {
+			if launched >= limit {
 				capAt, nextAdd = nextAdd, never
 			} else {
 				nextAdd += p.Ramp.Every
@@ -141,10 +152,7 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 
 	r := e.result(end)
 	r.Aborted = m.res.Reason == ReasonAborted
-	for i := range r.Operations { // users per group: round robin over len(users)
-		n, g := len(users), len(p.Groups)
-		r.Operations[i].Users = n/g + btoi(i < n%g)
-	}
+	countUsers(&r, users) // per group: round robin over the global ramp
 	e.finishMaxLoad(&m, &r, end)
 	return r
 }
@@ -226,12 +234,4 @@ func sinceLast(clock func() (time.Duration, bool), last *time.Duration, have *bo
 	}
 	*last, *have = now, ok
 	return out
-}
-
-// btoi returns 1 for true and 0 for false.
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -162,7 +164,8 @@ type SubscriptionResult struct {
 
 // Subscribers holds the subscription clients opened by OpenSubscribers, with
 // one reader goroutine per connection. Call Close exactly once to stop them
-// and obtain the figures; later calls return the same result.
+// and obtain the figures; later calls return the same result. (A sharded
+// phase's engine calls closeShard instead.)
 type Subscribers struct {
 	spec    Subscriptions
 	sub     *compiledSubscription
@@ -232,16 +235,34 @@ func OpenSubscribers(ctx context.Context, target string, s Subscriptions, def Op
 	if err != nil {
 		return nil, fmt.Errorf("invalid subscription: %w", err)
 	}
-	return openSubscribersAt(ctx, url, s, cs, ids, probe)
+	return openSubscribersAt(ctx, url, s, ownedClients(s.Clients, Shard{}), cs, ids, probe)
 }
 
-// openSubscribersAt is OpenSubscribers dialling the websocket URL url.
-func openSubscribersAt(ctx context.Context, url string, s Subscriptions, cs *compiledSubscription, ids []string, probe func(ctx context.Context, id string) error) (*Subscribers, error) {
+// ownedClients returns the global indices of the subscription clients
+// (websocket connections) shard sh holds: client c is shard c mod Count's,
+// with its PerClient subscriptions c*PerClient to c*PerClient+PerClient-1.
+func ownedClients(clients int, sh Shard) []int {
+	out := make([]int, 0, sh.Share(clients))
+	for c := sh.Index; c < clients; c += sh.count() {
+		out = append(out, c)
+	}
+	return out
+}
+
+// openSubscribersAt is OpenSubscribers dialling the websocket URL url, for
+// the clients of global index clients only (every one of s.Clients
+// unsharded): client c keeps its global index for its protocol and the ids
+// its subscriptions subscribe to, so a shard's clients subscribe as they
+// would in one driver.
+func openSubscribersAt(ctx context.Context, url string, s Subscriptions, clients []int, cs *compiledSubscription, ids []string, probe func(ctx context.Context, id string) error) (*Subscribers, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid subscriptions: %w", err)
 	}
 	if len(ids) == 0 {
 		return nil, errors.New("cannot open subscribers: no writer ids to subscribe to")
+	}
+	if len(clients) == 0 {
+		return nil, errors.New("cannot open subscribers: no clients")
 	}
 	if probe == nil {
 		return nil, errors.New("cannot open subscribers: no probe function")
@@ -249,16 +270,16 @@ func openSubscribersAt(ctx context.Context, url string, s Subscriptions, cs *com
 	sub := &Subscribers{
 		spec:    s,
 		sub:     cs,
-		conns:   make([]*subscriberConn, s.Clients),
-		total:   s.Clients * s.PerClient,
+		conns:   make([]*subscriberConn, len(clients)),
+		total:   len(clients) * s.PerClient,
 		latency: hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs),
 	}
-	for c := range sub.conns {
+	for i, c := range clients {
 		sc := &subscriberConn{index: c, subs: make([]subscriberState, s.PerClient)}
 		for j := range sc.subs {
 			sc.subs[j].id = subscriptionTarget(c, j, s.PerClient, ids)
 		}
-		sub.conns[c] = sc
+		sub.conns[i] = sc
 	}
 	if err := sub.dial(ctx, url); err != nil {
 		sub.shutdown()
@@ -599,7 +620,7 @@ func (s *Subscribers) shutdown() {
 					continue
 				}
 				if err := sc.conn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-					s.clientError(fmt.Errorf("client %d: %w", c, err))
+					s.clientError(fmt.Errorf("client %d: %w", sc.index, err))
 				}
 			}
 		})
@@ -642,4 +663,179 @@ func (s *Subscribers) tally(want [][]int64) SubscriptionResult {
 // events: lost is the shortfall and unexpected the excess, neither negative.
 func eventBalance(expected, unique int64) (lost, unexpected int64) {
 	return max(expected-unique, 0), max(unique-expected, 0)
+}
+
+// SubscriptionShard is one driver's part of a sharded phase's subscriptions
+// (Phase.Shard), reported instead of a SubscriptionResult: a subscription
+// held by this shard may be to a writer another shard runs, whose count of
+// events it cannot know, so no single shard can say how many events were
+// expected or lost. It carries what a merge needs to prove exact delivery
+// across shards (MergeSubscriptionShards): per subscription, its global
+// index, the writer id it subscribed to and the unique events it received;
+// per writer this shard ran, the events its successful writes raised; and
+// the counts and latency histogram that add up across shards. An event
+// raised in one shard and received in another is counted once, by the
+// subscription that received it.
+type SubscriptionShard struct {
+	// Total is the phase's number of subscriptions over all shards (clients x per_client).
+	Total int `json:"total"`
+	// Writers is the phase's number of writer ids over all shards.
+	Writers int `json:"writers"`
+	// Clients is the number of websocket connections this shard opened:
+	// the clients of global index k with k mod count = index.
+	Clients int `json:"clients"`
+	// Subscriptions holds one entry per subscription of this shard, in global order.
+	Subscriptions []SubscriptionEvents `json:"subscriptions"`
+	// Writes holds one entry per writer this shard ran, in global order.
+	Writes []WriterEvents `json:"writes"`
+	// Received, Duplicated, OutOfOrder, Foreign and ClientErrors are
+	// SubscriptionResult's, over this shard's subscriptions.
+	Received   int64 `json:"received"`
+	Duplicated int64 `json:"duplicated"`
+	OutOfOrder int64 `json:"out_of_order"`
+	Foreign    int64 `json:"foreign"`
+	// ClientErrors counts this shard's client failures (see SubscriptionResult).
+	ClientErrors int64 `json:"client_errors"`
+	// ErrorExamples holds up to three of this shard's client error messages.
+	ErrorExamples []string `json:"error_examples"`
+	// Histogram is the publish-to-receive latency (µs) of this shard's
+	// counted events, for an exact merge (bucket counts add).
+	Histogram *hdrhistogram.Snapshot `json:"histogram"`
+}
+
+// SubscriptionEvents is one subscription of a SubscriptionShard.
+type SubscriptionEvents struct {
+	// Index is the subscription's global index: its client's global index
+	// times per_client, plus its number on the client.
+	Index int `json:"index"`
+	// ID is the writer id it subscribed to.
+	ID string `json:"id"`
+	// Unique is the events it received whose sequence number was above
+	// every earlier one (duplicates and probes left out).
+	Unique int64 `json:"unique"`
+}
+
+// WriterEvents is one writer of a SubscriptionShard.
+type WriterEvents struct {
+	// ID is the writer's id.
+	ID string `json:"id"`
+	// Events is the number of its successful writes: the events it raised
+	// (sequence numbers 1 and up), which every subscription of its id must receive.
+	Events int64 `json:"events"`
+}
+
+// emptySubscriptionShard is the ledger of a shard that holds no client.
+func emptySubscriptionShard() SubscriptionShard {
+	return SubscriptionShard{
+		Subscriptions: []SubscriptionEvents{},
+		ErrorExamples: []string{},
+		Histogram:     hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs).Export(),
+	}
+}
+
+// closeShard is Close for a sharded phase: it waits until every
+// subscription has received bound(id) events (ok false: a bound unknown, so
+// only Drain or ctx ends the wait), closes every connection and returns the
+// shard's ledger, without Total, Writers and Writes, which the engine adds.
+// Call it once, instead of Close.
+func (s *Subscribers) closeShard(ctx context.Context, bound func(id string) (int64, bool)) SubscriptionShard {
+	want := s.expectations(func(id string) int64 {
+		if n, ok := bound(id); ok {
+			return n
+		}
+		return math.MaxInt64
+	})
+	s.drain(ctx, want)
+	s.shutdown()
+	r := emptySubscriptionShard()
+	r.Clients = len(s.conns)
+	for _, sc := range s.conns {
+		r.Foreign += sc.foreign
+		for j := range sc.subs {
+			st := &sc.subs[j]
+			r.Subscriptions = append(r.Subscriptions, SubscriptionEvents{Index: sc.index*s.spec.PerClient + j, ID: st.id, Unique: st.unique.Load()})
+			r.Received += st.received
+			r.Duplicated += st.duplicated
+			r.OutOfOrder += st.outOfOrder
+		}
+	}
+	s.latMu.Lock()
+	r.Histogram = s.latency.Export()
+	s.latMu.Unlock()
+	s.errMu.Lock()
+	r.ClientErrors = s.errCount
+	r.ErrorExamples = append(r.ErrorExamples, s.examples...)
+	s.errMu.Unlock()
+	return r
+}
+
+// MergeSubscriptionShards merges the ledgers of every shard of one phase
+// into the phase's SubscriptionResult, exactly as one driver would have
+// tallied it: a subscription expects the events its writer raised, in
+// whichever shard that writer ran, and is lost or unexpected by the
+// difference with the unique events it received. It refuses ledgers that
+// do not describe one phase together: shards of different phases, a
+// subscription or writer reported twice, or one missing (a shard left out).
+func MergeSubscriptionShards(shards []SubscriptionShard) (SubscriptionResult, error) {
+	if len(shards) == 0 {
+		return SubscriptionResult{}, errors.New("no shard to merge")
+	}
+	total, writers := shards[0].Total, shards[0].Writers
+	r := SubscriptionResult{Subscriptions: total, LatencyNote: SubscriptionLatencyNote, ErrorExamples: []string{}}
+	written := make(map[string]int64, writers)
+	hist := hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs)
+	for i, sh := range shards {
+		if sh.Total != total || sh.Writers != writers {
+			return SubscriptionResult{}, fmt.Errorf("shard %d has %d subscriptions and %d writers, shard 0 %d and %d: not shards of one phase",
+				i, sh.Total, sh.Writers, total, writers)
+		}
+		for _, w := range sh.Writes {
+			if _, dup := written[w.ID]; dup {
+				return SubscriptionResult{}, fmt.Errorf("writer %s is reported by two shards", w.ID)
+			}
+			written[w.ID] = w.Events
+		}
+		if sh.Histogram != nil {
+			hist.Merge(hdrhistogram.Import(sh.Histogram))
+		}
+		r.Clients += sh.Clients
+		r.Received += sh.Received
+		r.Duplicated += sh.Duplicated
+		r.OutOfOrder += sh.OutOfOrder
+		r.Foreign += sh.Foreign
+		r.ClientErrors += sh.ClientErrors
+		for _, ex := range sh.ErrorExamples {
+			if len(r.ErrorExamples) < maxExamples {
+				r.ErrorExamples = append(r.ErrorExamples, ex)
+			}
+		}
+	}
+	if len(written) != writers {
+		return SubscriptionResult{}, fmt.Errorf("the shards report %d of the phase's %d writers: a shard is missing", len(written), writers)
+	}
+	seen := make([]bool, total)
+	for _, sh := range shards {
+		for _, se := range sh.Subscriptions {
+			if se.Index < 0 || se.Index >= total {
+				return SubscriptionResult{}, fmt.Errorf("subscription %d is outside the phase's %d", se.Index, total)
+			}
+			if seen[se.Index] {
+				return SubscriptionResult{}, fmt.Errorf("subscription %d is reported by two shards", se.Index)
+			}
+			seen[se.Index] = true
+			want, ok := written[se.ID]
+			if !ok {
+				return SubscriptionResult{}, fmt.Errorf("subscription %d is to writer %s, which no shard ran", se.Index, se.ID)
+			}
+			lost, unexpected := eventBalance(want, se.Unique)
+			r.Expected += want
+			r.Lost += lost
+			r.Unexpected += unexpected
+		}
+	}
+	if k := slices.Index(seen, false); k >= 0 {
+		return SubscriptionResult{}, fmt.Errorf("subscription %d is in no shard's ledger: a shard is missing", k)
+	}
+	r.LatencyMs = Summarize(hist)
+	return r, nil
 }

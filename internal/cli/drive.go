@@ -22,21 +22,30 @@ import (
 )
 
 func (c *cli) driveCmd() *cobra.Command {
-	var configPath, target, spec, profile, phase, cpus, graphqlURL, graphqlWSURL, restURL string
+	var configPath, target, spec, profile, phase, cpus, graphqlURL, graphqlWSURL, restURL, shard string
 	cmd := &cobra.Command{
-		Use:                   "drive (--target URL | --graphql-url URL --rest-url URL [--graphql-ws-url URL]) (--spec FILE | --phase NAME [--profile NAME] [--config FILE]) [--cpus LIST]",
+		Use:                   "drive (--target URL | --graphql-url URL --rest-url URL [--graphql-ws-url URL]) (--spec FILE | --phase NAME [--profile NAME] [--config FILE]) [--cpus LIST] [--shard I/N]",
 		DisableFlagsInUseLine: true,
 		Short:                 "The load driver: run one phase against a target, JSON lines on stdout",
 		Long: `The load driver. soakd run starts it for every phase; it can also be run by
 hand against a soakd serve elsewhere. It reads a phase spec (JSON, from --spec
 FILE or "--spec -" for standard input, or built from the configPath with --phase)
 and writes JSON lines to standard output: progress about once a second, then
-the result (or an error).`,
+the result (or an error). With --shard I/N it is shard I of N drivers that
+together offer the phase's load, and offers its share.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ep, err := driveEndpoints(target, graphqlURL, graphqlWSURL, restURL)
 			if err != nil {
 				return err
+			}
+			var opts workloads.DriveOptions
+			if cmd.Flags().Changed("shard") {
+				sh, err := workloads.ParseShard(shard)
+				if err != nil {
+					return exitcode.With(exitcode.Usage, fmt.Errorf("--shard: %w", err))
+				}
+				opts.Shard = &sh
 			}
 			switch {
 			case phase == "" && spec == "":
@@ -75,7 +84,7 @@ the result (or an error).`,
 				defer f.Close()
 				in = f
 			}
-			return workloads.DriveAt(cmd.Context(), in, c.stdout, ep)
+			return workloads.DriveWith(cmd.Context(), in, c.stdout, ep, opts)
 		},
 	}
 	cmd.Flags().StringVar(&target, "target", "", "base URL of a target serving /graphql and /api/donuts/{id}, e.g. http://127.0.0.1:8080")
@@ -87,6 +96,7 @@ the result (or an error).`,
 	cmd.Flags().StringVar(&profile, "profile", "", "with --phase: profile holding the phase (default: the config's default_profile)")
 	cmd.Flags().StringVar(&phase, "phase", "", "run this phase of the profile instead of reading --spec")
 	cmd.Flags().StringVar(&cpus, "cpus", "", "pin the driver to these CPUs, e.g. 1 or 2-3")
+	cmd.Flags().StringVar(&shard, "shard", "", "offer shard I of N of the phase's load, e.g. 1/3 (overrides the spec's shard)")
 	return cmd
 }
 
