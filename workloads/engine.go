@@ -782,7 +782,7 @@ func countUsers(r *Result, users []*user) {
 // the operation's expectations.
 func (e *engine) probe(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("probe of %s: %w", id, err)
+		return fmt.Errorf("probe with %s (the subscription's raised_by) for id %q: %w", e.sub.raisedBy, id, err)
 	}
 	g := slices.IndexFunc(e.compiled, func(op *compiledOp) bool { return op.name == e.sub.raisedBy })
 	u := e.newUser(0, userSlot{group: g})
@@ -790,9 +790,9 @@ func (e *engine) probe(ctx context.Context, id string) error {
 	u.vals[u.op.writerVar] = []byte(id)
 	switch o := u.do(ctx, e.senderFor(u.op), e.phase.RequestTimeout, u.build(0)); {
 	case o.stopped:
-		return fmt.Errorf("probe of %s: %w", id, context.Cause(ctx))
+		return fmt.Errorf("probe with %s (the subscription's raised_by) for id %q: %w", e.sub.raisedBy, id, context.Cause(ctx))
 	case o.class != "":
-		return fmt.Errorf("probe of %s: %s: %s", id, o.class, o.message)
+		return fmt.Errorf("probe with %s (the subscription's raised_by) for id %q failed as %s: %s", e.sub.raisedBy, id, o.class, o.message)
 	}
 	return nil
 }

@@ -393,7 +393,7 @@ func (s *Subscribers) awaitLive(ctx context.Context, probe func(ctx context.Cont
 		if time.Since(probed) >= probeRetry {
 			for _, id := range pending {
 				if err := probe(ctx, id); err != nil {
-					return fmt.Errorf("cannot probe donut %q: %w", id, err)
+					return fmt.Errorf("cannot raise the probe event that tells a subscription to id %q it is live: %w", id, err)
 				}
 			}
 			probed = time.Now()

@@ -427,8 +427,9 @@ func TestOpenSubscribersFails(t *testing.T) {
 	spec := Subscriptions{Clients: 3, PerClient: 2, Protocol: ProtocolMixed}
 
 	failing := func(context.Context, string) error { return fmt.Errorf("no writer") }
-	if _, err := OpenSubscribers(ctx, ts.URL, spec, donutOps(1)[DonutUpdates], donutOps(1), []string{"w0"}, failing); err == nil || !strings.Contains(err.Error(), "no writer") {
-		t.Errorf("failing probe: got error %v, want one wrapping the probe's", err)
+	if _, err := OpenSubscribers(ctx, ts.URL, spec, donutOps(1)[DonutUpdates], donutOps(1), []string{"w0"}, failing); err == nil || !strings.Contains(err.Error(), "no writer") ||
+		strings.Contains(err.Error(), "donut") || !strings.Contains(err.Error(), `subscription to id "w0"`) {
+		t.Errorf("failing probe: got error %v, want one wrapping the probe's, naming the id and no demo's words", err)
 	}
 	// A probe that writes nothing never makes the subscriptions live: ctx
 	// bounds the wait. It ends once every subscription is open and probed
