@@ -52,6 +52,10 @@ type RunOptions struct {
 	Target target.Target
 	// RunID names the run; "" means the UTC start time.
 	RunID string
+	// Rounds, when above 0, replaces the profile's rounds (`soakd run
+	// --rounds N`: what an inconclusive run's advice names); a max_rounds
+	// below it is dropped.
+	Rounds int
 }
 
 // standingNotes are the notes every report carries, so the numbers are read
@@ -147,6 +151,12 @@ func startRun(ctx context.Context, cfg *config.Config, opts RunOptions) (*run, [
 	prof, ok := cfg.Profiles[name]
 	if !ok {
 		return nil, nil, exitcode.Usagef("--profile %q does not exist; profiles: %v", name, cfg.ProfileNames())
+	}
+	if n := opts.Rounds; n > 0 {
+		prof.Rounds = n
+		if prof.MaxRounds != 0 && prof.MaxRounds < n {
+			prof.MaxRounds = 0
+		}
 	}
 	r.prof = prof
 	if err := r.needScenario(name); err != nil {

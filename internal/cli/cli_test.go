@@ -26,3 +26,32 @@ func TestConfigFileBounded(t *testing.T) {
 		t.Fatalf("loadConfig(17 MiB) = %v (code %d), want exit 2 saying it is too large", err, exitcode.Of(err))
 	}
 }
+
+// TestRoundsFlag: --rounds outside 1 … 100 is refused with exit 2 before
+// anything starts, naming the flag.
+func TestRoundsFlag(t *testing.T) {
+	for _, v := range []string{"0", "101", "-3"} {
+		var out, errb strings.Builder
+		code := Run(mustRead(t, "config.yaml"), []string{"run", "--rounds", v}, &out, &errb)
+		if code != exitcode.Usage || !strings.Contains(errb.String(), "--rounds "+v+": must be between 1 and 100") {
+			t.Errorf("--rounds %s: exit %d, want 2 naming the flag\n%s", v, code, errb.String())
+		}
+	}
+}
+
+// TestSettleCommand: the advice of an inconclusive run is the same command
+// with --rounds, its config and arms kept and quoted for a shell.
+func TestSettleCommand(t *testing.T) {
+	for _, c := range []struct {
+		config, profile, arms string
+		want                  string
+	}{
+		{"", "quick", "rest,graphql", "soakd run --profile quick --rounds 9"},
+		{"ci/soak me.yaml", "gate", "rest,rest", "soakd run --config 'ci/soak me.yaml' --profile gate --arms rest,rest --rounds 9"},
+		{"it's.yaml", "q", "", `soakd run --config 'it'\''s.yaml' --profile q --rounds 9`},
+	} {
+		if got := settleCommand(c.config, c.profile, c.arms, 9); got != c.want {
+			t.Errorf("settleCommand(%q, %q, %q) = %s, want %s", c.config, c.profile, c.arms, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,13 +13,15 @@ import (
 	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/daemon/serve"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
 
 func (c *cli) runCmd() *cobra.Command {
 	var configPath, profile, out, arms string
+	var rounds int
 	cmd := &cobra.Command{
-		Use:                   "run [--config FILE] [--profile NAME] [--out DIR] [--arms A,B]",
+		Use:                   "run [--config FILE] [--profile NAME] [--rounds N] [--out DIR] [--arms A,B]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Run a suite once on the target (built-in unless target.kind says otherwise); exit with its verdict",
 		Args:                  exactArgs(0, "no arguments"),
@@ -26,12 +30,15 @@ func (c *cli) runCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("rounds") && (rounds < 1 || rounds > 100) {
+				return exitcode.Usagef("--rounds %d: must be between 1 and 100 (the interleaved REST/GraphQL rounds; the profile's rounds: when not given)", rounds)
+			}
 			env, err := c.prepare(configPath)
 			if err != nil {
 				return err
 			}
 			defer env.close()
-			_, err = run.RunSuite(cmd.Context(), env.cfg, run.RunOptions{
+			rep, err := run.RunSuite(cmd.Context(), env.cfg, run.RunOptions{
 				Profile:    profile,
 				OutDir:     out,
 				Executable: env.exe,
@@ -40,15 +47,46 @@ func (c *cli) runCmd() *cobra.Command {
 				Stdout:     c.stdout,
 				Stderr:     c.stderr,
 				Terminal:   isTerminal(c.stderr),
+				Rounds:     rounds,
 			})
+			if rep != nil && rep.Verdict == kpi.OutcomeInconclusive {
+				if n := rep.SettleRounds(); n > 0 {
+					fmt.Fprintf(c.stdout, "to settle it: %s (the interval rule estimates about %d rounds in all; this run had %d)\n",
+						settleCommand(configPath, rep.Profile, arms, n), n, max(len(rep.Rounds), 1))
+				}
+			}
 			return err
 		},
 	}
 	configFlag(cmd, &configPath)
 	cmd.Flags().StringVar(&arms, "arms", "rest,graphql", "compared arms: rest,graphql; or rest,rest / graphql,graphql to measure the machine's noise floor")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to run (default: the config's default_profile)")
+	cmd.Flags().IntVar(&rounds, "rounds", 0, "interleaved REST/GraphQL rounds, 1 to 100, replacing the profile's rounds (an inconclusive run names the count that would settle it)")
 	cmd.Flags().StringVar(&out, "out", "", "run directory for the reports (default: runs/<UTC timestamp>)")
 	return cmd
+}
+
+// settleCommand is the `soakd run` command line that repeats a run with n
+// rounds: its config, profile and arms as given, shell-quoted where needed.
+func settleCommand(configPath, profile, arms string, n int) string {
+	args := []string{"soakd", "run"}
+	if configPath != "" {
+		args = append(args, "--config", shellQuote(configPath))
+	}
+	args = append(args, "--profile", shellQuote(profile))
+	if arms != "" && arms != "rest,graphql" {
+		args = append(args, "--arms", shellQuote(arms))
+	}
+	return strings.Join(append(args, "--rounds", strconv.Itoa(n)), " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./,=:@.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./,=:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (c *cli) abCmd() *cobra.Command {

@@ -386,10 +386,14 @@ func TestInjectedRegressionFailsTheGate(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildSoakd(t)
-	// Three rounds: one round is always inconclusive.
-	rep, out, code := runConfig(t, bin, withRounds(tinyConfig, 3)+"inject:\n  graphql_alloc_bytes_per_request: 262144\n")
+	// Three rounds (one round is always inconclusive), given on the command
+	// line: --rounds replaces the profile's one round.
+	rep, out, code := runConfig(t, bin, tinyConfig+"inject:\n  graphql_alloc_bytes_per_request: 262144\n", "--rounds", "3")
 	if code != 1 || rep["verdict"] != "fail" {
 		t.Fatalf("an injected regression: exit %d verdict %v, want 1 and fail", code, rep["verdict"])
+	}
+	if n := len(rows(rep, "rounds")); n != 3 {
+		t.Errorf("--rounds 3 ran %d rounds", n)
 	}
 	found := false
 	for _, k := range rows(rep, "kpis") {

@@ -92,6 +92,11 @@ type Result struct {
 	// MinDetectable is the smallest true Delta (in DeltaUnit) these rounds
 	// would detect with 80 % power: what a pass can promise.
 	MinDetectable *float64 `json:"min_detectable,omitempty"`
+	// SettleRounds, on an inconclusive row, is how many rounds in all the
+	// interval rule estimates would settle it (RoundsToSettle: the same
+	// spread, a narrower interval); absent when more rounds would not help
+	// or more than 100 would be needed.
+	SettleRounds int `json:"settle_rounds,omitempty"`
 	// NoiseSD is this machine's recorded round-to-round standard deviation
 	// of the per-round delta (in DeltaUnit), from the last self-check of the
 	// profile in data_dir; nil when none was recorded or the row is not

@@ -127,6 +127,9 @@ func aggregateRow(rows []Result, confidence float64) Result {
 	r.Outcome = Decide(iv, lim, b)
 	r.Pass = r.Outcome == OutcomePass
 	if r.Outcome == OutcomeInconclusive {
+		if n := RoundsToSettle(iv, lim); n > iv.N && n <= maxRoundsAdvice {
+			r.SettleRounds = n
+		}
 		r.Reason = fmt.Sprintf("the %.0f %% interval %s straddles the limit %s; %s",
 			iv.Confidence*100, formatInterval(iv, r.DeltaUnit), formatLimit(lim, r.DeltaUnit), SettleAdvice(iv, lim))
 	}

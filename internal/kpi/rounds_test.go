@@ -1,6 +1,7 @@
 package kpi
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -28,14 +29,19 @@ func TestAggregateRounds(t *testing.T) {
 	if *r.Delta != 3.5 || *r.DeltaMin != 2 || *r.DeltaMax != 7 || r.REST != 10.25 || !strings.Contains(r.Reason, "rounds in all") {
 		t.Errorf("mean/spread/reason wrong: %+v reason %q", r, r.Reason)
 	}
+	// The advice as a number, for the command that would settle it: the
+	// same as the reason's, more rounds than were run.
+	if want := RoundsToSettle(*r.Interval, 5); r.SettleRounds != want || want <= 4 || !strings.Contains(r.Reason, fmt.Sprintf("about %d rounds in all", want)) {
+		t.Errorf("settle_rounds %d, want %d as the reason says: %q", r.SettleRounds, want, r.Reason)
+	}
 	// Steady +1 ± 0.5: pass.
 	f([][]Result{round(10, 11, 100, 100), round(10, 11.5, 100, 100), round(10, 10.5, 100, 100), round(10, 11, 100, 100)}, "cpu_machine_percent", OutcomePass)
 	// +12 ± 2: fail.
 	f([][]Result{round(10, 22, 100, 100), round(10, 24, 100, 100), round(10, 20, 100, 100), round(10, 23, 100, 100)}, "cpu_machine_percent", OutcomeFail)
 	// One round: inconclusive however large.
 	r = f([][]Result{round(10, 40, 100, 100)}, "cpu_machine_percent", OutcomeInconclusive)
-	if !strings.Contains(r.Reason, "one round") {
-		t.Errorf("one round's reason: %q", r.Reason)
+	if !strings.Contains(r.Reason, "one round") || r.SettleRounds != 0 {
+		t.Errorf("one round's reason: %q, settle_rounds %d (one round measures no spread)", r.Reason, r.SettleRounds)
 	}
 	// Throughput is a lower bound: −15 ± 1 % fails a −10 % limit.
 	f([][]Result{round(10, 10, 100, 85), round(10, 10, 100, 84), round(10, 10, 100, 86), round(10, 10, 100, 85)}, "throughput_rps", OutcomeFail)

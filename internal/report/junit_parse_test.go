@@ -135,3 +135,22 @@ func TestCompareJUnitInconclusiveFollowsTheOldRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleRounds: the command's advice settles every undecided gated
+// KPI row, or none is given.
+func TestSettleRounds(t *testing.T) {
+	r := richFixture(kpi.GateInterval)
+	r.KPIs = []kpi.Result{
+		{Name: "a", Gated: true, Outcome: kpi.OutcomeInconclusive, SettleRounds: 7},
+		{Name: "b", Gated: true, Outcome: kpi.OutcomeInconclusive, SettleRounds: 11},
+		{Name: "c", Gated: true, Outcome: kpi.OutcomePass, Pass: true},
+		{Name: "d", Gated: false, Outcome: kpi.OutcomeInconclusive},
+	}
+	if n := r.SettleRounds(); n != 11 {
+		t.Errorf("SettleRounds = %d, want the largest, 11", n)
+	}
+	r.KPIs = append(r.KPIs, kpi.Result{Name: "e", Gated: true, Outcome: kpi.OutcomeNotMeasured})
+	if n := r.SettleRounds(); n != 0 {
+		t.Errorf("with a row rounds cannot settle: SettleRounds = %d, want 0", n)
+	}
+}

@@ -325,6 +325,24 @@ func (r *Report) Table(w io.Writer) error {
 	return err
 }
 
+// SettleRounds is how many rounds in all would probably settle every
+// inconclusive gated KPI row (the largest of their SettleRounds), or 0 when
+// none is inconclusive or one of them would not be settled by more rounds
+// (not measured, too many rounds needed).
+func (r *Report) SettleRounds() int {
+	n := 0
+	for _, k := range r.KPIs {
+		if !k.Gated || k.Outcome != kpi.OutcomeInconclusive && k.Outcome != kpi.OutcomeNotMeasured {
+			continue
+		}
+		if k.SettleRounds == 0 {
+			return 0
+		}
+		n = max(n, k.SettleRounds)
+	}
+	return n
+}
+
 // Reasons lists every gated KPI row and check that did not pass, one line
 // each with its numbers and outcome: what the terminal, `soakd status`, the
 // control API and junit.xml name as the reason for the verdict.
