@@ -520,10 +520,27 @@ type Profile struct {
 	// refused up front unless that target serves it.
 	Scenario string `yaml:"scenario"`
 	// MemoryPhase names the phase the memory verdict judges ("" for none).
-	MemoryPhase string        `yaml:"memory_phase"`
-	Compare     Compare       `yaml:"compare"`
-	Phases      []PhaseConfig `yaml:"phases"`
+	MemoryPhase string `yaml:"memory_phase"`
+	// Drivers sets how many driver processes generate the profile's load.
+	Drivers DriversConfig `yaml:"drivers"`
+	Compare Compare       `yaml:"compare"`
+	Phases  []PhaseConfig `yaml:"phases"`
 }
+
+// DriversConfig sets how a profile's load is generated on this machine
+// (the local driver backend).
+type DriversConfig struct {
+	// Shards is the number of `soakd drive --shard i/N` processes each
+	// phase runs, together offering the phase's load and merged into one
+	// result (docs/methodology.md, "Sharded drivers"); 0 or 1 is one
+	// driver. Above 1 it is refused for a profile with a ramping or
+	// ramping-rate phase, whose knee each driver would judge on its own
+	// share of the load.
+	Shards int `yaml:"shards"`
+}
+
+// Count returns the number of driver processes per phase, at least 1.
+func (d DriversConfig) Count() int { return max(d.Shards, 1) }
 
 // Compare names the phases the verdict compares. REST may be empty: the
 // GraphQL phase then runs its rounds alone, with no control group.
@@ -1548,9 +1565,16 @@ func (p Profile) validate(path string, ops map[workloads.Operation]workloads.Ope
 	if p.MemoryPhase != "" && !slices.ContainsFunc(p.Phases, func(ph PhaseConfig) bool { return ph.Name == p.MemoryPhase }) {
 		bad(path+".memory_phase", "names no phase of this profile (got %q)", p.MemoryPhase)
 	}
+	if n := p.Drivers.Shards; n < 0 || n > workloads.MaxShards {
+		bad(path+".drivers.shards", "must be between 1 and %d driver processes per phase (0 or 1 is one driver; got %d)", workloads.MaxShards, n)
+	}
 	arms := map[string]string{}
 	for i, ph := range p.Phases {
 		pp := fmt.Sprintf("%s.phases[%d]", path, i)
+		if n := p.Drivers.Count(); n > 1 && (ph.Model == workloads.Ramping || ph.Model == workloads.RampingRate) {
+			bad(path+".drivers.shards", "%d shards cannot run phase %s: a %s phase's knee would be judged by each driver on its own 1/%d of the load, and merging those is not the knee of the whole (not supported yet): use one driver (drivers.shards: 1) for this profile, or drop the phase",
+				n, ph.Name, ph.Model, n)
+		}
 		if ph.Name == "" {
 			bad(pp+".name", "must not be empty")
 		} else if _, dup := arms[ph.Name]; dup {
@@ -1567,7 +1591,13 @@ func (p Profile) validate(path string, ops map[workloads.Operation]workloads.Ope
 				bad(fmt.Sprintf("%s.users[%d].operation", pp, j), "%s is a %s operation; it does not belong in a %s phase", u.Operation, def.Endpoint(), ph.Arm)
 			}
 		}
-		ps = append(ps, specProblems(pp, p.spec(ph, ops, i, "validate"))...)
+		spec := p.spec(ph, ops, i, "validate")
+		if n := p.Drivers.Count(); n > 1 && n <= workloads.MaxShards {
+			// What each of the n shards runs must be valid too (every
+			// shard needs a request slot of the open model's).
+			spec.Shard = workloads.Shard{Count: n}
+		}
+		ps = append(ps, specProblems(pp, spec)...)
 	}
 	for key, want := range map[string]string{"rest": p.Compare.REST, "graphql": p.Compare.GraphQL} {
 		kp := path + ".compare." + key

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -397,4 +398,52 @@ profiles:
 `)
 	has(t, ps, "profiles.bad.request_timeout", 4, "at most 1m0s, the top of the latency histograms")
 	has(t, ps, "profiles.bad.scenario", 5, "must be empty, donut or relational")
+}
+
+// TestDriversShards refuses a number of shards out of range, shards with a
+// ramping or ramping-rate phase (naming the phase), and shards the open
+// model's request slots cannot serve; 3 shards of closed and open phases
+// load.
+func TestDriversShards(t *testing.T) {
+	const prof = `
+profiles:
+  s:
+    request_timeout: 5s
+    drivers: {shards: %s}
+    compare: {rest: r, graphql: g}
+    phases:
+      - name: r
+        arm: rest
+        users: [{operation: rest-get, users: 2, iterations: 3}]
+        duration: 10s
+      - name: g
+        arm: graphql
+        model: open
+        rate: 10
+        duration: 10s
+        max_in_flight: %s
+        users: [{operation: graphql-query, users: 1, iterations: 1}]
+`
+	cfg, err := Load(defaults(t), []byte(fmt.Sprintf(prof, "3", "4")), "user.yaml")
+	if err != nil {
+		t.Fatalf("3 shards of a closed and an open phase: %v", err)
+	}
+	if n := cfg.Profiles["s"].Drivers.Count(); n != 3 {
+		t.Errorf("drivers.shards: got %d, want 3", n)
+	}
+	if n := cfg.Profiles["quick"].Drivers.Count(); n != 1 {
+		t.Errorf("the default is one driver, got %d", n)
+	}
+	has(t, problems(t, fmt.Sprintf(prof, "-1", "4")), "profiles.s.drivers.shards", 0, "between 1 and 1000")
+	has(t, problems(t, fmt.Sprintf(prof, "1001", "4")), "profiles.s.drivers.shards", 0, "between 1 and 1000")
+	has(t, problems(t, fmt.Sprintf(prof, "3", "2")), "profiles.s.phases[1].max_in_flight", 0, "cannot be shared by 3 shards")
+	ramping := fmt.Sprintf(prof, "2", "4") + `      - name: knee
+        arm: graphql
+        model: ramping
+        duration: 10s
+        ramp: {start: 1, step: 1, every: 1s, max: 5}
+        failure: {window: 2s, max_error_ratio: 0.1}
+        users: [{operation: graphql-query, users: 1, iterations: 0}]
+`
+	has(t, problems(t, ramping), "profiles.s.drivers.shards", 0, "phase knee: a ramping phase's knee would be judged by each driver")
 }

@@ -11,12 +11,14 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/internal/childlog"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -36,13 +38,14 @@ const driverGrace = 5 * time.Second
 // was the limit.
 //
 // secrets names the environment variables the driver must not inherit
-// (driverSecrets).
-func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string, cpus string, secrets []string, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
+// (driverSecrets). shard, when Sharded, makes the driver that shard of the
+// phase (`--shard i/N`).
+func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string, cpus string, secrets []string, shard workloads.Shard, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return workloads.Result{}, driverUsage{}, fmt.Errorf("cannot encode the phase spec: %w", err)
 	}
-	cmd := driverCommand(ctx, exe, target, cpus, secrets)
+	cmd := driverCommand(ctx, exe, target, cpus, secrets, shard)
 	cmd.Stdin = bytes.NewReader(body)
 	tail := &childlog.Tail{Max: 4096}
 	relay := &childlog.Lines{Log: log.With(zap.String("phase", spec.Name), zap.String("source", "driver"))}
@@ -57,7 +60,7 @@ func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string
 	if err := cmd.Start(); err != nil {
 		return workloads.Result{}, driverUsage{}, fmt.Errorf("cannot start the driver %s: %w", exe, err)
 	}
-	log.Info("driver started", zap.String("phase", spec.Name), zap.Int("pid", cmd.Process.Pid))
+	log.Info("driver started", zap.String("phase", spec.Name), zap.Int("pid", cmd.Process.Pid), zap.Stringer("shard", shard))
 
 	var (
 		result   *workloads.Result
@@ -82,7 +85,7 @@ func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string
 		_, _ = io.Copy(io.Discard, stdout)
 	}
 	waitErr := cmd.Wait()
-	usage := driverUsage{Wall: time.Since(started)}
+	usage := driverUsage{PID: cmd.Process.Pid, Wall: time.Since(started)}
 	if ps := cmd.ProcessState; ps != nil {
 		usage.CPU = ps.UserTime() + ps.SystemTime()
 	}
@@ -104,11 +107,15 @@ func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string
 // driverCommand returns the command running `soakd drive` (exe) against
 // target (the flags naming its URLs: --target, or --graphql-url and
 // --rest-url), pinned to cpus when not empty, with this process's environment
-// less the variables named in secrets. Cancelling ctx sends it SIGTERM.
-func driverCommand(ctx context.Context, exe string, target []string, cpus string, secrets []string) *exec.Cmd {
+// less the variables named in secrets, as shard when it is Sharded.
+// Cancelling ctx sends it SIGTERM.
+func driverCommand(ctx context.Context, exe string, target []string, cpus string, secrets []string, shard workloads.Shard) *exec.Cmd {
 	args := append(append([]string{"drive"}, target...), "--spec", "-", "--log-format", "json")
 	if cpus != "" {
 		args = append(args, "--cpus", cpus)
+	}
+	if shard.Sharded() {
+		args = append(args, "--shard", shard.String())
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
@@ -131,7 +138,11 @@ func driverCommand(ctx context.Context, exe string, target []string, cpus string
 // subscription setup and drain around the phase: the two are compared with
 // each other, never with the phase's own duration.
 type driverUsage struct {
+	// PID is the driver's process id (0 when it did not start).
+	PID       int
 	CPU, Wall time.Duration
+	// Requests is the requests its result reports (0 without a result).
+	Requests int64
 }
 
 // MachinePercent is the driver's CPU as a share of the machine over its
@@ -141,4 +152,112 @@ func (u driverUsage) MachinePercent(cores int) float64 {
 		return 0
 	}
 	return u.CPU.Seconds() / (u.Wall.Seconds() * float64(cores)) * 100
+}
+
+// shardStartMargin is how far ahead of now the sharded drivers of a phase
+// are given their common start_at: time for every driver process to start,
+// read its spec and open its subscriptions (seconds on a busy machine for
+// hundreds of them). A driver not ready by then fails the phase.
+const shardStartMargin = 5 * time.Second
+
+// runDrivers runs one phase with n driver processes (runDriver), shard i
+// of n each, all given one start_at (now plus shardStartMargin), relays
+// their merged progress (workloads.ProgressMerger; progress is called from
+// one goroutine at a time) and returns their results merged into one
+// (workloads.MergeResults) with each driver's usage, in shard order. With
+// n <= 1 it is runDriver.
+//
+// A shard that fails, dies, or stops before its share of the phase ended
+// (an aborted result while ctx lives) stops the others (SIGTERM, as
+// cancelling ctx does) and fails the phase with its reason, naming the
+// shard and its pid; runDrivers returns only once every driver has exited
+// and every goroutine it started has returned. Cancelling ctx stops every
+// shard, which then sends its partial result; those are merged as one
+// driver's partial result would be.
+func runDrivers(ctx context.Context, log *zap.Logger, exe string, target []string, cpus string, secrets []string, n int, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, []driverUsage, error) {
+	if n <= 1 {
+		res, u, err := runDriver(ctx, log, exe, target, cpus, secrets, workloads.Shard{}, spec, progress)
+		return res, []driverUsage{u}, err
+	}
+	spec.StartAt = time.Now().Add(shardStartMargin).UTC()
+	shardCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var mu sync.Mutex // serialises merger and progress
+	merger := workloads.NewProgressMerger(n)
+	relay := func(p workloads.Progress, ok bool) {
+		if ok && progress != nil {
+			progress(p)
+		}
+	}
+	results := make([]workloads.Result, n)
+	usages := make([]driverUsage, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		sh := workloads.Shard{Index: i, Count: n}
+		wg.Go(func() {
+			res, u, err := runDriver(shardCtx, log, exe, target, cpus, secrets, sh, spec, func(p workloads.Progress) {
+				mu.Lock()
+				defer mu.Unlock()
+				relay(merger.Add(i, p))
+			})
+			mu.Lock()
+			relay(merger.Done(i))
+			mu.Unlock()
+			u.Requests = res.Requests
+			results[i], usages[i] = res, u
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("shard %s (pid %d): %w", sh, u.PID, err)
+			case res.Aborted && ctx.Err() == nil && shardCtx.Err() == nil:
+				errs[i] = fmt.Errorf("shard %s (pid %d) stopped before its share of the phase ended", sh, u.PID)
+			}
+			if errs[i] != nil {
+				stop(errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		if cause := context.Cause(shardCtx); cause != nil {
+			return workloads.Result{}, usages, fmt.Errorf("%w; the other shards were stopped", cause)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return workloads.Result{}, usages, err
+	}
+	res, err := workloads.MergeResults(results)
+	if err != nil {
+		return workloads.Result{}, usages, fmt.Errorf("cannot merge the %d shards' results: %w", n, err)
+	}
+	return res, usages, nil
+}
+
+// combinedUsage is the usage of drivers run side by side: their CPU summed
+// over the longest lifetime, so MachinePercent is their share of the
+// machine together.
+func combinedUsage(us []driverUsage) driverUsage {
+	var c driverUsage
+	for _, u := range us {
+		c.CPU += u.CPU
+		c.Wall = max(c.Wall, u.Wall)
+	}
+	if len(us) == 1 {
+		c.PID = us[0].PID
+	}
+	return c
+}
+
+// driverShards lists a sharded phase's drivers for the report: each one's
+// shard, pid, requests and CPU;
+// nil for one driver.
+func driverShards(us []driverUsage, cores int) []report.DriverShard {
+	if len(us) <= 1 {
+		return nil
+	}
+	out := make([]report.DriverShard, len(us))
+	for i, u := range us {
+		out[i] = report.DriverShard{Shard: i, PID: u.PID, Requests: u.Requests, CPUSeconds: u.CPU.Seconds(), CPUPercent: u.MachinePercent(cores)}
+	}
+	return out
 }

@@ -389,7 +389,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		relBefore, relErr = rel.RelationalTotals(phaseCtx)
 	}
 	var series report.SeriesRecorder
-	res, driver, err := runDriver(phaseCtx, r.log, r.opts.Executable, r.target.DriverArgs(), r.cfg.Pinning.Driver, r.cfg.SecretEnvs(), spec, func(p workloads.Progress) {
+	res, drivers, err := runDrivers(phaseCtx, r.log, r.opts.Executable, r.target.DriverArgs(), r.cfg.Pinning.Driver, r.cfg.SecretEnvs(), r.prof.Drivers.Count(), spec, func(p workloads.Progress) {
 		series.Add(p)
 		capt.progress(p)
 		pr.update(p)
@@ -409,15 +409,16 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		return capt, fmt.Errorf("phase %s: %w", spec.Name, err)
 	}
 	m.DriverResult(res)
-	if res.DriverPID == r.rep.TargetPID {
-		return capt, fmt.Errorf("phase %s: the driver reported the target's own pid %d; load must come from another process", spec.Name, res.DriverPID)
+	if res.DriverPID == r.rep.TargetPID || slices.ContainsFunc(drivers, func(d driverUsage) bool { return d.PID == r.rep.TargetPID }) {
+		return capt, fmt.Errorf("phase %s: a driver reported the target's own pid %d; load must come from another process", spec.Name, r.rep.TargetPID)
 	}
 	phase := r.target.Phase(res, runtime.NumCPU())
 	if relOK {
 		after, err := rel.RelationalTotals(phaseCtx)
 		phase.Database = databaseFigures(relBefore, after, relErr, err, res.Requests)
 	}
-	phase.DriverCPUPercent = driver.MachinePercent(runtime.NumCPU())
+	phase.DriverCPUPercent = combinedUsage(drivers).MachinePercent(runtime.NumCPU())
+	phase.DriverShards = driverShards(drivers, runtime.NumCPU())
 	phase.DriverSeries = series.Series()
 	if ml := phase.MaxLoad; ml != nil && res.MaxLoad != nil {
 		chart, knee := kneeOf(res.MaxLoad, res.Start, r.target.CPUReadings(res.Start, res.End), layoutOf(r.rep.Pinning), spec.Failure.Window)

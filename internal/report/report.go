@@ -543,6 +543,12 @@ type Phase struct {
 	// (the phase plus subscription setup and drain) as a share of the machine: high values mean the load generator competed
 	// with the target.
 	DriverCPUPercent float64 `json:"driver_cpu_percent"`
+	// DriverShards lists, when the phase ran sharded drivers
+	// (drivers.shards above 1), each driver process: its shard, pid,
+	// requests and CPU; absent with one driver. DriverPID is then shard
+	// 0's, and DriverCPUPercent their CPU together over the longest
+	// lifetime.
+	DriverShards []DriverShard `json:"driver_shards,omitempty"`
 	// Open holds the open model's schedule figures (intended and achieved
 	// rate, dropped and late requests, service time); nil otherwise.
 	Open *workloads.OpenResult `json:"open,omitempty"`
@@ -647,6 +653,22 @@ type PerRequest struct {
 	// NotMeasured names the figures above that were not measured, with the
 	// reason; they are written as null (MarshalJSON), never as 0.
 	NotMeasured map[string]string `json:"not_measured,omitempty"`
+}
+
+// DriverShard is one of a phase's sharded driver processes.
+type DriverShard struct {
+	// Shard is its index, from 0 (`soakd drive --shard Shard/N`).
+	Shard int `json:"shard"`
+	// PID is its process id.
+	PID int `json:"pid"`
+	// Requests is the requests it completed, its share of the phase's.
+	Requests int64 `json:"requests"`
+	// CPUSeconds is its CPU time (user + system) over its lifetime, in
+	// seconds, from the OS once it exited.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUPercent is CPUSeconds as a share of the machine over its own
+	// lifetime, in percent of all cores.
+	CPUPercent float64 `json:"cpu_percent"`
 }
 
 // perRequestFields is PerRequest without its methods.
