@@ -184,7 +184,7 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 	for _, ph := range r.Phases {
 		l := ph.LatencyMs
 		ms := func(v float64) string { return fmt.Sprintf("%.2f ms", v) }
-		hp := htmlPhase{Name: ph.Name, Arm: ph.Arm, Model: ph.Model, DriverPID: fmt.Sprint(ph.DriverPID),
+		hp := htmlPhase{Name: ph.Name, Arm: ph.Arm, Model: ph.Model, DriverPID: ph.DriverPIDs(),
 			Requests: fmt.Sprint(ph.Requests), Errors: fmt.Sprint(ph.Errors), Throughput: fmt.Sprintf("%.0f req/s", ph.ThroughputRPS),
 			P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), P999: ms(l.P999), Max: ms(l.Max),
 			Resources: resourceCells(ph.Resources), PerRequest: perRequestCells(ph)}

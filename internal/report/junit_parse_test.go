@@ -154,3 +154,21 @@ func TestSettleRounds(t *testing.T) {
 		t.Errorf("with a row rounds cannot settle: SettleRounds = %d, want 0", n)
 	}
 }
+
+// TestDriverPIDsNameEveryShard: a sharded phase's table cell names every
+// driver process, not shard 0's alone.
+func TestDriverPIDsNameEveryShard(t *testing.T) {
+	p := Phase{DriverPID: 101}
+	if got := p.DriverPIDs(); got != "101" {
+		t.Errorf("one driver: %q", got)
+	}
+	p.DriverShards = []DriverShard{{Shard: 0, PID: 101}, {Shard: 1, PID: 102}, {Shard: 2, PID: 103}}
+	if got := p.DriverPIDs(); got != "101, 102, 103 (3 shards)" {
+		t.Errorf("three shards: %q", got)
+	}
+	r := richFixture(kpi.GateInterval)
+	r.Phases[0].DriverShards = p.DriverShards
+	if md := r.Markdown(); !strings.Contains(md, "| 101, 102, 103 (3 shards) |") {
+		t.Errorf("report.md's phase table does not name the shards")
+	}
+}

@@ -224,8 +224,8 @@ func (r *Report) Markdown() string {
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range r.Phases {
 		l := p.LatencyMs
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f req/s | %.2f ms | %.2f ms | %.2f ms | %.2f ms |",
-			mdText(p.Name), mdText(p.Arm), p.DriverPID, p.Requests, p.Errors, p.ThroughputRPS, l.P50, l.P90, l.P99, l.Max)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %.0f req/s | %.2f ms | %.2f ms | %.2f ms | %.2f ms |",
+			mdText(p.Name), mdText(p.Arm), p.DriverPIDs(), p.Requests, p.Errors, p.ThroughputRPS, l.P50, l.P90, l.P99, l.Max)
 		fmt.Fprintf(&b, " %s |\n", strings.Join(resourceCells(p.Resources), " | "))
 	}
 	b.WriteString("\nPer request (steady window; target rate ÷ throughput):\n\n")

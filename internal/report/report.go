@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -610,6 +611,20 @@ type After struct {
 	// first looked returned; -1 if it never did.
 	ReturnedAfterSeconds float64 `json:"returned_after_seconds"`
 	SettleSeconds        float64 `json:"settle_seconds"`
+}
+
+// DriverPIDs names the phase's driver processes for a table cell: its one
+// pid, or with sharded drivers every shard's pid and their count
+// ("101, 102, 103 (3 shards)").
+func (p Phase) DriverPIDs() string {
+	if len(p.DriverShards) == 0 {
+		return strconv.Itoa(p.DriverPID)
+	}
+	pids := make([]string, len(p.DriverShards))
+	for i, s := range p.DriverShards {
+		pids[i] = strconv.Itoa(s.PID)
+	}
+	return fmt.Sprintf("%s (%d shards)", strings.Join(pids, ", "), len(p.DriverShards))
 }
 
 // MaxLoad is the driver's max-load outcome plus the target's resources over
