@@ -71,7 +71,7 @@ func defaultLayerRules() []LayerRule {
 		}},
 		{LayerExecute, []string{
 			"github.com/99designs/gqlgen/graphql/executor*", "github.com/99designs/gqlgen/graphql.*",
-			"github.com/soakd/soakd/internal/graph.*",                // gqlgen's generated code and the resolvers
+			"github.com/soakd/soakd/internal/graph.*",               // gqlgen's generated code and the resolvers
 			"github.com/soakd/soakd/internal/relational/relgraph.*", // the relational scenario's GraphQL arm
 			"github.com/graph-gophers/graphql-go/internal/exec*", "github.com/graph-gophers/graphql-go.*",
 			"github.com/graphql-go/graphql.*",
@@ -82,7 +82,7 @@ func defaultLayerRules() []LayerRule {
 			"github.com/valyala/fasthttp*",
 			"github.com/99designs/gqlgen/graphql/handler.*", "github.com/99designs/gqlgen/graphql/handler/transport.*",
 			"github.com/coder/websocket*", "github.com/gorilla/websocket*",
-			"github.com/soakd/soakd/control.*",                      // the built-in REST handler
+			"github.com/soakd/soakd/control.*",                     // the built-in REST handler
 			"github.com/soakd/soakd/internal/relational/relrest.*", // the relational scenario's REST arm
 		}},
 	}

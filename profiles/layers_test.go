@@ -151,18 +151,18 @@ func TestLayerRoundsExactFigures(t *testing.T) {
 	}
 	rest := stackProfile(t, map[string]int64{
 		"internal/runtime/syscall/linux.Syscall6 < syscall.write < net/http.(*response).finishRequest": 100,
-		"runtime.mallocgc < encoding/json.Marshal":                                                    20,
-		"encoding/json.Marshal":                                                                       20,
+		"runtime.mallocgc < encoding/json.Marshal":                                                     20,
+		"encoding/json.Marshal": 20,
 	})
 	gqlA := stackProfile(t, map[string]int64{
 		"internal/runtime/syscall/linux.Syscall6 < syscall.write < net/http.(*response).finishRequest": 50,
-		"github.com/99designs/gqlgen/graphql/executor.(*Executor).DispatchOperation":                  100,
-		"runtime.scanobject < runtime.gcDrain < runtime.gcBgMarkWorker":                               40,
-		"strings.ToLower@/usr/lib/go/src/strings/strings.go":                                          10,
+		"github.com/99designs/gqlgen/graphql/executor.(*Executor).DispatchOperation":                   100,
+		"runtime.scanobject < runtime.gcDrain < runtime.gcBgMarkWorker":                                40,
+		"strings.ToLower@/usr/lib/go/src/strings/strings.go":                                           10,
 	})
 	gqlB := stackProfile(t, map[string]int64{
 		"internal/runtime/syscall/linux.Syscall6 < syscall.write < net/http.(*response).finishRequest": 50,
-		"runtime.mallocgc < encoding/json.Marshal":                                                    60,
+		"runtime.mallocgc < encoding/json.Marshal":                                                     60,
 	})
 	// 1,000 requests per arm: a 10 ms sample is 10 µs per request.
 	b, err := LayerRounds([]*profile.Profile{rest}, []*profile.Profile{gqlA, gqlB}, 1000, 1000, l)
