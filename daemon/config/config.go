@@ -325,8 +325,28 @@ type ProfilingConfig struct {
 	// OverheadTop is how many functions the "where the overhead goes"
 	// table lists (0 turns it off).
 	OverheadTop int `yaml:"overhead_top"`
+	// Layers are the user's layer rules of the "where the overhead goes, by
+	// layer" table, checked before the built-in ones (profiles.NewLayers).
+	Layers []LayerConfig `yaml:"layers"`
 	// Pyroscope pushes continuous profiles when server_address is set.
 	Pyroscope PyroscopeConfig `yaml:"pyroscope"`
+}
+
+// LayerConfig is one user layer rule: the functions whose full names match
+// any of Functions (globs, '*' matching any run of characters, the whole
+// name matched) are the layer Name.
+type LayerConfig struct {
+	Name      string   `yaml:"name"`
+	Functions []string `yaml:"functions"`
+}
+
+// LayerRules converts the configured layers into profiles.LayerRules.
+func (p ProfilingConfig) LayerRules() []profiles.LayerRule {
+	out := make([]profiles.LayerRule, 0, len(p.Layers))
+	for _, l := range p.Layers {
+		out = append(out, profiles.LayerRule{Layer: l.Name, Patterns: l.Functions})
+	}
+	return out
 }
 
 // PyroscopeConfig configures the Pyroscope push (off when ServerAddress is
@@ -735,6 +755,13 @@ func (k KPIConfig) clone() KPIConfig {
 // clone returns p with its own copy of the Pyroscope tags.
 func (p ProfilingConfig) clone() ProfilingConfig {
 	p.Pyroscope.Tags = maps.Clone(p.Pyroscope.Tags)
+	if p.Layers != nil {
+		layers := make([]LayerConfig, len(p.Layers))
+		for i, l := range p.Layers {
+			layers[i] = LayerConfig{Name: l.Name, Functions: slices.Clone(l.Functions)}
+		}
+		p.Layers = layers
+	}
 	return p
 }
 
@@ -1173,6 +1200,9 @@ func (c *Config) Validate() []FieldError {
 	}
 	if c.Profiling.OverheadTop < 0 || c.Profiling.OverheadTop > 100 {
 		bad("profiling.overhead_top", "must be between 0 and 100 (got %d)", c.Profiling.OverheadTop)
+	}
+	if _, err := profiles.NewLayers(c.Profiling.LayerRules()); err != nil {
+		bad("profiling.layers", "%v", err)
 	}
 	if py := c.Profiling.Pyroscope; py.ServerAddress != "" {
 		if u, err := neturl.Parse(py.ServerAddress); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -167,6 +167,20 @@ func TestGraphQLLimits(t *testing.T) {
 	has(t, ps, "graphql.max_complexity", 3, "must be at least 1 (got -1)")
 }
 
+func TestProfilingLayers(t *testing.T) {
+	cfg, err := Load(defaults(t), []byte("profiling:\n  layers:\n    - name: my-cache\n      functions: [\"github.com/acme/cache.*\"]\n"), "user.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Profiling.LayerRules(); len(got) != 1 || got[0].Layer != "my-cache" || got[0].Patterns[0] != "github.com/acme/cache.*" {
+		t.Errorf("layers: got %+v, want my-cache claiming github.com/acme/cache.*", got)
+	}
+	ps := problems(t, "profiling:\n  layers:\n    - name: \"\"\n      functions: [\"a.*\"]\n")
+	has(t, ps, "profiling.layers", 3, "the name is empty")
+	ps = problems(t, "profiling:\n  layers:\n    - name: slow\n      functions: [\"a b\"]\n")
+	has(t, ps, "profiling.layers", 3, "without spaces")
+}
+
 func TestUserFileOverlaysDefaults(t *testing.T) {
 	cfg, err := Load(defaults(t), []byte("server:\n  listen: 127.0.0.1:9999\ndefault_profile: seed\n"), "user.yaml")
 	if err != nil {

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -58,7 +59,7 @@ func TestOverheadMergesRounds(t *testing.T) {
 	cfg := &config.Config{}
 	cfg.Profiling.OverheadTop = 10
 	r := &run{cfg: cfg, log: zap.NewNop(), rep: &report.Report{}}
-	rows, basis := r.overhead(overheadCaptures(restBy, gqlBy, caps))
+	rows, basis, layers := r.overhead(overheadCaptures(restBy, gqlBy, caps))
 	if basis == nil || basis.Rounds != 2 || basis.RESTRequests != 2000 || basis.GraphQLRequests != 2000 ||
 		basis.RESTSamples != 200 || basis.GraphQLSamples != 701 || basis.SampleRateHz != 100 {
 		t.Fatalf("basis: got %+v, want 2 rounds, 2000 requests, 200 and 701 samples at 100 Hz", basis)
@@ -83,5 +84,12 @@ func TestOverheadMergesRounds(t *testing.T) {
 	// gqlgen.exec: 400 samples × 10 ms over 2000 requests = 2000 µs per request.
 	if rows[0].GraphQLMicrosPerReq != 2000 {
 		t.Errorf("gqlgen.exec: got %v µs per request, want 2000", rows[0].GraphQLMicrosPerReq)
+	}
+	// By layer, on the same two rounds: encoding/json is serialise (+500 µs),
+	// the rest (gqlgen.exec, rare: no rule claims them) is other (+2005 µs).
+	if layers == nil || len(layers.Layers) != 2 || layers.Layers[0].Layer != "serialise" || layers.Layers[1].Layer != "other" ||
+		layers.Layers[0].ExtraMicrosPerReq != 500 || layers.Layers[1].ExtraMicrosPerReq != 2005 || layers.ExplainedPercent == nil ||
+		math.Abs(*layers.ExplainedPercent-500.0/2505*100) > 1e-9 {
+		t.Errorf("layers: got %+v, want serialise +500 and other +2005 µs, explained %v %%", layers, 500.0/2505*100)
 	}
 }

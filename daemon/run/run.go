@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -515,7 +516,7 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 			rep.Checks = append(rep.Checks, memoryChecks(p, r.target.MemoryData(p), r.cfg.Memory)...)
 		}
 	}
-	rep.Overhead, rep.OverheadBasis = r.overhead(overheadCaptures(restBy, gqlBy, captures))
+	rep.Overhead, rep.OverheadBasis, rep.OverheadLayers = r.overhead(overheadCaptures(restBy, gqlBy, captures))
 	rep.Verdict = verdict(rep.KPIs, rep.Checks)
 	// A self-check's arms are copies of one phase: they offer the same load
 	// and carry the same subscription fan-out, so these notes, which
@@ -699,10 +700,10 @@ func overheadCaptures(restBy, gqlBy map[int]report.Phase, captures map[string]*c
 // over the rounds (profiles.OverheadRounds). rest[i] and gql[i] are round
 // i's captures; a round is used only when both of its profiles were
 // taken, so both arms rest on the same rounds.
-func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.OverheadBasis) {
+func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.OverheadBasis, *report.OverheadLayers) {
 	n := r.cfg.Profiling.OverheadTop
 	if n == 0 || len(rest) == 0 || len(rest) != len(gql) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var restProfs, gqlProfs []*profile.Profile
 	var restReq, gqlReq int64
@@ -731,7 +732,7 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 	}
 	if len(restProfs) == 0 {
 		r.rep.Notes = append(r.rep.Notes, "No overhead breakdown: a CPU profile of a compared phase is missing in every round (profiling.cpu off, or /debug/pprof/profile was busy).")
-		return nil, nil
+		return nil, nil, nil
 	}
 	if skipped > 0 {
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The overhead breakdown leaves out %d of %d rounds: a CPU profile of one of their arms is missing or unreadable.", skipped, len(rest)))
@@ -739,7 +740,7 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 	b, err := profiles.OverheadRounds(restProfs, gqlProfs, restReq, gqlReq, n, false)
 	if err != nil {
 		r.log.Warn("no overhead breakdown", zap.Error(err))
-		return nil, nil
+		return nil, nil, nil
 	}
 	rows := make([]report.OverheadRow, 0, len(b.Functions))
 	for _, c := range b.Functions {
@@ -747,8 +748,44 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 			GraphQLMicrosPerReq: c.GraphQLMicrosPerReq, ExtraMicrosPerReq: c.ExtraMicrosPerReq, SharePercent: c.SharePercent,
 			RESTSamples: c.RESTSamples, GraphQLSamples: c.GraphQLSamples, WithinNoise: c.WithinNoise})
 	}
-	return rows, &report.OverheadBasis{Rounds: len(restProfs), RESTRequests: b.RESTRequests, GraphQLRequests: b.GraphQLRequests,
+	basis := &report.OverheadBasis{Rounds: len(restProfs), RESTRequests: b.RESTRequests, GraphQLRequests: b.GraphQLRequests,
 		RESTSamples: b.RESTSamples, GraphQLSamples: b.GraphQLSamples, SampleRateHz: b.SampleRateHz}
+	return rows, basis, r.overheadLayers(restProfs, gqlProfs, restReq, gqlReq)
+}
+
+// overheadLayers attributes the same profiles by layer (profiles.LayerRounds)
+// with the configured rules first; nil, with a warning, when it cannot.
+func (r *run) overheadLayers(rest, gql []*profile.Profile, restReq, gqlReq int64) *report.OverheadLayers {
+	layers, err := profiles.NewLayers(r.cfg.Profiling.LayerRules())
+	if err == nil {
+		var lb profiles.LayerBreakdown
+		if lb, err = profiles.LayerRounds(rest, gql, restReq, gqlReq, layers); err == nil {
+			return reportLayers(lb)
+		}
+	}
+	r.log.Warn("no overhead breakdown by layer", zap.Error(err))
+	return nil
+}
+
+// reportLayers converts a LayerBreakdown into the report's table; NaN
+// shares (no positive extra) become null.
+func reportLayers(lb profiles.LayerBreakdown) *report.OverheadLayers {
+	orNull := func(v float64) *float64 {
+		if math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	out := &report.OverheadLayers{TotalExtraMicrosPerReq: lb.TotalExtraMicrosPerReq, ExplainedPercent: orNull(lb.ExplainedPercent)}
+	for _, c := range lb.Layers {
+		out.Layers = append(out.Layers, report.OverheadLayer{Layer: c.Layer,
+			RESTMicrosPerReq: c.RESTMicrosPerReq, RESTInterval: c.REST,
+			GraphQLMicrosPerReq: c.GraphQLMicrosPerReq, GraphQLInterval: c.GraphQL,
+			RESTAllocMicrosPerReq: c.RESTAllocMicrosPerReq, GraphQLAllocMicrosPerReq: c.GraphQLAllocMicrosPerReq,
+			ExtraMicrosPerReq: c.ExtraMicrosPerReq, ExtraInterval: c.Extra, SharePercent: orNull(c.SharePercent),
+			RESTSamples: c.RESTSamples, GraphQLSamples: c.GraphQLSamples})
+	}
+	return out
 }
 
 // offeredLoadNote says when the compared phases do not offer the same load

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,6 +205,17 @@ func TestEndToEndRun(t *testing.T) {
 				Subscribers int
 			} `json:"after"`
 		} `json:"phases"`
+		OverheadLayers *struct {
+			Layers []struct {
+				Layer          string   `json:"layer"`
+				Extra          float64  `json:"extra_us_per_request"`
+				Share          *float64 `json:"share_percent"`
+				RESTSamples    int64    `json:"rest_samples"`
+				GraphQLSamples int64    `json:"graphql_samples"`
+			} `json:"layers"`
+			TotalExtra float64  `json:"total_extra_us_per_request"`
+			Explained  *float64 `json:"explained_percent"`
+		} `json:"overhead_layers"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatalf("report.json does not decode: %v", err)
@@ -288,6 +300,29 @@ func TestEndToEndRun(t *testing.T) {
 	for _, k := range rep.KPIs {
 		if k.Name == "alloc_bytes_per_request" && k.Outcome == "fail" {
 			t.Errorf("alloc_bytes_per_request fails without an injected cost: delta %v", *k.Delta)
+		}
+	}
+	// The CPU by layer: samples of both arms attributed, other listed last,
+	// and the named layers explaining a share of GraphQL's extra.
+	if ol := rep.OverheadLayers; ol == nil || len(ol.Layers) < 2 || ol.Layers[len(ol.Layers)-1].Layer != "other" {
+		t.Errorf("overhead_layers: got %+v, want rows ending with other", ol)
+	} else {
+		var rs, gs int64
+		var named float64
+		for _, l := range ol.Layers {
+			rs, gs = rs+l.RESTSamples, gs+l.GraphQLSamples
+			if l.Layer != "other" && l.Share != nil {
+				named += *l.Share
+			}
+		}
+		if rs == 0 || gs == 0 {
+			t.Errorf("overhead_layers: %d REST and %d GraphQL samples, want both arms attributed", rs, gs)
+		}
+		if ol.TotalExtra <= 0 || ol.Explained == nil || *ol.Explained <= 0 || math.Abs(*ol.Explained-named) > 1e-6 {
+			t.Errorf("overhead_layers: total extra %v, explained %v, named shares %v: want a positive extra the named layers explain part of", ol.TotalExtra, ol.Explained, named)
+		}
+		if !strings.Contains(string(md), "## Where the overhead goes, by layer") {
+			t.Errorf("report.md lacks the layer table")
 		}
 	}
 	for _, f := range []string{"report.html", "junit.xml", "samples.json", "graphql-load.cpu.pb.gz", "rest-control.cpu.pb.gz"} {

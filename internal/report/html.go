@@ -54,39 +54,41 @@ func (r *Report) HTML(s *Samples) ([]byte, error) {
 // htmlPage is everything the template shows, already formatted; R gives
 // the template the report's plain fields.
 type htmlPage struct {
-	R                           *Report
-	Verdict, VerdictClass       string
-	Failed                      []string
-	Started, Finished           string
-	Heading, ArmA, ArmB, ArmSep string
-	PhasesA, PhasesB            []string
-	KPIs                        []htmlKPI
-	GateWords                   string
-	Phases                      []htmlPhase
-	NotMeasured                 string
-	Problems                    []htmlList
-	CheckGroups                 []htmlCheckGroup
-	Overhead                    []htmlOverhead
-	OverheadBasis, OverheadRule string
-	Subscriptions               []htmlSubscriptions
-	SubscriptionColumns         []string
-	MaxLoads                    []htmlMaxLoad
-	Opens                       []htmlList
-	AfterIntro                  string
-	Afters                      []htmlRow
-	RoundVerdictNote            string
-	Seed000                     []seed000Table
-	HarnessIntro                string
-	HarnessHead                 []string
-	HarnessRows                 [][]string
-	FigureSourcesHeading        string
-	FigureSourcesIntro          string
-	Footer                      []string
-	Bands                       []chartPhase
-	TargetCharts, DriverCharts  []htmlChart
-	PhaseCharts                 []htmlChart
-	Data, Script, UPlot         template.JS
-	UPlotCSS                    template.CSS
+	R                            *Report
+	Verdict, VerdictClass        string
+	Failed                       []string
+	Started, Finished            string
+	Heading, ArmA, ArmB, ArmSep  string
+	PhasesA, PhasesB             []string
+	KPIs                         []htmlKPI
+	GateWords                    string
+	Phases                       []htmlPhase
+	NotMeasured                  string
+	Problems                     []htmlList
+	CheckGroups                  []htmlCheckGroup
+	Overhead                     []htmlOverhead
+	Layers                       []htmlLayer
+	LayersIntro, LayersExplained string
+	OverheadBasis, OverheadRule  string
+	Subscriptions                []htmlSubscriptions
+	SubscriptionColumns          []string
+	MaxLoads                     []htmlMaxLoad
+	Opens                        []htmlList
+	AfterIntro                   string
+	Afters                       []htmlRow
+	RoundVerdictNote             string
+	Seed000                      []seed000Table
+	HarnessIntro                 string
+	HarnessHead                  []string
+	HarnessRows                  [][]string
+	FigureSourcesHeading         string
+	FigureSourcesIntro           string
+	Footer                       []string
+	Bands                        []chartPhase
+	TargetCharts, DriverCharts   []htmlChart
+	PhaseCharts                  []htmlChart
+	Data, Script, UPlot          template.JS
+	UPlotCSS                     template.CSS
 }
 
 type htmlKPI struct {
@@ -124,6 +126,19 @@ type htmlCheckGroup struct {
 type htmlCheck struct {
 	Phase, Title, Value, Limit, Outcome, Class, Detail, Definition string
 }
+
+type htmlLayer struct {
+	Layer string
+	layerCells
+}
+
+// HTML cell accessors for the template (layerCells' fields are unexported).
+func (l htmlLayer) REST() string    { return l.rest }
+func (l htmlLayer) GraphQL() string { return l.gql }
+func (l htmlLayer) Extra() string   { return l.extra }
+func (l htmlLayer) Share() string   { return l.share }
+func (l htmlLayer) Alloc() string   { return l.alloc }
+func (l htmlLayer) Samples() string { return l.samples }
 
 type htmlOverhead struct {
 	Function, REST, GraphQL, Extra, Share, Samples, Class string
@@ -228,6 +243,12 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 				Outcome: res, Class: outcomeClass[res], Detail: c.Detail, Definition: c.Definition})
 		}
 		p.CheckGroups = append(p.CheckGroups, hg)
+	}
+	if ol := r.OverheadLayers; ol != nil {
+		p.LayersIntro, p.LayersExplained = overheadLayersIntro, ol.explained()
+		for _, l := range ol.Layers {
+			p.Layers = append(p.Layers, htmlLayer{Layer: l.Layer, layerCells: l.cells()})
+		}
 	}
 	for _, o := range r.Overhead {
 		ho := htmlOverhead{Function: o.Function,

@@ -538,6 +538,15 @@ func (r *Report) checkSections(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+	if ol := r.OverheadLayers; ol != nil {
+		fmt.Fprintf(b, "## Where the overhead goes, by layer\n\n%s %s\n\n", mdText(overheadLayersIntro), mdText(ol.explained()))
+		b.WriteString("| Layer | REST | GraphQL | Extra | Share of extra | Of which allocation (REST / GraphQL) | Samples (REST / GraphQL) |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, l := range ol.Layers {
+			c := l.cells()
+			b.WriteString(mdRow(mdText(l.Layer), c.rest, c.gql, c.extra, c.share, c.alloc, c.samples))
+		}
+		b.WriteString("\n")
+	}
 	if len(r.Overhead) > 0 {
 		b.WriteString("## Where the overhead goes\n\n")
 		fmt.Fprintf(b, "Self (flat) CPU per request by function, from CPU profiles of the target over each compared phase's steady window, %s; each arm's CPU divided by the requests completed while its profiles ran. %s\n\n",
@@ -549,6 +558,35 @@ func (r *Report) checkSections(b *strings.Builder) {
 				extra, share, thousands(o.RESTSamples), thousands(o.GraphQLSamples))
 		}
 		b.WriteString("\n")
+	}
+}
+
+// overheadLayersIntro explains the by-layer table (profiles.Layers).
+const overheadLayersIntro = "Every CPU sample of each arm's merged profile (the same rounds and requests as the function table below) goes to one layer: walking its stack from the leaf, the first frame a layer rule claims (your profiling.layers first, then the built-in rules read from the libraries' package paths, then the server's own code). Runtime frames at the leaf are never claimed: an allocation (mallocgc and below) goes to the layer that allocated and counts in its allocation column, a syscall to the layer that made it; GC background workers and assists are GC and allocation; runtime work nothing claims is GC and allocation or scheduling and syscalls; everything else is other. Figures are CPU µs per request with their Poisson intervals at 2σ (≈95 %): exact (Garwood) for each arm, extra ± 2·√(REST and GraphQL sample variances) for the difference."
+
+// explained states how much of the total extra the named layers explain.
+func (ol *OverheadLayers) explained() string {
+	if ol.ExplainedPercent == nil {
+		return fmt.Sprintf("GraphQL's CPU per request is not above REST's (total extra %+.2f µs): there is no extra to explain.", ol.TotalExtraMicrosPerReq)
+	}
+	return fmt.Sprintf("GraphQL costs %+.2f µs per request more than REST; the named layers explain %.1f %% of it, other the rest.", ol.TotalExtraMicrosPerReq, *ol.ExplainedPercent)
+}
+
+// layerCells are one layer row's formatted cells.
+type layerCells struct{ rest, gql, extra, share, alloc, samples string }
+
+func (l OverheadLayer) cells() layerCells {
+	share := "—"
+	if l.SharePercent != nil {
+		share = fmt.Sprintf("%.1f %%", *l.SharePercent)
+	}
+	return layerCells{
+		rest:    fmt.Sprintf("%.2f µs [%.2f, %.2f]", l.RESTMicrosPerReq, l.RESTInterval.Low, l.RESTInterval.High),
+		gql:     fmt.Sprintf("%.2f µs [%.2f, %.2f]", l.GraphQLMicrosPerReq, l.GraphQLInterval.Low, l.GraphQLInterval.High),
+		extra:   fmt.Sprintf("%+.2f µs [%+.2f, %+.2f]", l.ExtraMicrosPerReq, l.ExtraInterval.Low, l.ExtraInterval.High),
+		share:   share,
+		alloc:   fmt.Sprintf("%.2f / %.2f µs", l.RESTAllocMicrosPerReq, l.GraphQLAllocMicrosPerReq),
+		samples: thousands(l.RESTSamples) + " / " + thousands(l.GraphQLSamples),
 	}
 }
 

@@ -88,6 +88,10 @@ type Report struct {
 	// OverheadBasis is what the Overhead table rests on: rounds, requests
 	// and samples; nil when there is no table (or in older reports).
 	OverheadBasis *OverheadBasis `json:"overhead_basis,omitempty"`
+	// OverheadLayers is the same CPU attributed by layer (transport, parse,
+	// validate, execute, …; profiles.Layers); nil when there is no overhead
+	// table (or in older reports).
+	OverheadLayers *OverheadLayers `json:"overhead_layers,omitempty"`
 	// Pinning records the CPUs the target and the drivers were pinned to;
 	// nil when not pinned.
 	Pinning *Pinning `json:"pinning,omitempty"`
@@ -214,6 +218,52 @@ type OverheadRow struct {
 	// Nr, Ng; |g − r| < 2·sqrt(g + r) at equal requests). See
 	// profiles.WithinNoise.
 	WithinNoise bool `json:"within_noise"`
+}
+
+// OverheadLayers is the by-layer table: every CPU sample of each arm's
+// merged profile attributed to one layer (profiles.LayerRounds), on the
+// same rounds, requests and samples as OverheadBasis.
+type OverheadLayers struct {
+	// Layers has one row per layer with samples, user layers first, "other"
+	// always last and always listed.
+	Layers []OverheadLayer `json:"layers"`
+	// TotalExtraMicrosPerReq is GraphQL's whole CPU per request minus
+	// REST's (µs): the sum of the rows' extra.
+	TotalExtraMicrosPerReq float64 `json:"total_extra_us_per_request"`
+	// ExplainedPercent is the share of the total extra the named layers
+	// (every row but "other") explain; null when the total extra is not
+	// positive (nothing to explain).
+	ExplainedPercent *float64 `json:"explained_percent"`
+}
+
+// OverheadLayer is one layer's CPU per request in each arm (µs) with its
+// Poisson interval, and GraphQL's extra.
+type OverheadLayer struct {
+	Layer string `json:"layer"`
+	// RESTMicrosPerReq is the CPU of the REST arm's samples attributed to
+	// the layer over the arm's requests (µs); RESTInterval its exact
+	// Poisson (Garwood) interval at ≈95.45 % (2σ), from the sample count.
+	RESTMicrosPerReq float64           `json:"rest_us_per_request"`
+	RESTInterval     profiles.Interval `json:"rest_interval"`
+	// GraphQLMicrosPerReq and GraphQLInterval are the same for GraphQL.
+	GraphQLMicrosPerReq float64           `json:"graphql_us_per_request"`
+	GraphQLInterval     profiles.Interval `json:"graphql_interval"`
+	// RESTAllocMicrosPerReq and GraphQLAllocMicrosPerReq are the part of
+	// each arm's figure spent in the allocator on the layer's behalf (µs).
+	RESTAllocMicrosPerReq    float64 `json:"rest_alloc_us_per_request"`
+	GraphQLAllocMicrosPerReq float64 `json:"graphql_alloc_us_per_request"`
+	// ExtraMicrosPerReq is GraphQL − REST (µs); ExtraInterval its interval,
+	// extra ± 2·sqrt(r·wr² + g·wg²) (samples r, g weighing wr, wg µs per
+	// request each).
+	ExtraMicrosPerReq float64           `json:"extra_us_per_request"`
+	ExtraInterval     profiles.Interval `json:"extra_interval"`
+	// SharePercent is the extra's part of the total extra (negative when
+	// the layer costs GraphQL less); null when the total is not positive.
+	SharePercent *float64 `json:"share_percent"`
+	// RESTSamples and GraphQLSamples are the samples (count) attributed to
+	// the layer in each arm.
+	RESTSamples    int64 `json:"rest_samples"`
+	GraphQLSamples int64 `json:"graphql_samples"`
 }
 
 // OverheadBasis is the evidence behind the whole overhead table.

@@ -369,3 +369,30 @@ func TestScrapeOverLimitIsSaidBesideTheKPIs(t *testing.T) {
 		t.Errorf("the harness's cost table does not flag the scrape")
 	}
 }
+
+func TestOverheadLayersRendered(t *testing.T) {
+	r := fixture()
+	share, explained := 80.0, 90.0
+	r.OverheadLayers = &OverheadLayers{TotalExtraMicrosPerReq: 50, ExplainedPercent: &explained, Layers: []OverheadLayer{
+		{Layer: "execute", GraphQLMicrosPerReq: 40, GraphQLInterval: profiles.Interval{Low: 35.5, High: 44.9}, ExtraMicrosPerReq: 40,
+			ExtraInterval: profiles.Interval{Low: 35, High: 45}, GraphQLAllocMicrosPerReq: 12, SharePercent: &share, GraphQLSamples: 400},
+		{Layer: "other", RESTMicrosPerReq: 1, GraphQLMicrosPerReq: 6, ExtraMicrosPerReq: 5, RESTSamples: 10, GraphQLSamples: 60},
+	}}
+	md := r.Markdown()
+	for _, want := range []string{"## Where the overhead goes, by layer", "the named layers explain 90.0 % of it",
+		"| execute | 0.00 µs [0.00, 0.00] | 40.00 µs [35.50, 44.90] | +40.00 µs [+35.00, +45.00] | 80.0 % | 0.00 / 12.00 µs | 0 / 400 |",
+		"| other | 1.00 µs", "| — |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	html, err := r.HTML(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<table id="overhead-layers">`, "<td>execute</td>", "40.00 µs [35.50, 44.90]", "explain 90.0 %"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
