@@ -874,7 +874,11 @@ func (e *engine) iterate(ctx, stopCtx context.Context, u *user) (completed bool)
 			e.noteStop(ctx)
 			return false
 		}
-		o := u.do(stopCtx, e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
+		// A chatty request's chain stops on an abort (ctx), not at the
+		// duration cap (stopCtx): like any request in flight at the cap it
+		// finishes, bounded by max_follow_calls and request_timeout, so a
+		// phase shorter than one chain still measures it.
+		o := u.do(ctx, e.senderFor(u.op), e.phase.RequestTimeout, u.next(i))
 		if o.stopped { // a chatty request cut short: not a request
 			e.noteStop(ctx)
 			return false

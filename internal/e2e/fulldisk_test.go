@@ -74,7 +74,11 @@ func TestServeFullDisk(t *testing.T) {
 	d := startServe(t, bin, cfg)
 	cl := &api.Client{BaseURL: d.api}
 	ctx := t.Context()
-	long := "profiles:\n  tiny:\n    request_timeout: 5s\n    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n      - name: rest-control\n        arm: rest\n        users: [{operation: rest-get, users: 2, iterations: 3000}]\n      - name: graphql-load\n        arm: graphql\n        users: [{operation: graphql-query, users: 2, iterations: 3000}]\n"
+	// Phases bounded by time, not by a request count that a fast machine
+	// (or a loaded one's scheduling) can finish before the disk fills: the
+	// first phase is still running when the disk fills, and the partial
+	// report written after it fails.
+	long := "profiles:\n  tiny:\n    request_timeout: 5s\n    compare: {rest: rest-control, graphql: graphql-load}\n    phases:\n      - name: rest-control\n        arm: rest\n        duration: 4s\n        users: [{operation: rest-get, users: 2, iterations: 1000000}]\n      - name: graphql-load\n        arm: graphql\n        duration: 4s\n        users: [{operation: graphql-query, users: 2, iterations: 1000000}]\n"
 	run, err := cl.Start(ctx, api.StartRequest{Profile: "tiny", Overrides: long})
 	if err != nil {
 		t.Fatal(err)
