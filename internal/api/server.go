@@ -15,6 +15,8 @@
 //	GET  /v1/runs/{id}        -> 200 {"run":RunSummary,"report":<report.json, or null when none or not JSON>}
 //	POST /v1/runs/{id}/stop   -> 202 {"id":..,"status":"stopping"}
 //	GET  /v1/history          -> 200 HistoryState: is the run history read-only, and why
+//	GET  /metrics             -> 200 the daemon's own series, Prometheus text format (only
+//	                             with Options.Metrics; same token rule as /v1)
 //	GET  /healthz             -> 200 {"status":"ok"} while the process serves (no auth)
 //	GET  /readyz              -> 200 {"status":"ready"}, or 503 when Runner.Ready is false (no auth)
 //
@@ -27,8 +29,10 @@
 // history is read-only, so no run can start) or 500 (any other Runner
 // error).
 //
-// Security: when a token is configured every /v1 route needs the header
-// "Authorization: Bearer <token>". Tokens are compared in constant time over
+// Security: when a token is configured every /v1 route and /metrics need
+// the header "Authorization: Bearer <token>" (/metrics names the profiles
+// run and how often runs fail: what a token keeps from a stranger; a
+// Prometheus scrape job sends it with authorization.credentials_file). Tokens are compared in constant time over
 // their SHA-256 digests (so neither content nor length leaks through timing),
 // the handler keeps only the digest, and neither tokens nor request headers
 // are ever logged. CheckBind refuses to expose the API beyond loopback
@@ -206,6 +210,25 @@ type handler struct {
 // line per error response (5xx at error level, 401 at warn, other 4xx at
 // debug); nil means no logging.
 func NewHandler(r Runner, token string, log *zap.Logger) http.Handler {
+	return NewHandlerWith(r, Options{Token: token, Log: log})
+}
+
+// Options configure NewHandlerWith.
+type Options struct {
+	// Token, when not empty, is the bearer token every /v1 route and
+	// /metrics require.
+	Token string
+	// Log receives one line per error response; nil means no logging.
+	Log *zap.Logger
+	// Metrics, when not nil, serves GET /metrics (the daemon's own series,
+	// package daemonmetrics), behind the token like /v1; nil leaves
+	// /metrics a 404.
+	Metrics http.Handler
+}
+
+// NewHandlerWith is NewHandler with every option.
+func NewHandlerWith(r Runner, o Options) http.Handler {
+	token, log := o.Token, o.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -238,6 +261,10 @@ func NewHandler(r Runner, token string, log *zap.Logger) http.Handler {
 	mux.Handle("/healthz", h.serve(notAllowed("GET")))
 	mux.Handle("GET /readyz", h.serve(h.readyz))
 	mux.Handle("/readyz", h.serve(notAllowed("GET")))
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", h.serve(h.authenticate(o.Metrics)))
+		mux.Handle("/metrics", h.serve(notAllowed("GET")))
+	}
 	mux.Handle("/", h.serve(notFound))
 	return mux
 }

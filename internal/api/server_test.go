@@ -726,3 +726,29 @@ func TestRepliesCapEchoedInput(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsRoute: /metrics serves Options.Metrics behind the token, like
+// /v1; without Options.Metrics it is a 404.
+func TestMetricsRoute(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "soakd_build_info 1\n")
+	})
+	srv := httptest.NewServer(NewHandlerWith(newFakeRunner(), Options{Token: testToken, Metrics: metrics}))
+	defer srv.Close()
+	if code, hdr, _ := do(t, srv, http.MethodGet, "/metrics", "", nil); code != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") == "" {
+		t.Errorf("GET /metrics without the token: %d, want 401 with WWW-Authenticate", code)
+	}
+	if code, _, _ := do(t, srv, http.MethodGet, "/metrics", "wrong", nil); code != http.StatusUnauthorized {
+		t.Errorf("GET /metrics with a wrong token: %d, want 401", code)
+	}
+	if code, _, body := do(t, srv, http.MethodGet, "/metrics", testToken, nil); code != http.StatusOK || string(body) != "soakd_build_info 1\n" {
+		t.Errorf("GET /metrics with the token: %d %q, want 200 and the series", code, body)
+	}
+	if code, hdr, _ := do(t, srv, http.MethodPost, "/metrics", testToken, nil); code != http.StatusMethodNotAllowed || hdr.Get("Allow") != "GET" {
+		t.Errorf("POST /metrics: %d, want 405 Allow: GET", code)
+	}
+	plain, _ := newServer(t, "", nil)
+	if code, _, _ := do(t, plain, http.MethodGet, "/metrics", "", nil); code != http.StatusNotFound {
+		t.Errorf("GET /metrics without Options.Metrics: %d, want 404", code)
+	}
+}

@@ -1,13 +1,14 @@
 // Package testkit holds the helpers the unit tests of several packages
 // share: the embedded defaults (config.yaml at the module root), a
-// configuration loaded on top of them, and a plain GET. Only tests import
-// it.
+// configuration loaded on top of them, a plain GET and finding the
+// Prometheus binaries. Only tests import it.
 package testkit
 
 import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -59,4 +60,21 @@ func Get(t testing.TB, url string) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// LookTool finds a Prometheus binary (prometheus, promtool) on PATH.
+// Without it the test skips, except under CI=true, where a missing binary
+// fails: .ci/run installs Debian's prometheus package, which brings both.
+func LookTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	msg := name + " is not on PATH: install Debian's prometheus package (apt-get install -y prometheus) to run this test"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
 }
