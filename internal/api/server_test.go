@@ -136,6 +136,16 @@ func (f *fakeRunner) Get(_ context.Context, id string) (RunSummary, json.RawMess
 
 func (f *fakeRunner) Ready() bool { return f.ready.Load() }
 
+// Changes answers profile "p" with one change on run "b"; any other
+// profile is invalid.
+func (f *fakeRunner) Changes(_ context.Context, profile, metric string) (HistoryChanges, error) {
+	if profile != "p" {
+		return HistoryChanges{}, fmt.Errorf("%w: profile %q is not configured", ErrBadQuery, profile)
+	}
+	v := 1.0
+	return HistoryChanges{Profile: profile, Metric: metric, Runs: []SeriesPoint{{ID: "a", Value: &v}, {ID: "b"}}, Changes: []ChangePoint{{Run: "b"}}}, nil
+}
+
 func (f *fakeRunner) History(context.Context) HistoryState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -750,5 +760,31 @@ func TestMetricsRoute(t *testing.T) {
 	plain, _ := newServer(t, "", nil)
 	if code, _, _ := do(t, plain, http.MethodGet, "/metrics", "", nil); code != http.StatusNotFound {
 		t.Errorf("GET /metrics without Options.Metrics: %d, want 404", code)
+	}
+}
+
+// TestChangesRoute: GET /v1/history/changes passes the query to the
+// runner, answers its series and changes, and 400 for its invalid request.
+func TestChangesRoute(t *testing.T) {
+	srv, _ := newServer(t, "", nil)
+	cl := newClient(srv, "")
+	c, err := cl.Changes(t.Context(), "p", "gc_percent.delta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Profile != "p" || c.Metric != "gc_percent.delta" || len(c.Runs) != 2 || c.Runs[1].Value != nil || len(c.Changes) != 1 || c.Changes[0].Run != "b" {
+		t.Errorf("changes %+v", c)
+	}
+	code, _, body := do(t, srv, http.MethodGet, "/v1/history/changes?profile=p", "", nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `"runs":[{"id":"a"`) || !strings.Contains(string(body), `"value":null`) || !strings.Contains(string(body), `"run":"b","index":0`) {
+		t.Errorf("GET /v1/history/changes: %d %s", code, body)
+	}
+	if _, err := cl.Changes(t.Context(), "nope", ""); err == nil || !strings.Contains(err.Error(), `profile "nope"`) {
+		t.Errorf("unknown profile: %v, want a 400 naming it", err)
+	} else if ae, ok := errors.AsType[*APIError](err); !ok || ae.Status != http.StatusBadRequest {
+		t.Errorf("unknown profile: %v, want 400", err)
+	}
+	if code, _, _ := do(t, srv, http.MethodPost, "/v1/history/changes", "", nil); code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /v1/history/changes: %d, want 405", code)
 	}
 }

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +147,56 @@ func TestServeMetrics(t *testing.T) {
 	cmd.Stdin = strings.NewReader(text)
 	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "" {
 		t.Errorf("promtool check metrics on the daemon's scrape: %v\n%s", err, out)
+	}
+	if code := d.stop(t); code != 0 {
+		t.Errorf("soakd serve on SIGTERM: exit %d", code)
+	}
+}
+
+// TestServeHistoryChanges: soakd history against a real soakd serve whose
+// data_dir holds ten nightly runs of profile tiny, GraphQL CPU per request
+// about 20 µs for five nights, then about 30 µs. The CPU switch through the
+// API's overrides is refused (inject.* belongs to the running target, see
+// TestServeOverrides), so the history is written as synthetic reports
+// before the daemon starts, which loads it. The change point is on the
+// sixth run, in the table and in GET /v1/history/changes.
+func TestServeHistoryChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, "")
+	t0 := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	for i, v := range []float64{20.1, 19.8, 20.3, 19.9, 20.2, 30.2, 29.9, 30.1, 30.0, 29.8} {
+		testkit.WriteRun(t, filepath.Join(dir, "data"), fmt.Sprintf("night%02d", i+1), "tiny", t0.Add(time.Duration(i)*24*time.Hour), v)
+	}
+	d := startServe(t, bin, cfg)
+
+	out, stderr, code := runSoakd(t, bin, "history", "--api", d.api, "--profile", "tiny")
+	if code != 0 {
+		t.Fatalf("soakd history: exit %d\n%s%s", code, out, stderr)
+	}
+	t.Logf("soakd history --profile tiny:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 12 || !strings.Contains(lines[0], "10 complete runs, 1 change points") {
+		t.Fatalf("soakd history printed %d lines, want a header, the columns and 10 runs with 1 change point:\n%s", len(lines), out)
+	}
+	for i, l := range lines[2:] {
+		marked := strings.Contains(l, "▲")
+		if want := i == 5; marked != want || !strings.HasPrefix(l, fmt.Sprintf("night%02d", i+1)) {
+			t.Errorf("line %q: change marked %v, want %v", l, marked, want)
+		}
+	}
+	if !strings.Contains(lines[7], "+49.6 %") || !strings.Contains(lines[7], "µs") {
+		t.Errorf("the change's step is not worded: %q", lines[7])
+	}
+	c, err := (&api.Client{BaseURL: d.api}).Changes(t.Context(), "tiny", "")
+	if err != nil || len(c.Changes) != 1 || c.Changes[0].Run != "night06" || c.Changes[0].Index != 5 {
+		t.Errorf("GET /v1/history/changes: %+v %v, want one change on night06", c, err)
+	}
+	if out, stderr, code := runSoakd(t, bin, "history", "--api", d.api, "--metric", "p99"); code != 2 || !strings.Contains(stderr, "cpu_us_per_request") {
+		t.Errorf("soakd history --metric p99: exit %d, want 2 naming the valid metrics\n%s%s", code, out, stderr)
 	}
 	if code := d.stop(t); code != 0 {
 		t.Errorf("soakd serve on SIGTERM: exit %d", code)

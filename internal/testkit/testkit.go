@@ -1,10 +1,11 @@
 // Package testkit holds the helpers the unit tests of several packages
 // share: the embedded defaults (config.yaml at the module root), a
 // configuration loaded on top of them, a plain GET and finding the
-// Prometheus binaries. Only tests import it.
+// Prometheus binaries, and a synthetic run history. Only tests import it.
 package testkit
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -12,8 +13,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // Root is the module's root directory, found from this file's path, so a
@@ -77,4 +81,34 @@ func LookTool(t testing.TB, name string) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// WriteRun writes a complete run of profile into data directory dataDir's
+// history (runs/<id>/report.json), started at started, whose only KPI row
+// is GraphQL's CPU per request, cpuUs µs against REST's 10 µs: a synthetic
+// history for tests of change points. A negative cpuUs writes the row as
+// not measured.
+func WriteRun(t testing.TB, dataDir, id, profile string, started time.Time, cpuUs float64) {
+	t.Helper()
+	limit := 25.0
+	row := kpi.Result{Threshold: &limit, Rule: "delta <= +25 %", Name: "cpu_us_per_request", Title: "CPU per request", Unit: "µs", REST: 10, GraphQL: cpuUs, DeltaUnit: "percent", Gated: true, Outcome: kpi.OutcomePass, Pass: true}
+	if cpuUs < 0 {
+		row.GraphQL, row.GraphQLNotMeasured, row.Outcome, row.Pass = 0, true, kpi.OutcomeNotMeasured, false
+	} else {
+		d := (cpuUs - 10) / 10 * 100
+		row.Delta = &d
+	}
+	rep := report.Report{SchemaVersion: report.SchemaVersion, Run: id, Profile: profile, Status: report.StatusComplete, Verdict: kpi.OutcomePass,
+		StartedAt: started, FinishedAt: started.Add(time.Minute), KPIs: []kpi.Result{row}}
+	b, err := json.Marshal(&rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(dataDir, "runs", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, report.JSONFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
