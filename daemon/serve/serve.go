@@ -20,6 +20,7 @@ import (
 	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/daemonmetrics"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/kpi"
@@ -48,6 +49,9 @@ type daemon struct {
 	base   context.Context // the daemon's lifetime; runs derive from it
 	ready  atomic.Bool
 	runs   sync.WaitGroup // runs started through the API
+	// metrics are the daemon's own series (the API's /metrics); nil in
+	// tests that build a daemon by hand.
+	metrics *daemonmetrics.Metrics
 
 	mu      sync.Mutex
 	running string             // id of the run in progress, "" when idle
@@ -107,8 +111,9 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	base, stopRuns := context.WithCancel(ctx)
 	defer stopRuns()
 	d := &daemon{cfg: cfg, opts: opts, log: log, store: store, target: target, base: base}
+	d.metrics = daemonmetrics.New(d.healthState)
 	srv := &http.Server{
-		Handler:           api.NewHandler(d, token, log.Named("api")),
+		Handler:           d.metrics.Instrument(api.NewHandlerWith(d, api.Options{Token: token, Log: log.Named("api"), Metrics: d.metrics.Handler()})),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 		WriteTimeout:      cfg.Server.WriteTimeout,
@@ -177,12 +182,60 @@ func (d *daemon) claim(ctx context.Context, id string) (context.Context, func(),
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	d.running, d.cancel = id, cancel
+	claimed := time.Now()
 	return runCtx, func() {
 		cancel()
+		d.countFinished(id, claimed)
 		d.mu.Lock()
 		d.running, d.cancel = "", nil
 		d.mu.Unlock()
 	}, nil
+}
+
+// countFinished counts run id, which held the slot from claimed until now,
+// in the daemon's series with the outcome the history recorded: every run
+// (API runs, soak cycles) records it with history.Store.Finish before it
+// releases the slot. A run that never got into the history (NewRun failed)
+// is not counted.
+func (d *daemon) countFinished(id string, claimed time.Time) {
+	if d.metrics == nil {
+		return
+	}
+	s, _, err := d.store.Get(id)
+	if errors.Is(err, history.ErrNotFound) {
+		return
+	}
+	end := s.FinishedAt
+	if end.IsZero() {
+		end = time.Now()
+	}
+	start := s.StartedAt
+	if start.IsZero() || start.After(end) {
+		start = claimed
+	}
+	d.metrics.RunFinished(s.Verdict, end.Sub(start).Seconds())
+}
+
+// healthState is the daemon's state for its own series, at each scrape.
+func (d *daemon) healthState() daemonmetrics.State {
+	d.mu.Lock()
+	running := d.running
+	d.mu.Unlock()
+	st := daemonmetrics.State{
+		Running:            running != "",
+		HistoryRuns:        d.store.Len(),
+		RetentionDeletions: d.store.Removed(),
+		ReadOnly:           d.store.ReadOnly() != nil,
+	}
+	if running != "" {
+		// From the index: Get would read the run's report.json at each scrape.
+		for _, s := range d.store.List() {
+			if s.ID == running {
+				st.Profile = s.Profile
+			}
+		}
+	}
+	return st
 }
 
 // newID returns a fresh run id: the UTC time, with a suffix when several

@@ -159,3 +159,25 @@ func responseError(status int, data []byte) error {
 
 // Compile-time check that APIError is an error.
 var _ error = (*APIError)(nil)
+
+// Changes returns profile's series of metric over the daemon's runs and its
+// change points; "" means the daemon's default profile and
+// DefaultChangesMetric.
+func (c *Client) Changes(ctx context.Context, profile, metric string) (HistoryChanges, error) {
+	q := url.Values{}
+	if profile != "" {
+		q.Set("profile", profile)
+	}
+	if metric != "" {
+		q.Set("metric", metric)
+	}
+	path := "/v1/history/changes"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var h HistoryChanges
+	if err := c.do(ctx, http.MethodGet, path, nil, &h); err != nil {
+		return HistoryChanges{}, fmt.Errorf("cannot get the history's change points: %w", err)
+	}
+	return h, nil
+}

@@ -15,20 +15,26 @@
 //	GET  /v1/runs/{id}        -> 200 {"run":RunSummary,"report":<report.json, or null when none or not JSON>}
 //	POST /v1/runs/{id}/stop   -> 202 {"id":..,"status":"stopping"}
 //	GET  /v1/history          -> 200 HistoryState: is the run history read-only, and why
+//	GET  /v1/history/changes?profile=P&metric=M
+//	                          -> 200 HistoryChanges: a figure's series over the runs and its change points
+//	GET  /metrics             -> 200 the daemon's own series, Prometheus text format (only
+//	                             with Options.Metrics; same token rule as /v1)
 //	GET  /healthz             -> 200 {"status":"ok"} while the process serves (no auth)
 //	GET  /readyz              -> 200 {"status":"ready"}, or 503 when Runner.Ready is false (no auth)
 //
 // Errors are {"error":{"message":"...","running_id":"..."}} with status 400
 // (malformed or oversized body, unknown field, Runner error wrapping
-// ErrInvalidRequest), 401 (missing or wrong bearer token, when a token is
+// ErrInvalidRequest or ErrBadQuery), 401 (missing or wrong bearer token, when a token is
 // configured), 404 (unknown run or route), 405 (wrong method, with Allow),
 // 409 (a run is already in progress: running_id names it; or stopping a run
 // that is not running), 503 (Runner error wrapping ErrUnavailable: the
 // history is read-only, so no run can start) or 500 (any other Runner
 // error).
 //
-// Security: when a token is configured every /v1 route needs the header
-// "Authorization: Bearer <token>". Tokens are compared in constant time over
+// Security: when a token is configured every /v1 route and /metrics need
+// the header "Authorization: Bearer <token>" (/metrics names the profiles
+// run and how often runs fail: what a token keeps from a stranger; a
+// Prometheus scrape job sends it with authorization.credentials_file). Tokens are compared in constant time over
 // their SHA-256 digests (so neither content nor length leaks through timing),
 // the handler keeps only the digest, and neither tokens nor request headers
 // are ever logged. CheckBind refuses to expose the API beyond loopback
@@ -90,6 +96,11 @@ type Runner interface {
 	// History says whether the run history takes writes; it backs
 	// /v1/history and must be cheap and non-blocking.
 	History(ctx context.Context) HistoryState
+	// Changes returns profile's series of metric over the complete runs
+	// and its change points; "" means the default profile and
+	// DefaultChangesMetric. An unknown profile or metric is an error
+	// wrapping ErrBadQuery.
+	Changes(ctx context.Context, profile, metric string) (HistoryChanges, error)
 }
 
 // HistoryState is GET /v1/history's body: whether the daemon can record
@@ -170,6 +181,9 @@ const (
 	// ErrInvalidRequest means a start request names an unknown profile or
 	// carries overrides that do not decode or validate (HTTP 400).
 	ErrInvalidRequest sentinel = "invalid start request"
+	// ErrBadQuery means a query names what does not exist: an unknown
+	// profile or metric for GET /v1/history/changes (HTTP 400).
+	ErrBadQuery sentinel = "invalid query"
 	// ErrUnavailable means the daemon cannot do what was asked right now:
 	// its history is read-only, so no run can start nor baseline be set
 	// (HTTP 503). The wrapped error says why.
@@ -206,6 +220,25 @@ type handler struct {
 // line per error response (5xx at error level, 401 at warn, other 4xx at
 // debug); nil means no logging.
 func NewHandler(r Runner, token string, log *zap.Logger) http.Handler {
+	return NewHandlerWith(r, Options{Token: token, Log: log})
+}
+
+// Options configure NewHandlerWith.
+type Options struct {
+	// Token, when not empty, is the bearer token every /v1 route and
+	// /metrics require.
+	Token string
+	// Log receives one line per error response; nil means no logging.
+	Log *zap.Logger
+	// Metrics, when not nil, serves GET /metrics (the daemon's own series,
+	// package daemonmetrics), behind the token like /v1; nil leaves
+	// /metrics a 404.
+	Metrics http.Handler
+}
+
+// NewHandlerWith is NewHandler with every option.
+func NewHandlerWith(r Runner, o Options) http.Handler {
+	token, log := o.Token, o.Log
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -230,6 +263,8 @@ func NewHandler(r Runner, token string, log *zap.Logger) http.Handler {
 	v1.Handle("/v1/runs/{id}/baseline", h.serve(notAllowed("POST")))
 	v1.Handle("GET /v1/history", h.serve(h.history))
 	v1.Handle("/v1/history", h.serve(notAllowed("GET")))
+	v1.Handle("GET /v1/history/changes", h.serve(h.changes))
+	v1.Handle("/v1/history/changes", h.serve(notAllowed("GET")))
 	v1.Handle("/", h.serve(notFound))
 
 	mux := http.NewServeMux()
@@ -238,6 +273,10 @@ func NewHandler(r Runner, token string, log *zap.Logger) http.Handler {
 	mux.Handle("/healthz", h.serve(notAllowed("GET")))
 	mux.Handle("GET /readyz", h.serve(h.readyz))
 	mux.Handle("/readyz", h.serve(notAllowed("GET")))
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", h.serve(h.authenticate(o.Metrics)))
+		mux.Handle("/metrics", h.serve(notAllowed("GET")))
+	}
 	mux.Handle("/", h.serve(notFound))
 	return mux
 }
@@ -400,7 +439,7 @@ func runnerError(err error, id string) error {
 		status, about = http.StatusNotFound, ErrNotFound
 	case errors.Is(err, ErrNotRunning):
 		status, about = http.StatusConflict, ErrNotRunning
-	case errors.Is(err, ErrInvalidRequest):
+	case errors.Is(err, ErrInvalidRequest), errors.Is(err, ErrBadQuery):
 		status = http.StatusBadRequest
 	case errors.Is(err, ErrUnavailable):
 		status = http.StatusServiceUnavailable
@@ -501,6 +540,22 @@ func (h *handler) baseline(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handler) history(w http.ResponseWriter, r *http.Request) error {
 	h.write(w, http.StatusOK, h.runner.History(r.Context()))
+	return nil
+}
+
+func (h *handler) changes(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	c, err := h.runner.Changes(r.Context(), q.Get("profile"), q.Get("metric"))
+	if err != nil {
+		return runnerError(err, "")
+	}
+	if c.Runs == nil {
+		c.Runs = []SeriesPoint{}
+	}
+	if c.Changes == nil {
+		c.Changes = []ChangePoint{}
+	}
+	h.write(w, http.StatusOK, c)
 	return nil
 }
 

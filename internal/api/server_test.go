@@ -136,6 +136,16 @@ func (f *fakeRunner) Get(_ context.Context, id string) (RunSummary, json.RawMess
 
 func (f *fakeRunner) Ready() bool { return f.ready.Load() }
 
+// Changes answers profile "p" with one change on run "b"; any other
+// profile is invalid.
+func (f *fakeRunner) Changes(_ context.Context, profile, metric string) (HistoryChanges, error) {
+	if profile != "p" {
+		return HistoryChanges{}, fmt.Errorf("%w: profile %q is not configured", ErrBadQuery, profile)
+	}
+	v := 1.0
+	return HistoryChanges{Profile: profile, Metric: metric, Runs: []SeriesPoint{{ID: "a", Value: &v}, {ID: "b"}}, Changes: []ChangePoint{{Run: "b"}}}, nil
+}
+
 func (f *fakeRunner) History(context.Context) HistoryState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -724,5 +734,57 @@ func TestRepliesCapEchoedInput(t *testing.T) {
 		if status != c.status || len(msg) > 2*echo.MaxBytes+100 || strings.Contains(msg, strings.Repeat("a", echo.MaxBytes+1)) || strings.Contains(msg, strings.Repeat("X", echo.MaxBytes+1)) {
 			t.Errorf("%.10s %.20s…: got %d with a %d-byte message %.200q, want %d quoting at most %d bytes of the input", c.method, c.path, status, len(msg), msg, c.status, echo.MaxBytes)
 		}
+	}
+}
+
+// TestMetricsRoute: /metrics serves Options.Metrics behind the token, like
+// /v1; without Options.Metrics it is a 404.
+func TestMetricsRoute(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "soakd_build_info 1\n")
+	})
+	srv := httptest.NewServer(NewHandlerWith(newFakeRunner(), Options{Token: testToken, Metrics: metrics}))
+	defer srv.Close()
+	if code, hdr, _ := do(t, srv, http.MethodGet, "/metrics", "", nil); code != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") == "" {
+		t.Errorf("GET /metrics without the token: %d, want 401 with WWW-Authenticate", code)
+	}
+	if code, _, _ := do(t, srv, http.MethodGet, "/metrics", "wrong", nil); code != http.StatusUnauthorized {
+		t.Errorf("GET /metrics with a wrong token: %d, want 401", code)
+	}
+	if code, _, body := do(t, srv, http.MethodGet, "/metrics", testToken, nil); code != http.StatusOK || string(body) != "soakd_build_info 1\n" {
+		t.Errorf("GET /metrics with the token: %d %q, want 200 and the series", code, body)
+	}
+	if code, hdr, _ := do(t, srv, http.MethodPost, "/metrics", testToken, nil); code != http.StatusMethodNotAllowed || hdr.Get("Allow") != "GET" {
+		t.Errorf("POST /metrics: %d, want 405 Allow: GET", code)
+	}
+	plain, _ := newServer(t, "", nil)
+	if code, _, _ := do(t, plain, http.MethodGet, "/metrics", "", nil); code != http.StatusNotFound {
+		t.Errorf("GET /metrics without Options.Metrics: %d, want 404", code)
+	}
+}
+
+// TestChangesRoute: GET /v1/history/changes passes the query to the
+// runner, answers its series and changes, and 400 for its invalid request.
+func TestChangesRoute(t *testing.T) {
+	srv, _ := newServer(t, "", nil)
+	cl := newClient(srv, "")
+	c, err := cl.Changes(t.Context(), "p", "gc_percent.delta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Profile != "p" || c.Metric != "gc_percent.delta" || len(c.Runs) != 2 || c.Runs[1].Value != nil || len(c.Changes) != 1 || c.Changes[0].Run != "b" {
+		t.Errorf("changes %+v", c)
+	}
+	code, _, body := do(t, srv, http.MethodGet, "/v1/history/changes?profile=p", "", nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `"runs":[{"id":"a"`) || !strings.Contains(string(body), `"value":null`) || !strings.Contains(string(body), `"run":"b","index":0`) {
+		t.Errorf("GET /v1/history/changes: %d %s", code, body)
+	}
+	if _, err := cl.Changes(t.Context(), "nope", ""); err == nil || !strings.Contains(err.Error(), `profile "nope"`) {
+		t.Errorf("unknown profile: %v, want a 400 naming it", err)
+	} else if ae, ok := errors.AsType[*APIError](err); !ok || ae.Status != http.StatusBadRequest {
+		t.Errorf("unknown profile: %v, want 400", err)
+	}
+	if code, _, _ := do(t, srv, http.MethodPost, "/v1/history/changes", "", nil); code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /v1/history/changes: %d, want 405", code)
 	}
 }

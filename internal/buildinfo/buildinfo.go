@@ -46,3 +46,24 @@ func versionOf(bi *debug.BuildInfo) string {
 	}
 	return v
 }
+
+// Commit is the version control revision the build was made from (the
+// full hash), or "unknown" for a build without version control
+// information. soakd_build_info carries it beside Version.
+func Commit() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	return commitOf(bi)
+}
+
+// commitOf is Commit's decision on given build information.
+func commitOf(bi *debug.BuildInfo) string {
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && s.Value != "" {
+			return s.Value
+		}
+	}
+	return "unknown"
+}

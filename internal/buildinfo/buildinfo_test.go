@@ -29,3 +29,14 @@ func TestVersionOf(t *testing.T) {
 		})
 	}
 }
+
+func TestCommitOf(t *testing.T) {
+	rev := "bb0108c7c1ced719f4b822e98817fbe7bdaa7714"
+	with := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.modified", Value: "true"}, {Key: "vcs.revision", Value: rev}}}
+	if got := commitOf(with); got != rev {
+		t.Errorf("commitOf = %q, want %q", got, rev)
+	}
+	if got := commitOf(&debug.BuildInfo{}); got != "unknown" {
+		t.Errorf("commitOf without vcs = %q, want unknown", got)
+	}
+}

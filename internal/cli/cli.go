@@ -153,7 +153,7 @@ func (c *cli) root() *cobra.Command {
 		cmd.GroupID = "run"
 		root.AddCommand(cmd)
 	}
-	for _, cmd := range []*cobra.Command{c.startCmd(), c.runsCmd(), c.statusCmd(), c.stopCmd(), c.baselineCmd()} {
+	for _, cmd := range []*cobra.Command{c.startCmd(), c.runsCmd(), c.statusCmd(), c.stopCmd(), c.baselineCmd(), c.historyCmd()} {
 		cmd.GroupID = "client"
 		root.AddCommand(cmd)
 	}

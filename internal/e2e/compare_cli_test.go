@@ -49,6 +49,9 @@ func (r *runsAPI) Get(_ context.Context, id string) (api.RunSummary, json.RawMes
 func (r *runsAPI) SetBaseline(context.Context, string) error { return api.ErrInvalidRequest }
 func (r *runsAPI) Ready() bool                               { return true }
 func (r *runsAPI) History(context.Context) api.HistoryState  { return api.HistoryState{} }
+func (r *runsAPI) Changes(context.Context, string, string) (api.HistoryChanges, error) {
+	return api.HistoryChanges{}, api.ErrInvalidRequest
+}
 
 var _ api.Runner = (*runsAPI)(nil)
 

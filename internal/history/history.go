@@ -184,6 +184,8 @@ type Store struct {
 	// their report.json could not be rewritten (see Finish): they outrank
 	// a report that still says running or cannot be read.
 	ended map[string]Summary
+	// removed counts the runs Prune has removed since Open.
+	removed int64
 }
 
 // ValidateID reports whether id may name a run: 1 to MaxIDLength ASCII
@@ -695,6 +697,23 @@ func (s *Store) Prune(keepLast int, maxAge time.Duration, now time.Time) (remove
 		delete(s.index, id)
 		delete(s.ended, id)
 		removed = append(removed, id)
+		s.removed++
 	}
 	return removed, errors.Join(errs...)
+}
+
+// Removed returns how many runs Prune has removed since Open, whoever
+// called it (a run's end, a soak's cycle): the daemon's
+// soakd_retention_deletions_total.
+func (s *Store) Removed() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.removed
+}
+
+// Len returns how many runs the history holds, whatever their status.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.index)
 }

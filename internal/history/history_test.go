@@ -501,6 +501,9 @@ func TestPrune(t *testing.T) {
 	if _, err := os.Stat(running); err != nil {
 		t.Errorf("the running run's directory: %v, want kept", err)
 	}
+	if got, n := s.Removed(), s.Len(); got != 5 || n != 2 {
+		t.Errorf("after two prunes Removed() = %d, Len() = %d; want 5 removed, 2 kept", got, n)
+	}
 	// r7 has no report.json: after reopening it is unreadable, not deleted.
 	if got, want := statuses(reopen(t, s, data).List()), []string{"r7=unreadable", "r1=complete"}; !slices.Equal(got, want) {
 		t.Errorf("List after reopening = %v, want %v", got, want)

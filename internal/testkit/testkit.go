@@ -1,18 +1,23 @@
 // Package testkit holds the helpers the unit tests of several packages
 // share: the embedded defaults (config.yaml at the module root), a
-// configuration loaded on top of them, and a plain GET. Only tests import
-// it.
+// configuration loaded on top of them, a plain GET and finding the
+// Prometheus binaries, and a synthetic run history. Only tests import it.
 package testkit
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/report"
 )
 
 // Root is the module's root directory, found from this file's path, so a
@@ -59,4 +64,51 @@ func Get(t testing.TB, url string) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// LookTool finds a Prometheus binary (prometheus, promtool) on PATH.
+// Without it the test skips, except under CI=true, where a missing binary
+// fails: .ci/run installs Debian's prometheus package, which brings both.
+func LookTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	msg := name + " is not on PATH: install Debian's prometheus package (apt-get install -y prometheus) to run this test"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// WriteRun writes a complete run of profile into data directory dataDir's
+// history (runs/<id>/report.json), started at started, whose only KPI row
+// is GraphQL's CPU per request, cpuUs µs against REST's 10 µs: a synthetic
+// history for tests of change points. A negative cpuUs writes the row as
+// not measured.
+func WriteRun(t testing.TB, dataDir, id, profile string, started time.Time, cpuUs float64) {
+	t.Helper()
+	limit := 25.0
+	row := kpi.Result{Threshold: &limit, Rule: "delta <= +25 %", Name: "cpu_us_per_request", Title: "CPU per request", Unit: "µs", REST: 10, GraphQL: cpuUs, DeltaUnit: "percent", Gated: true, Outcome: kpi.OutcomePass, Pass: true}
+	if cpuUs < 0 {
+		row.GraphQL, row.GraphQLNotMeasured, row.Outcome, row.Pass = 0, true, kpi.OutcomeNotMeasured, false
+	} else {
+		d := (cpuUs - 10) / 10 * 100
+		row.Delta = &d
+	}
+	rep := report.Report{SchemaVersion: report.SchemaVersion, Run: id, Profile: profile, Status: report.StatusComplete, Verdict: kpi.OutcomePass,
+		StartedAt: started, FinishedAt: started.Add(time.Minute), KPIs: []kpi.Result{row}}
+	b, err := json.Marshal(&rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(dataDir, "runs", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, report.JSONFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

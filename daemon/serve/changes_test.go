@@ -1,0 +1,91 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/testkit"
+)
+
+// TestChangesEndpoint: GET /v1/history/changes over a history of synthetic
+// reports: six runs of profile quick at about 20 µs of GraphQL CPU per
+// request, one not measured, then five at about 30 µs, and runs of another
+// profile and an aborted one that must not count. The change is on the
+// first 30 µs run, with its step and p-value; a metric or profile that does
+// not exist is a 400 naming the valid ones.
+func TestChangesEndpoint(t *testing.T) {
+	cfg := testkit.Config(t, "data_dir: x\n")
+	cfg.DataDir = t.TempDir()
+	t0 := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	values := []float64{20.1, 19.8, 20.3, 19.9, 20.2, 20.0, -1, 30.2, 29.9, 30.1, 30.0, 29.8}
+	for i, v := range values {
+		night := t0.Add(time.Duration(i) * 24 * time.Hour)
+		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("n%02d", i), "quick", night, v)
+		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("o%02d", i), "other", night.Add(time.Hour), 50+float64(i%2))
+	}
+	store, err := history.Open(cfg.DataDir, history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	h := api.NewHandler(&daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context()}, "", zap.NewNop())
+
+	var c api.HistoryChanges
+	if code := apiGet(t, h, "/v1/history/changes?profile=quick", &c); code != http.StatusOK {
+		t.Fatalf("GET changes: %d", code)
+	}
+	if c.Profile != "quick" || c.Metric != "cpu_us_per_request.graphql" || c.Unit != "µs" || c.MinRuns != 3 || c.Level != 0.01 || len(c.Runs) != len(values) {
+		t.Fatalf("changes: %+v", c)
+	}
+	if c.Runs[0].ID != "n00" || c.Runs[6].Value != nil || c.Runs[7].Value == nil || *c.Runs[7].Value != 30.2 {
+		t.Errorf("the series: %+v", c.Runs)
+	}
+	if len(c.Changes) != 1 {
+		t.Fatalf("change points %+v, want one, on n07", c.Changes)
+	}
+	cp := c.Changes[0]
+	if cp.Run != "n07" || cp.Index != 7 || cp.Step < 9.5 || cp.Step > 10.5 || cp.Relative == nil || *cp.Relative < 0.45 || *cp.Relative > 0.55 || !(cp.PValue < 0.01) {
+		t.Errorf("the change: %+v (relative %v), want on n07 (index 7), about +10 µs, +50 %%, p < 0.01", cp, cp.Relative)
+	}
+	var delta api.HistoryChanges
+	if apiGet(t, h, "/v1/history/changes?profile=quick&metric=cpu_us_per_request.delta", &delta); delta.Unit != "percent" || len(delta.Changes) != 1 || delta.Changes[0].Run != "n07" {
+		t.Errorf("the delta's changes: %+v", delta)
+	}
+	var other api.HistoryChanges
+	if apiGet(t, h, "/v1/history/changes?profile=other", &other); len(other.Runs) != len(values) || len(other.Changes) != 0 {
+		t.Errorf("a flat profile: %d runs, changes %+v; want %d and none", len(other.Runs), other.Changes, len(values))
+	}
+	for path, want := range map[string]string{
+		"/v1/history/changes?metric=p99":                      "metric \"p99\": want a KPI (cpu_machine_percent,",
+		"/v1/history/changes?metric=cpu_us_per_request.sides": "optionally followed by .graphql",
+		"/v1/history/changes?profile=nope":                    `profile "nope" has no runs and is not configured`,
+	} {
+		code, msg := getError(h, path)
+		if code != http.StatusBadRequest || !strings.HasPrefix(msg, "invalid query: ") || !strings.Contains(msg, want) {
+			t.Errorf("GET %s: %d %q, want 400 saying %q", path, code, msg, want)
+		}
+	}
+}
+
+// getError sends GET path to h and returns the status and the error
+// reply's message.
+func getError(h http.Handler, path string) (int, string) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(rec.Body.Bytes(), &e)
+	return rec.Code, e.Error.Message
+}
