@@ -283,7 +283,7 @@ func kpiCase(class string, k kpi.Result, canFail bool, ctx string) junitCase {
 // kpiFailureMessage states a failed row in one line, e.g. "GraphQL CPU
 // (share of machine) +13.00 points > +5 points".
 func kpiFailureMessage(k kpi.Result) string {
-	if k.Delta == nil {
+	if k.Delta == nil || k.Threshold == nil {
 		return fmt.Sprintf("GraphQL %s has no finite change from REST (REST is 0); limit %s", k.Title, limit(k))
 	}
 	t := *k.Threshold

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +171,25 @@ func TestDriverPIDsNameEveryShard(t *testing.T) {
 	r.Phases[0].DriverShards = p.DriverShards
 	if md := r.Markdown(); !strings.Contains(md, "| 101, 102, 103 (3 shards) |") {
 		t.Errorf("report.md's phase table does not name the shards")
+	}
+}
+
+// TestGatedRowWithoutThresholdRenders: a report.json read back with a gated
+// row lacking its threshold (edited by hand) renders; it panicked, and one
+// such report in data_dir stopped the daemon from starting.
+func TestGatedRowWithoutThresholdRenders(t *testing.T) {
+	r := richFixture(kpi.GateInterval)
+	d := 3.0
+	r.KPIs = []kpi.Result{{Name: "cpu_machine_percent", Title: "CPU", Gated: true, Outcome: kpi.OutcomeFail, Delta: &d, DeltaUnit: "points"}}
+	_ = r.Reasons()
+	_ = r.Markdown()
+	if err := r.Table(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.JUnit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.HTML(nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -71,7 +71,7 @@ func variance(r kpi.Result) string {
 }
 
 func limit(r kpi.Result) string {
-	if !r.Gated {
+	if !r.Gated || r.Threshold == nil { // nil: a report edited by hand, read back
 		return "—"
 	}
 	t := *r.Threshold
