@@ -214,7 +214,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	for _, s := range sides {
 		if !duet {
 			s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf("A/B session %s: this is its %s side; the %s side is %s. Each phase ran on both builds back to back, in this order (O old, N new, phase by phase): %s. Both sides were driven by the same soakd binary.",
-			session, s.name, report.OtherSide(s.name), s.r.rep.AB.Other, strings.TrimSpace(order.String())))
+				session, s.name, report.OtherSide(s.name), s.r.rep.AB.Other, strings.TrimSpace(order.String())))
 		}
 		if _, err := s.r.finish(ctx, s.ran, s.captures); err != nil && exitcode.Of(err) != exitcode.Fail && exitcode.Of(err) != exitcode.Inconclusive {
 			res.Old, res.New = sideReports(sides)
