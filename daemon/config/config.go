@@ -489,6 +489,10 @@ type CompareConfig struct {
 	// max(percent × OLD, floor).
 	P99LatencyFloorMs  float64 `yaml:"p99_latency_floor_ms"`
 	HeapLiveFloorBytes float64 `yaml:"heap_live_floor_bytes"`
+	// Duet makes every soakd ab session a duet (as --duet does): both
+	// builds under the same load at the same instant, on halves of the
+	// CPUs swapped between rounds.
+	Duet bool `yaml:"duet"`
 }
 
 // Limits converts the config into the comparison's limits.

@@ -17,9 +17,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/pin"
 	"github.com/soakd/soakd/internal/report"
 )
 
@@ -38,6 +40,9 @@ type ABOptions struct {
 	// session is judged by its limits, and a side that changes anything
 	// but the build (config.SideChanges) is refused. Nil: Old is the base.
 	Base *config.Config
+	// Duet (--duet, or the base's compare.duet) runs both builds at the
+	// same time instead of one after the other (runDuet).
+	Duet bool
 }
 
 // ABResult is what an A/B session produced: each side's report (nil when
@@ -101,6 +106,23 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	if err := abConflicts(opts.Old, opts.New); err != nil {
 		return nil, err
 	}
+	duet := opts.Duet || base.Compare.Duet
+	var halves [2][]int
+	if duet {
+		if err := duetRefusal(base, opts.Old, opts.New); err != nil {
+			return nil, err
+		}
+		allowed, err := pin.Current()
+		if err != nil {
+			return nil, exitcode.Usagef("--duet (compare.duet) cannot read the CPUs this process may run on: %v", err)
+		}
+		if halves, err = duetHalves(allowed); err != nil {
+			return nil, err
+		}
+		// Both sides' progress goes to the log: two redrawn lines
+		// would overwrite each other.
+		opts.Terminal = false
+	}
 	start := time.Now().UTC()
 	session := cmp.Or(opts.RunID, start.Format("20060102T150405Z"))
 	res := &ABResult{Dir: cmp.Or(opts.OutDir, filepath.Join("runs", session))}
@@ -149,8 +171,27 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		}
 	}
 	oldFirst := rand.IntN(2) == 0
+	var seconds report.DuetSeconds
+	if duet {
+		var places []report.DuetPlacement
+		var failed *abSide
+		var err error
+		places, seconds, failed, err = runDuet(ctx, sides, sessionPlans, halves, oldFirst, log)
+		if err != nil {
+			res.Old, res.New = sideReports(sides)
+			return res, abAbort(sides, failed, err)
+		}
+		for _, s := range sides {
+			_, pinned := s.r.target.(target.Pinnable)
+			s.r.rep.Pinning = nil // per phase, in ab.duet
+			s.r.rep.Notes = append(s.r.rep.Notes, duetNote(session, s.name, s.r.rep.AB.Other, places, pinned))
+		}
+	}
 	var order strings.Builder
 	for i, pl := range sessionPlans {
+		if duet {
+			break
+		}
 		// A B, B A, A B, …: over two phases each build goes first once.
 		pair := []*abSide{sides[0], sides[1]}
 		if (i%2 == 1) == oldFirst {
@@ -171,8 +212,10 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		order.WriteString(" ")
 	}
 	for _, s := range sides {
-		s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf("A/B session %s: this is its %s side; the %s side is %s. Each phase ran on both builds back to back, in this order (O old, N new, phase by phase): %s. Both sides were driven by the same soakd binary.",
-			session, s.name, report.OtherSide(s.name), s.r.rep.AB.Other, strings.TrimSpace(order.String())))
+		if !duet {
+			s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf("A/B session %s: this is its %s side; the %s side is %s. Each phase ran on both builds back to back, in this order (O old, N new, phase by phase): %s. Both sides were driven by the same soakd binary.",
+				session, s.name, report.OtherSide(s.name), s.r.rep.AB.Other, strings.TrimSpace(order.String())))
+		}
 		if _, err := s.r.finish(ctx, s.ran, s.captures); err != nil && exitcode.Of(err) != exitcode.Fail && exitcode.Of(err) != exitcode.Inconclusive {
 			res.Old, res.New = sideReports(sides)
 			return res, abAbort(sides, s, err)
@@ -183,7 +226,11 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	// otherwise pass itself).
 	lim := base.Compare.Limits()
 	lim.Confidence = base.KPIs.Confidence
-	res.Comparison = report.CompareRuns(res.Old, res.New, lim)
+	if duet {
+		res.Comparison = report.CompareDuet(res.Old, res.New, lim, seconds)
+	} else {
+		res.Comparison = report.CompareRuns(res.Old, res.New, lim)
+	}
 	if err := writeComparisonFiles(res.Dir, res.Comparison); err != nil {
 		return res, exitcode.With(exitcode.Aborted, err)
 	}

@@ -91,8 +91,9 @@ func shellQuote(s string) string {
 
 func (c *cli) abCmd() *cobra.Command {
 	var configPath, profile, out, oldFile, newFile, format string
+	var duet bool
 	cmd := &cobra.Command{
-		Use:                   "ab [--config FILE] [--old FILE] [--new FILE] [--profile NAME] [--out DIR] [--format text|json|junit|markdown]",
+		Use:                   "ab [--config FILE] [--old FILE] [--new FILE] [--profile NAME] [--out DIR] [--duet] [--format text|json|junit|markdown]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Compare two builds in one session, their phases interleaved; exit 0, 1 or 4",
 		Long: `Measure two builds of the target in one session and compare them: exit 0
@@ -108,7 +109,13 @@ pairs the rounds (round k of old against round k of new). The session
 directory holds old/ and new/ (complete run directories) and compare.json
 and compare.md; --format sets what is printed (text, the default, json,
 junit or markdown). With neither --old nor --new both sides are the same
-build: an A/A session, whose verdict should pass.`,
+build: an A/A session, whose verdict should pass.
+
+With --duet (or compare.duet: true) both builds run every phase at the
+same time, each target with its own driver on its half of the CPUs (CPU 0
+and CPU 1 on a 2-core machine), the halves swapped between rounds, and the
+GraphQL phase's CPU per request is judged from the two builds'
+simultaneous seconds. It needs at least 2 CPUs and no pinning: keys.`,
 		Args: exactArgs(0, "no arguments (the sides are --old and --new files)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
@@ -143,7 +150,7 @@ build: an A/A session, whose verdict should pass.`,
 			}
 			res, err := run.RunAB(cmd.Context(), run.ABOptions{
 				RunOptions: run.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
-				Old:        oldCfg, New: newCfg, Base: env.cfg,
+				Old:        oldCfg, New: newCfg, Base: env.cfg, Duet: duet,
 			})
 			if res == nil || res.Old == nil || res.New == nil || res.Comparison.Verdict == "" {
 				return err
@@ -168,6 +175,7 @@ build: an A/A session, whose verdict should pass.`,
 	cmd.Flags().StringVar(&profile, "profile", "", "profile both sides run (default: the config's default_profile)")
 	cmd.Flags().StringVar(&out, "out", "", "session directory (default: runs/<UTC timestamp>)")
 	cmd.Flags().StringVar(&format, "format", formatText, "printed comparison: text (a table), json, junit (junit.xml) or markdown")
+	cmd.Flags().BoolVar(&duet, "duet", false, "run both builds at the same time, each on its half of the CPUs, swapped between rounds (compare.duet)")
 	return cmd
 }
 

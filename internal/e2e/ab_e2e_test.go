@@ -128,6 +128,7 @@ func TestABRefusals(t *testing.T) {
 	rounds := filepath.Join(dir, "rounds.yaml")
 	bad := filepath.Join(dir, "bad.yaml")
 	loose := filepath.Join(dir, "loose.yaml")
+	pinned := filepath.Join(dir, "pinned.yaml")
 	for path, body := range map[string]string{
 		// A candidate with a planted regression that loosens the limit it
 		// is judged by: before, it passed (exit 0) at +238 % CPU.
@@ -136,6 +137,7 @@ func TestABRefusals(t *testing.T) {
 		fixed:  abConfig + "server:\n  listen: 127.0.0.1:18765\n",
 		rounds: strings.Replace(abConfig, "rounds: 3", "rounds: 2", 1),
 		bad:    "inject:\n  graphql_cpu_us_per_reqest: 20\n",
+		pinned: "pinning:\n  target: \"0\"\n  driver: \"1\"\n",
 	} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -153,6 +155,7 @@ func TestABRefusals(t *testing.T) {
 		{"a side loosens the gate", []string{"--config", cfg, "--new", loose}, "the new side's file sets compare.cpu_per_request_increase_percent, which the base configuration (--config) decides"},
 		{"bad format", []string{"--config", cfg, "--format", "yaml"}, "--format must be"},
 		{"endless file", []string{"--config", cfg, "--new", "/dev/zero"}, "/dev/zero is not a regular file (a device)"},
+		{"a duet with pinning", []string{"--config", cfg, "--new", pinned, "--duet"}, "the new side (--new) sets pinning.target or pinning.driver: remove pinning: for a duet"},
 	} {
 		stdout, stderr, code := runSoakd(t, bin, append([]string{"ab", "--out", filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))}, tc.args...)...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

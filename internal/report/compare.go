@@ -45,9 +45,11 @@ type CompareRow struct {
 	// suffix, each round one sample.
 	Phase string `json:"phase"`
 	// Metric is throughput_rps, cpu_us_per_request, alloc_bytes_per_request,
-	// gc_percent, latency_p99_ms, heap_live_bytes_max, or
+	// gc_percent, latency_p99_ms, heap_live_bytes_max,
 	// cpu_per_request_vs_control (the GraphQL phase's CPU per request ÷ its
-	// round's REST phase's, unit ×).
+	// round's REST phase's, unit ×), or in a duet
+	// cpu_us_per_request_seconds (CPU per request from the two builds'
+	// simultaneous seconds, by batch means: kpi.DuetChangeInterval).
 	Metric string `json:"metric"`
 	// Unit of Old and New: req/s, µs, B, %, ms or × (a ratio).
 	Unit string `json:"unit"`
@@ -70,8 +72,13 @@ type CompareRow struct {
 	// value missing).
 	Interval *kpi.Interval `json:"interval"`
 	// Paired is true when Interval comes from pairs of rounds of one A/B
-	// session (Comparison.Paired, every round present on both sides).
+	// session (Comparison.Paired, every round present on both sides), or
+	// for cpu_us_per_request_seconds from a duet's simultaneous seconds.
 	Paired bool `json:"paired,omitempty"`
+	// Basis says what a duet's per-second row (cpu_us_per_request_seconds)
+	// was built from: the batches, their length and the correlation of
+	// the seconds; "" for other rows.
+	Basis string `json:"basis,omitempty"`
 	// Limit is the bound on Change: an upper bound for costs, and for
 	// throughput a lower bound (the negative of the allowed decrease); nil
 	// when the metric has no limit.
@@ -136,6 +143,9 @@ type Comparison struct {
 	// cannot choose how its own undecided gate is shown; empty reads as
 	// failure.
 	JUnitInconclusive string `json:"junit_inconclusive,omitempty"`
+	// Duet lists, phase by phase, which CPUs each side of a duet session
+	// (soakd ab --duet) had; empty unless the runs are a duet's sides.
+	Duet []DuetPlacement `json:"duet,omitempty"`
 }
 
 // Comparison metric names.
@@ -149,7 +159,12 @@ const (
 	// metricCPUVsControl is the GraphQL arm's CPU per request divided by
 	// its REST control's in the same round (controlRatioPhases).
 	metricCPUVsControl = "cpu_per_request_vs_control"
+	// MetricCPUSeconds is a duet's CPU per request from per-second pairs.
+	MetricCPUSeconds = "cpu_us_per_request_seconds"
 )
+
+// DuetNotCompared is why a duet does not gate a max-load phase.
+const DuetNotCompared = "not compared in a duet: both sides share the machine's saturation"
 
 // cmpFigure is one metric of one phase, or why it is missing.
 type cmpFigure struct {
@@ -189,6 +204,30 @@ func phaseGroups(r *Report) (names []string, groups map[string][]Phase) {
 // compared with a loud note and are inconclusive: they can neither pass
 // nor fail a release.
 func CompareRuns(old, new *Report, l CompareLimits) Comparison {
+	return compareRuns(old, new, l, nil)
+}
+
+// DuetSeconds are a duet's simultaneous seconds of one compared phase,
+// round by round (seconds[r] round r+1's, in time order), for
+// CompareDuet.
+type DuetSeconds map[string][][]kpi.DuetSecond
+
+// CompareDuet is CompareRuns for the two sides of a duet session (soakd
+// ab --duet), with each named phase's simultaneous seconds: its CPU per
+// request is then judged from them (a cpu_us_per_request_seconds row, by
+// batch means, kpi.DuetChangeInterval), and its per-round
+// cpu_us_per_request row is shown but not gated, so one figure is not
+// judged twice. A max-load phase is not gated (DuetNotCompared).
+func CompareDuet(old, new *Report, l CompareLimits, seconds DuetSeconds) Comparison {
+	return compareRuns(old, new, l, seconds)
+}
+
+// DuetRuns reports whether old and new are the sides of one duet session.
+func DuetRuns(old, new *Report) bool {
+	return PairedRuns(old, new) && len(old.AB.Duet) > 0 && len(new.AB.Duet) > 0
+}
+
+func compareRuns(old, new *Report, l CompareLimits, seconds DuetSeconds) Comparison {
 	if l.Confidence == 0 {
 		l.Confidence = kpi.DefaultConfidence
 	}
@@ -215,7 +254,13 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 		forced = append(forced, kpi.OutcomeInconclusive)
 	}
 	c.Paired = PairedRuns(old, new)
-	if c.Paired {
+	duet := DuetRuns(old, new)
+	if duet {
+		c.Duet = new.AB.Duet
+		c.Notes = append(c.Notes, fmt.Sprintf("Duet: both builds ran every phase at the same time, each target with its own driver on its half of the CPUs, the halves swapped between rounds (%s); max-load phases are %s.",
+			placementText(new.AB.Duet), DuetNotCompared))
+	}
+	if c.Paired && !duet {
 		c.Notes = append(c.Notes, fmt.Sprintf("Paired: %s and %s are the old and new sides of A/B session %s, their phases interleaved in one session; each gated figure is judged from the change within each pair of rounds (round k of the old build against round k of the new), so drift of the machine during the session lands on both sides of a pair.",
 			old.Run, new.Run, new.AB.Session))
 	}
@@ -237,7 +282,11 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 		if ops[0].Arm != nps[0].Arm {
 			c.Notes = append(c.Notes, fmt.Sprintf("phase %s is arm %s in the old run and arm %s in the new one.", n, ops[0].Arm, nps[0].Arm))
 		}
-		c.Rows = append(c.Rows, comparePhase(n, ops, nps, l, c.Paired, &c.Notes)...)
+		rows := comparePhase(n, ops, nps, l, c.Paired, duet, &c.Notes)
+		if secs, ok := seconds[n]; ok && duet {
+			rows = append(rows, duetSecondsRow(n, secs, l, rows))
+		}
+		c.Rows = append(c.Rows, rows...)
 		arms[n] = nps[0].Arm
 	}
 	if row, ok := compareVsControl(old, new, l, c.Paired, &c.Notes); ok {
@@ -391,7 +440,7 @@ type compareSpec struct {
 
 // comparePhase builds the rows of one phase (all its rounds) present in
 // both runs.
-func comparePhase(name string, ops, nps []Phase, l CompareLimits, paired bool, notes *[]string) []CompareRow {
+func comparePhase(name string, ops, nps []Phase, l CompareLimits, paired, duet bool, notes *[]string) []CompareRow {
 	specs := []compareSpec{
 		{metricThroughput, "req/s", false, true, l.ThroughputDecreasePercent, 0, func(p Phase) cmpFigure {
 			if p.ThroughputRPS <= 0 {
@@ -444,6 +493,8 @@ func comparePhase(name string, ops, nps []Phase, l CompareLimits, paired bool, n
 	}
 	notGateable := ""
 	switch {
+	case (ops[0].MaxLoad != nil || nps[0].MaxLoad != nil) && duet:
+		notGateable = DuetNotCompared
 	case ops[0].MaxLoad != nil || nps[0].MaxLoad != nil:
 		notGateable = maxLoadReason(ops, nps)
 	case len(ops) < 2 || len(nps) < 2:
@@ -457,6 +508,75 @@ func comparePhase(name string, ops, nps []Phase, l CompareLimits, paired bool, n
 		rows = append(rows, compareMetric(name, s, ops, nps, notGateable, l.Confidence, paired, notes))
 	}
 	return rows
+}
+
+// placementText words a duet's layout: "graphql-load#1 old 0 new 1, …".
+func placementText(ps []DuetPlacement) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s: old on CPU %s, new on CPU %s", p.Phase, cpuList(p.OldCPUs), cpuList(p.NewCPUs))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cpuList writes CPUs as "0,1".
+func cpuList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = fmt.Sprint(c)
+	}
+	return strings.Join(s, ",")
+}
+
+// duetSecondsRow judges a duet phase's CPU per request from its
+// simultaneous seconds, and makes the phase's per-round
+// cpu_us_per_request row (in rows) informational, pointing to it.
+func duetSecondsRow(name string, rounds [][]kpi.DuetSecond, l CompareLimits, rows []CompareRow) CompareRow {
+	row := CompareRow{Phase: name, Metric: MetricCPUSeconds, Unit: "µs", ChangeUnit: "percent", Pass: true, Paired: true}
+	var oc, nc, or, nr float64
+	for _, r := range rounds {
+		for _, s := range r {
+			oc, nc, or, nr = oc+s.OldCPUSeconds, nc+s.NewCPUSeconds, or+s.OldRequests, nr+s.NewRequests
+		}
+	}
+	if or > 0 && nr > 0 && oc > 0 && nc > 0 {
+		o, n := oc/or*1e6, nc/nr*1e6
+		row.Old, row.New = &o, &n
+		row.Change = percentChange(o, n)
+	} else {
+		row.Missing = "no simultaneous second with requests and CPU on both sides (the steady windows did not overlap by a second)"
+	}
+	est, why := kpi.DuetChangeInterval(rounds, l.Confidence)
+	row.OldRounds, row.NewRounds = est.Batches, est.Batches
+	if l.CPUPerRequestPercent == 0 {
+		row.Reason = "not gated: compare.cpu_per_request_increase_percent is 0"
+		return row
+	}
+	lim := l.CPUPerRequestPercent
+	row.Limit, row.Gated = &lim, true
+	for i := range rows {
+		if r := &rows[i]; r.Metric == metricCPU && r.Gated {
+			r.Gated, r.Outcome, r.Pass = false, "", true
+			r.Reason = "not gated: in a duet this phase's CPU per request is judged from its simultaneous seconds (" + MetricCPUSeconds + ")"
+		}
+	}
+	if why != "" {
+		row.Pass, row.Outcome, row.Reason = false, kpi.OutcomeNotMeasured, why
+		if row.Missing != "" {
+			row.Reason = row.Missing
+		}
+		return row
+	}
+	row.Basis = fmt.Sprintf("%d batches of %d s of simultaneous seconds over %d rounds; lag-one correlation of the seconds %.2f, of the batches %.2f (variance × %.2f)",
+		est.Batches, est.BatchSeconds, len(rounds), est.SecondsCorrelation, est.BatchCorrelation, 1+2*est.BatchCorrelation)
+	iv := est.Interval
+	row.Interval = &iv
+	row.Outcome = kpi.Decide(iv, lim, kpi.AtMost)
+	row.Pass = row.Outcome == kpi.OutcomePass
+	if row.Outcome == kpi.OutcomeInconclusive {
+		row.Reason = "the interval straddles the limit: lengthen the compared phase or add rounds (more simultaneous seconds)"
+	}
+	return row
 }
 
 // maxLoadReason says why a max-load phase's figures are not gated: a

@@ -126,6 +126,23 @@ type ABSide struct {
 	Side string `json:"side"`
 	// Other is the run id of the other side.
 	Other string `json:"other"`
+	// Duet is set when the session was a duet (soakd ab --duet): both
+	// builds ran every phase at the same time, each target with its own
+	// driver on its half of the CPUs, the halves swapped between rounds.
+	// It lists, phase by phase, which CPUs each side had; empty for a
+	// sequential session.
+	Duet []DuetPlacement `json:"duet,omitempty"`
+}
+
+// DuetPlacement is where the two sides of a duet ran during one phase:
+// each side's target and its driver shared that side's CPUs.
+type DuetPlacement struct {
+	// Phase is the phase's name, the same on both sides.
+	Phase string `json:"phase"`
+	// OldCPUs and NewCPUs are the CPUs (kernel numbers) the old and the
+	// new side's target and driver were pinned to.
+	OldCPUs []int `json:"old_cpus"`
+	NewCPUs []int `json:"new_cpus"`
 }
 
 // Sides of an A/B session.

@@ -1,0 +1,192 @@
+package kpi
+
+import (
+	"fmt"
+	"math"
+)
+
+// DuetSecond is one wall-clock second of a duet round (soakd ab --duet:
+// both builds under the same load at the same instant): each side's
+// target CPU time over that second (OS user + system, seconds) and the
+// requests its driver completed over it (count, fractional where a
+// progress report fell inside the second).
+type DuetSecond struct {
+	OldCPUSeconds, NewCPUSeconds float64
+	OldRequests, NewRequests     float64
+}
+
+// Batch means of a duet's per-second pairs.
+//
+// One second's ratio of the two builds' CPU per request is not
+// independent of the next: a GC cycle, a burst of interference from the
+// rest of the machine, a scheduler decision lasts longer than a second,
+// so a Student interval over the seconds as if they were independent is
+// too narrow (with a lag-one correlation of 0.5 its true coverage is near
+// 78 %, not 95 %: TestDuetBatchMeansCoverage). The method of batch means
+// (Law and Kelton, Simulation Modeling and Analysis, §9.5.3) averages
+// consecutive seconds into batches long enough that their means are
+// nearly uncorrelated and builds the interval from the batches, with the
+// t quantile at batches − 1 degrees of freedom, which pays for estimating
+// the spread from few batches. Batches of DuetBatchSeconds are still
+// correlated a little (for AR(1) noise with ρ = 0.5, whose correlation
+// time (1+ρ)/(1−ρ) is 3 s, 5-second batch means keep a lag-one
+// correlation of 0.17, which alone costs two to three points of
+// coverage), so the batches' variance is inflated by 1 + 2·r, r the
+// lag-one correlation of the batch means that an AR(1) with the seconds'
+// own measured lag-one correlation implies (duetBatchCorrelation): the
+// first-order correction of the variance of a mean of correlated values.
+// Fewer than DuetMinBatches leave the interval too wide to trust its own
+// spread, and the figure is not measured. Batches never straddle two
+// rounds (the seconds between rounds, settle and baseline, are not
+// measured), and a round's last seconds short of a batch are left out.
+const (
+	// DuetBatchSeconds is the length of one batch, in seconds.
+	DuetBatchSeconds = 5
+	// DuetMinBatches is the fewest batches a session's interval is built
+	// from.
+	DuetMinBatches = 10
+)
+
+// DuetBatchRatios cuts each round's seconds into consecutive batches of
+// batchSeconds and returns, per batch, the logarithm of the new build's
+// CPU per request over the old one's within it: log((ΣnewCPU ÷ ΣnewReq) ÷
+// (ΣoldCPU ÷ ΣoldReq)), a ratio of sums, so that a second with few
+// requests weighs as little as it measured. A batch in which either side
+// completed no request or used no CPU is skipped and counted.
+func DuetBatchRatios(rounds [][]DuetSecond, batchSeconds int) (logRatios []float64, skipped int) {
+	for _, b := range duetBatches(rounds, batchSeconds) {
+		if math.IsNaN(b) {
+			skipped++
+			continue
+		}
+		logRatios = append(logRatios, b)
+	}
+	return logRatios, skipped
+}
+
+// duetBatches is DuetBatchRatios with a skipped batch as NaN, in order,
+// one slice per round.
+func duetBatches(rounds [][]DuetSecond, batchSeconds int) []float64 {
+	var out []float64
+	for _, r := range duetRoundBatches(rounds, batchSeconds) {
+		out = append(out, r...)
+	}
+	return out
+}
+
+func duetRoundBatches(rounds [][]DuetSecond, batchSeconds int) [][]float64 {
+	batchSeconds = max(batchSeconds, 1)
+	out := make([][]float64, len(rounds))
+	for r, secs := range rounds {
+		for i := 0; i+batchSeconds <= len(secs); i += batchSeconds {
+			var oc, nc, or, nr float64
+			for _, s := range secs[i : i+batchSeconds] {
+				oc, nc, or, nr = oc+s.OldCPUSeconds, nc+s.NewCPUSeconds, or+s.OldRequests, nr+s.NewRequests
+			}
+			l := math.NaN()
+			if oc > 0 && nc > 0 && or > 0 && nr > 0 {
+				l = math.Log((nc / nr) / (oc / or))
+			}
+			out[r] = append(out[r], l)
+		}
+	}
+	return out
+}
+
+// DuetEstimate is the change of CPU per request over a duet's per-second
+// pairs.
+type DuetEstimate struct {
+	// Interval is the percent change's interval (Center, Lo, Hi in
+	// percent; N the batches, DF batches − 1).
+	Interval Interval
+	// Batches is the number of batches used; BatchSeconds their length.
+	Batches, BatchSeconds int
+	// SecondsCorrelation is the lag-one correlation of the per-second log
+	// ratios within rounds (clipped at 0), and BatchCorrelation the
+	// lag-one correlation of the batch means it implies, by which the
+	// variance was inflated (× (1 + 2·BatchCorrelation)).
+	SecondsCorrelation, BatchCorrelation float64
+}
+
+// DuetChangeInterval is the interval of the percent change of CPU per
+// request from the old build to the new one over a duet's per-second
+// pairs (rounds[r] the simultaneous seconds of round r, in order), by
+// batch means of DuetBatchSeconds with the correction described there.
+// why is "" when the interval was built, otherwise what was short (fewer
+// than DuetMinBatches batches).
+func DuetChangeInterval(rounds [][]DuetSecond, confidence float64) (est DuetEstimate, why string) {
+	l, skipped := DuetBatchRatios(rounds, DuetBatchSeconds)
+	est = DuetEstimate{Batches: len(l), BatchSeconds: DuetBatchSeconds}
+	if len(l) < DuetMinBatches {
+		why = fmt.Sprintf("only %d batches of %d s of simultaneous seconds (at least %d needed", len(l), DuetBatchSeconds, DuetMinBatches)
+		if skipped > 0 {
+			why += fmt.Sprintf("; %d batches had no request or no CPU on a side", skipped)
+		}
+		return est, why + "): lengthen the compared phase's steady window or add rounds"
+	}
+	est.SecondsCorrelation = max(0, lagOneCorrelation(rounds))
+	est.BatchCorrelation = duetBatchCorrelation(est.SecondsCorrelation, DuetBatchSeconds)
+	d := MeanInterval(l, confidence)
+	if d.SE > 0 {
+		d.SE *= math.Sqrt(1 + 2*est.BatchCorrelation)
+		h := tCritical(d.DF, confidence) * d.SE
+		d.Lo, d.Hi = d.Center-h, d.Center+h
+	}
+	est.Interval = percentOfLog(d)
+	return est, ""
+}
+
+// lagOneCorrelation is the lag-one autocorrelation of the per-second log
+// ratios of CPU per request, pairs of neighbours taken within rounds only,
+// about their overall mean; 0 with fewer than three usable seconds.
+func lagOneCorrelation(rounds [][]DuetSecond) float64 {
+	per := duetRoundBatches(rounds, 1)
+	var sum float64
+	var n int
+	for _, r := range per {
+		for _, v := range r {
+			if !math.IsNaN(v) {
+				sum, n = sum+v, n+1
+			}
+		}
+	}
+	if n < 3 {
+		return 0
+	}
+	m := sum / float64(n)
+	var num, den float64
+	for _, r := range per {
+		for i, v := range r {
+			if math.IsNaN(v) {
+				continue
+			}
+			den += (v - m) * (v - m)
+			if i > 0 && !math.IsNaN(r[i-1]) {
+				num += (v - m) * (r[i-1] - m)
+			}
+		}
+	}
+	if den == 0 {
+		return 0
+	}
+	return num / den
+}
+
+// duetBatchCorrelation is the lag-one correlation of the means of
+// consecutive batches of b values of an AR(1) series with lag-one
+// correlation rho: cov(mean₁, mean₂) ÷ var(mean) =
+// (Σ_{k<b} ρᵏ)(Σ_{1≤k≤b} ρᵏ) ÷ (b + 2 Σ_{1≤k<b} (b−k) ρᵏ).
+func duetBatchCorrelation(rho float64, b int) float64 {
+	if rho <= 0 || b < 1 {
+		return 0
+	}
+	var head, tail, v float64 = 0, 0, float64(b)
+	for k := range b {
+		head += math.Pow(rho, float64(k))
+		tail += math.Pow(rho, float64(k+1))
+		if k > 0 {
+			v += 2 * float64(b-k) * math.Pow(rho, float64(k))
+		}
+	}
+	return head * tail / v
+}

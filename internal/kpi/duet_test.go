@@ -1,0 +1,164 @@
+package kpi
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// duetSession simulates one duet session: rounds rounds of secs seconds,
+// both builds serving 100 requests a second at 200 µs each, times the
+// machine's interference of each second (the same for both sides: they
+// share the machine at the same instant, a 20 % spread) and each side's
+// own noise, AR(1)-correlated from second to second with lag-one
+// correlation rho and a marginal spread of sd (of the log). The new build
+// costs 1+effect times the old.
+func duetSession(rng *rand.Rand, rounds, secs int, effect, rho, sd float64) [][]DuetSecond {
+	innov := sd * math.Sqrt(1-rho*rho)
+	out := make([][]DuetSecond, rounds)
+	for r := range out {
+		eo, en := sd*rng.NormFloat64(), sd*rng.NormFloat64()
+		for range secs {
+			eo = rho*eo + innov*rng.NormFloat64()
+			en = rho*en + innov*rng.NormFloat64()
+			m := math.Exp(0.2 * rng.NormFloat64())
+			out[r] = append(out[r], DuetSecond{
+				OldCPUSeconds: 100 * 200e-6 * m * math.Exp(eo), OldRequests: 100,
+				NewCPUSeconds: 100 * 200e-6 * (1 + effect) * m * math.Exp(en), NewRequests: 100,
+			})
+		}
+	}
+	return out
+}
+
+// naivePerSecond is the interval a per-second Student t would give, as
+// if the seconds were independent: what batch means replace.
+func naivePerSecond(rounds [][]DuetSecond) Interval {
+	var l []float64
+	for _, secs := range rounds {
+		r, _ := DuetBatchRatios([][]DuetSecond{secs}, 1)
+		l = append(l, r...)
+	}
+	return percentOfLog(MeanInterval(l, DefaultConfidence))
+}
+
+// TestDuetBatchMeansCoverage simulates 1,000 A/A duet sessions (4 rounds
+// of 15 simultaneous seconds, 12 batches) with AR(1) per-second noise of
+// ρ = 0.5: the batch-means interval covers the true change (0) near 95 %
+// of the time, while the naive per-second interval undercovers.
+func TestDuetBatchMeansCoverage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 1))
+	const sessions = 1000
+	var batch, plain, naive int
+	for range sessions {
+		s := duetSession(rng, 4, 15, 0, 0.5, 0.05)
+		est, why := DuetChangeInterval(s, DefaultConfidence)
+		iv := est.Interval
+		if why != "" || est.Batches != 12 {
+			t.Fatalf("12 batches expected, got %d (%s)", est.Batches, why)
+		}
+		if iv.Lo <= 0 && 0 <= iv.Hi {
+			batch++
+		}
+		l, _ := DuetBatchRatios(s, DuetBatchSeconds)
+		if pv := MeanInterval(l, DefaultConfidence); pv.Lo <= 0 && 0 <= pv.Hi {
+			plain++
+		}
+		if nv := naivePerSecond(s); nv.Lo <= 0 && 0 <= nv.Hi {
+			naive++
+		}
+	}
+	bc, nc := float64(batch)/sessions, float64(naive)/sessions
+	t.Logf("A/A coverage of the 95 %% interval over %d sessions (ρ = 0.5): batch means %.1f %% (%.1f %% without the lag-one correction), naive per-second %.1f %%",
+		sessions, bc*100, float64(plain)/sessions*100, nc*100)
+	if bc < 0.92 || bc > 0.98 {
+		t.Errorf("batch-means coverage %.3f, want near 0.95", bc)
+	}
+	if nc > 0.85 {
+		t.Errorf("naive per-second coverage %.3f: the fixture should show it undercovers (want < 0.85)", nc)
+	}
+}
+
+// TestDuetFalseAlarmAndPower: a build whose true change sits on the limit
+// (+2 %) fails at most the configured one-sided level, (1 − 0.95) ÷ 2 =
+// 2.5 % (with Monte Carlo slack), an unchanged build essentially never,
+// and a change beyond the limit by twice the spread of one batch's log
+// ratio (2σ) fails at least 80 % of sessions with the fewest batches
+// allowed (10).
+func TestDuetFalseAlarmAndPower(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 2))
+	const sessions = 4000
+	const limit, rho, sd = 2.0, 0.5, 0.05
+	rate := func(rounds, secs int, effect float64) float64 {
+		fails := 0
+		for range sessions {
+			est, why := DuetChangeInterval(duetSession(rng, rounds, secs, effect, rho, sd), DefaultConfidence)
+			if why != "" {
+				t.Fatal(why)
+			}
+			if Decide(est.Interval, limit, AtMost) == OutcomeFail {
+				fails++
+			}
+		}
+		return float64(fails) / sessions
+	}
+	atLimit := rate(4, 15, limit/100)
+	none := rate(4, 15, 0)
+	// σ of one 5-second batch's log ratio, measured on simulated batches.
+	var ls []float64
+	for range 200 {
+		l, _ := DuetBatchRatios(duetSession(rng, 4, 15, 0, rho, sd), DuetBatchSeconds)
+		ls = append(ls, l...)
+	}
+	sigma := stddev(ls)
+	beyond := math.Exp(math.Log(1+limit/100)+2*sigma) - 1
+	power := rate(2, 25, beyond) // 2 rounds of 25 s: 10 batches
+	t.Logf("limit +%.0f %%: false alarms %.2f %% at the limit, %.2f %% with no change; σ of a batch %.4f; power at %+.1f %% (2σ beyond) with 10 batches %.1f %%",
+		limit, atLimit*100, none*100, sigma, beyond*100, power*100)
+	if atLimit > 0.025+0.005 {
+		t.Errorf("false alarms at the limit %.4f > 2.5 %% (+ Monte Carlo slack)", atLimit)
+	}
+	if none > 0.001 {
+		t.Errorf("false alarms with no change %.4f", none)
+	}
+	if power < 0.8 {
+		t.Errorf("power %.3f < 0.8 at 2σ beyond the limit", power)
+	}
+}
+
+func TestDuetBatchCorrelation(t *testing.T) {
+	// ρ = 0.5, batches of 5: (1.9375 × 0.96875) ÷ 11.125 = 0.1687.
+	if r := duetBatchCorrelation(0.5, 5); math.Abs(r-0.1687) > 1e-3 {
+		t.Errorf("batch correlation %.4f, want 0.1687", r)
+	}
+	if r := duetBatchCorrelation(0, 5); r != 0 {
+		t.Errorf("independent seconds: batch correlation %v, want 0", r)
+	}
+	// The seconds' correlation is measured within rounds: a simulated
+	// ρ = 0.5 reads near 0.5.
+	rng := rand.New(rand.NewPCG(25, 4))
+	if r := lagOneCorrelation(duetSession(rng, 20, 50, 0, 0.5, 0.05)); math.Abs(r-0.5) > 0.08 {
+		t.Errorf("measured lag-one correlation %.3f, want near 0.5", r)
+	}
+}
+
+func TestDuetChangeIntervalShort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 3))
+	// 3 rounds of 14 s: 2 batches each (the last 4 s of a round make no
+	// batch), 6 in all.
+	s := duetSession(rng, 3, 14, 0, 0.5, 0.05)
+	s[0][0].NewRequests = 0 // one batch with no request on the new side
+	s[0][1].NewRequests = 0
+	s[0][2].NewRequests = 0
+	s[0][3].NewRequests = 0
+	s[0][4].NewRequests = 0
+	est, why := DuetChangeInterval(s, DefaultConfidence)
+	if n := est.Batches; n != 5 || !strings.Contains(why, "only 5 batches") || !strings.Contains(why, "1 batches had no request") {
+		t.Errorf("got %d batches, why %q", est.Batches, why)
+	}
+	l, skipped := DuetBatchRatios(s, 5)
+	if len(l) != 5 || skipped != 1 {
+		t.Errorf("batches %d skipped %d, want 5 and 1", len(l), skipped)
+	}
+}
