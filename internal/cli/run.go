@@ -46,7 +46,8 @@ func (c *cli) runCmd() *cobra.Command {
 				Log:        env.log,
 				Stdout:     c.stdout,
 				Stderr:     c.stderr,
-				Terminal:   isTerminal(c.stderr),
+				View:       env.view,
+				Colour:     env.colour,
 				Rounds:     rounds,
 			})
 			if rep != nil && rep.Verdict == kpi.OutcomeInconclusive {
@@ -142,7 +143,7 @@ build: an A/A session, whose verdict should pass.`,
 				return err
 			}
 			res, err := run.RunAB(cmd.Context(), run.ABOptions{
-				RunOptions: run.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
+				RunOptions: run.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, View: env.view, Colour: env.colour},
 				Old:        oldCfg, New: newCfg, Base: env.cfg,
 			})
 			if res == nil || res.Old == nil || res.New == nil || res.Comparison.Verdict == "" {
@@ -216,7 +217,7 @@ func (c *cli) soakCmd() *cobra.Command {
 				duration = env.cfg.Soak.Duration
 			}
 			rep, err := run.Soak(cmd.Context(), env.cfg, run.SoakOptions{
-				RunOptions: run.RunOptions{Profile: profile, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
+				RunOptions: run.RunOptions{Profile: profile, Executable: env.exe, Log: env.log, Stderr: c.stderr, View: env.view, Colour: env.colour},
 				Cycles:     cycles, Duration: duration,
 			})
 			if rep != nil {

@@ -71,13 +71,15 @@ func PadLeft(s string, width int) string {
 }
 
 // Wrap breaks s at spaces into lines of at most width columns; every line
-// after the first starts with indent (counted in the width). A word longer
-// than a line is truncated with …, so no line is ever wider than width.
+// after the first starts with indent (counted in the width), the first
+// keeps s's leading spaces. A word longer than a line is truncated with …,
+// so no line is ever wider than width.
 func Wrap(s string, width int, indent string) []string {
 	var lines []string
+	lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
 	line := ""
 	for _, word := range strings.Fields(s) {
-		prefix := ""
+		prefix := lead
 		if len(lines) > 0 {
 			prefix = indent
 		}
@@ -92,7 +94,7 @@ func Wrap(s string, width int, indent string) []string {
 		}
 	}
 	if line != "" || len(lines) == 0 {
-		prefix := ""
+		prefix := lead
 		if len(lines) > 0 {
 			prefix = indent
 		}
@@ -211,4 +213,47 @@ func Duration(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
 	}
+}
+
+// Table lays rows out in columns separated by gap spaces, each column as
+// wide as its widest cell, right-aligned where right says so (numbers),
+// left otherwise. When the table is wider than width, the first column
+// (the names) shrinks, its cells truncated with …, down to 8 columns;
+// every line is then cut at width, so none is ever wider.
+func Table(rows [][]string, right []bool, gap, width int) []string {
+	var widths []int
+	for _, row := range rows {
+		for i, c := range row {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], Width(c))
+		}
+	}
+	total := 0
+	for _, w := range widths {
+		total += w
+	}
+	total += gap * max(0, len(widths)-1)
+	if over := total - width; over > 0 && len(widths) > 0 {
+		widths[0] = min(widths[0], max(8, widths[0]-over))
+	}
+	sep := strings.Repeat(" ", gap)
+	lines := make([]string, 0, len(rows))
+	for _, row := range rows {
+		cells := make([]string, len(row))
+		for i, c := range row {
+			c = Truncate(c, widths[i])
+			switch {
+			case i < len(right) && right[i]:
+				cells[i] = PadLeft(c, widths[i])
+			case i == len(row)-1:
+				cells[i] = c
+			default:
+				cells[i] = Pad(c, widths[i])
+			}
+		}
+		lines = append(lines, Truncate(strings.TrimRight(strings.Join(cells, sep), " "), width))
+	}
+	return lines
 }

@@ -72,3 +72,26 @@ func TestHumanisedNumbers(t *testing.T) {
 		}
 	}
 }
+
+func TestTableShrinksTheNameColumnToFit(t *testing.T) {
+	rows := [][]string{{"Phase", "requests"}, {"a-very-long-phase-name-indeed", "12,345"}, {"short", "7"}}
+	got := Table(rows, []bool{false, true}, 2, 24)
+	want := []string{
+		"Phase           requests",
+		"a-very-long-p…    12,345",
+		"short                  7",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("24 columns:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := Table(rows, []bool{false, true}, 2, 80); got[1] != "a-very-long-phase-name-indeed    12,345" {
+		t.Errorf("wide enough: %q", got[1])
+	}
+}
+
+func TestWrapKeepsTheFirstLinesLeadingSpaces(t *testing.T) {
+	got := Wrap("  - one two three", 10, "    ")
+	if strings.Join(got, "|") != "  - one|    two|    three" {
+		t.Errorf("%q", got)
+	}
+}
