@@ -52,7 +52,9 @@ func (c *cli) runCmd() *cobra.Command {
 			})
 			if rep != nil && rep.Verdict == kpi.OutcomeInconclusive {
 				if n := rep.SettleRounds(); n > 0 {
-					fmt.Fprintf(c.stdout, "to settle it: %s (the interval rule estimates about %d rounds in all; this run had %d)\n",
+					// Two lines, so the summary stays within 100 columns
+					// and the command is one line to copy.
+					fmt.Fprintf(c.stdout, "to settle it: %s\n  (the interval rule estimates about %d rounds in all; this run had %d)\n",
 						settleCommand(configPath, rep.Profile, arms, n), n, max(len(rep.Rounds), 1))
 				}
 			}
