@@ -92,8 +92,9 @@ const (
 // and the figures after the bar, in columns.
 const tailRoom = 50
 
-// nameWidth is the widest phase name column; longer names end with ….
-const nameWidth = 24
+// NameWidth is the widest phase name column, in columns; longer names
+// end with ….
+const NameWidth = 24
 
 // Screen is the live area: a bar per running phase (names, bars and
 // figures aligned in columns), then the whole run's position; no line is
@@ -104,7 +105,7 @@ func Screen(s State, width int) []string {
 	for _, p := range s.Running {
 		names = max(names, termtext.Width(p.Name))
 	}
-	names = min(names, nameWidth)
+	names = min(names, NameWidth)
 	bar := max(minBar, min(maxBar, width-names-2-tailRoom))
 	for _, p := range s.Running {
 		lines = append(lines, BarLine(p, names, bar, width))
@@ -165,7 +166,7 @@ func PositionLine(s State, width int) string {
 // its name, requests, errors, throughput, p99 and how long it took, cut at
 // width.
 func DoneLine(d Done, width int) string {
-	mark, name := "✓", termtext.Truncate(d.Name, nameWidth)
+	mark, name := "✓", termtext.Truncate(d.Name, NameWidth)
 	if d.Interrupted {
 		mark, name = "✗", name+" (interrupted)"
 	}
