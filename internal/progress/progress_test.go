@@ -179,6 +179,19 @@ func TestTerminalViewRedrawsInPlace(t *testing.T) {
 	})
 }
 
+// Without a run position (an A/B session's two sides running one phase
+// each) the bars are drawn alone.
+func TestTerminalViewDrawsBarsWithoutAPosition(t *testing.T) {
+	var out bytes.Buffer
+	v := New(&out, Options{Terminal: true, Width: func() int { return 80 }})
+	v.Update(Phase{Name: "old graphql-load", Fraction: 0.5, Requests: 10})
+	v.Update(Phase{Name: "new graphql-load", Fraction: 0.25, Requests: 5})
+	got := out.String()
+	if i := strings.LastIndex(got, "\x1b[J"); i < 0 || strings.Count(got[i:], "\n") != 2 || !strings.Contains(got[i:], "new graphql-load") || strings.Contains(got, "run: phase") {
+		t.Errorf("two bars and no run line: %q", got)
+	}
+}
+
 func TestNilViewDoesNothing(t *testing.T) {
 	var v *View
 	v.SetPosition(Position{Phases: 1})

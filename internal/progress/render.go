@@ -97,8 +97,8 @@ const tailRoom = 50
 const NameWidth = 24
 
 // Screen is the live area: a bar per running phase (names, bars and
-// figures aligned in columns), then the whole run's position; no line is
-// wider than width.
+// figures aligned in columns), then the whole run's position when one was
+// given; no line is wider than width.
 func Screen(s State, width int) []string {
 	var lines []string
 	names := 0
@@ -109,6 +109,9 @@ func Screen(s State, width int) []string {
 	bar := max(minBar, min(maxBar, width-names-2-tailRoom))
 	for _, p := range s.Running {
 		lines = append(lines, BarLine(p, names, bar, width))
+	}
+	if s.Position.Phases == 0 {
+		return lines // no run position given (an A/B session's duet draws its bars alone)
 	}
 	return append(lines, PositionLine(s, width))
 }

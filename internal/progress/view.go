@@ -177,10 +177,10 @@ func (v *View) clear() {
 	v.drawn = 0
 }
 
-// draw writes the live area below the cursor, on a terminal, when a run
-// has a position.
+// draw writes the live area below the cursor, on a terminal, when there
+// is something to show: a run's position or a running phase.
 func (v *View) draw() {
-	if !v.opts.Terminal || v.pos.Phases == 0 {
+	if !v.opts.Terminal || v.pos.Phases == 0 && len(v.running) == 0 {
 		return
 	}
 	lines := Screen(v.state(time.Now()), v.width())
