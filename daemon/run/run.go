@@ -52,6 +52,9 @@ type RunOptions struct {
 	// Colour colours the verdict of the end summary (only on a terminal
 	// and without NO_COLOR: termtext.UseColour).
 	Colour bool
+	// SummaryWidth is the end summary's width in columns; 0 means
+	// report.SummaryWidth (a terminal narrower than that gives its own).
+	SummaryWidth int
 	// Target, when set, is a running target to measure (a soak's cycles
 	// share one, so drift across cycles is the same process's); otherwise
 	// RunSuite opens its own (OpenTarget: the built-in target, or the
@@ -564,7 +567,7 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 	}
 	r.opts.View.Close()
 	if out := r.opts.Stdout; out != nil {
-		if err := rep.Summary(out, report.SummaryOptions{Colour: r.opts.Colour, Dir: r.dir}); err != nil {
+		if err := rep.Summary(out, report.SummaryOptions{Width: r.opts.SummaryWidth, Colour: r.opts.Colour, Dir: r.dir}); err != nil {
 			r.log.Warn("cannot print the summary", zap.Error(err))
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/soakd/soakd/internal/buildinfo"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/progress"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/internal/termtext"
 )
 
@@ -258,6 +259,10 @@ type runEnv struct {
 	// colour is true when the end summary, on standard output, may be
 	// coloured: a terminal, and NO_COLOR unset or empty.
 	colour bool
+	// summaryWidth is the end summary's width: the terminal's when
+	// standard output is one narrower than report.SummaryWidth, else 0
+	// (the default).
+	summaryWidth int
 }
 
 func (e runEnv) close() { _ = e.log.Sync() }
@@ -288,7 +293,13 @@ func (c *cli) prepare(configPath string) (runEnv, error) {
 	if err != nil {
 		return runEnv{}, fmt.Errorf("cannot find the soakd binary to start the driver: %w", err)
 	}
-	return runEnv{log: log, cfg: cfg, exe: exe, view: view, colour: termtext.UseColour(isTerminal(c.stdout), os.Getenv("NO_COLOR"))}, nil
+	env := runEnv{log: log, cfg: cfg, exe: exe, view: view, colour: termtext.UseColour(isTerminal(c.stdout), os.Getenv("NO_COLOR"))}
+	if f, ok := c.stdout.(*os.File); ok && isTerminal(f) {
+		if w := progress.TerminalWidth(f)(); w < report.SummaryWidth {
+			env.summaryWidth = w
+		}
+	}
+	return env, nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -39,16 +39,17 @@ func (c *cli) runCmd() *cobra.Command {
 			}
 			defer env.close()
 			rep, err := run.RunSuite(cmd.Context(), env.cfg, run.RunOptions{
-				Profile:    profile,
-				OutDir:     out,
-				Executable: env.exe,
-				Arms:       a,
-				Log:        env.log,
-				Stdout:     c.stdout,
-				Stderr:     c.stderr,
-				View:       env.view,
-				Colour:     env.colour,
-				Rounds:     rounds,
+				Profile:      profile,
+				OutDir:       out,
+				Executable:   env.exe,
+				Arms:         a,
+				Log:          env.log,
+				Stdout:       c.stdout,
+				Stderr:       c.stderr,
+				View:         env.view,
+				Colour:       env.colour,
+				SummaryWidth: env.summaryWidth,
+				Rounds:       rounds,
 			})
 			if rep != nil && rep.Verdict == kpi.OutcomeInconclusive {
 				if n := rep.SettleRounds(); n > 0 {

@@ -137,7 +137,8 @@ func runOnTerminal(t *testing.T, bin string, env []string, args ...string) (stri
 // TestRunOnTerminal: on a terminal of 80 columns soakd run redraws its
 // live area in place (cursor up, erase), every bar and the run's line fit
 // the 80 columns, a line per finished phase stays, and the verdict is
-// coloured, unless NO_COLOR is set, which leaves the redrawing alone.
+// coloured, unless NO_COLOR is set, which leaves the redrawing alone; the
+// end summary fits the 80 columns too.
 func TestRunOnTerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -183,6 +184,17 @@ func TestRunOnTerminal(t *testing.T) {
 				}
 				if (live || done) && termtext.Width(l) > 80 {
 					t.Errorf("a progress line of %d columns on an 80-column terminal: %q", termtext.Width(l), l)
+				}
+			}
+			// The end summary takes the terminal's 80 columns.
+			_, summary, _ := strings.Cut(out, "\x1b[JPhase ")
+			summary, _, _ = strings.Cut(summary, "\nto settle it:")
+			if summary == "" {
+				t.Errorf("no end summary:\n%q", out)
+			}
+			for l := range strings.SplitSeq("Phase "+summary, "\n") {
+				if l = strings.TrimRight(l, "\r"); termtext.Width(l) > 80 && !strings.Contains(l, "\tINFO\t") {
+					t.Errorf("a summary line of %d columns on an 80-column terminal: %q", termtext.Width(l), l)
 				}
 			}
 			if bars == 0 || finished != 3 {

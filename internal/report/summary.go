@@ -18,6 +18,9 @@ const SummaryWidth = 100
 // SummaryOptions configure the end summary.
 type SummaryOptions struct {
 	// Width is the summary's width in columns; 0 means SummaryWidth.
+	// Below the tables' natural width, the name columns shrink and the
+	// least needed columns are left out (p90, max, p50; the KPI interval,
+	// the arms' values).
 	Width int
 	// Colour paints the verdict word (PASS green, FAIL red, INCONCLUSIVE
 	// and the rest yellow); the caller decides (termtext.UseColour).
@@ -28,7 +31,7 @@ type SummaryOptions struct {
 }
 
 // Summary writes the end of a run for a terminal, every line within
-// opts.Width columns: per phase (grouped by arm, in the order they ran)
+// opts.Width columns (a narrower terminal's width, at most SummaryWidth): per phase (grouped by arm, in the order they ran)
 // requests, errors, throughput, latency p50/p90/p99/max and, over the steady
 // window, CPU per request, GC % and allocation per request, with the
 // totals; the KPI rows with ✓/✗/? and their intervals; the observer cost,
@@ -145,7 +148,8 @@ func (r *Report) phaseTable(width int) []string {
 	}
 	rows = append(rows, []string{"total", termtext.Count(requests), termtext.Count(errors)})
 	right := []bool{false, true, true, true, true, true, true, true, true, true, true}
-	lines := termtext.Table(rows, right, 1, width)
+	// Narrower than the table: p90, then max, then p50 go first.
+	lines := termtext.Table(rows, termtext.Layout{Right: right, Drop: []int{5, 7, 4}, Gap: 1}, width)
 	return append(lines, termtext.Wrap("Latency: every request. CPU/req, GC %, alloc/req: the target's, over the phase's steady window.", width, "    ")...)
 }
 
@@ -208,7 +212,9 @@ func (r *Report) kpiTable(width int) []string {
 	for _, k := range r.KPIs {
 		rows = append(rows, []string{kpiMark(k) + " " + k.Title, summaryArmValue(k, true), summaryArmValue(k, false), shortVariance(k), shortInterval(k), strings.Replace(limit(k), " points", " pt", 1)})
 	}
-	return termtext.Table(rows, []bool{false, true, true, true, true, false}, 2, width)
+	// Narrower than the rows: the interval goes first (the reasons give
+	// it for every row that did not pass), then the arms' values.
+	return termtext.Table(rows, termtext.Layout{Right: []bool{false, true, true, true, true, false}, Drop: []int{4, 1, 2}, Gap: 2, MinName: 24}, width)
 }
 
 // kpiMark is a KPI row's mark: ✓ pass, ✗ fail, ? inconclusive or not

@@ -29,6 +29,9 @@ func summary(t *testing.T, r *Report, opts SummaryOptions) string {
 
 func TestSummaryGolden(t *testing.T) {
 	golden(t, "summary.txt", summary(t, summaryFixture(), SummaryOptions{Dir: "runs/20261130T100000Z"}))
+	// An 80-column terminal: p90 and max and the KPI interval are left out
+	// rather than lines wrapped.
+	golden(t, "summary-80.txt", summary(t, summaryFixture(), SummaryOptions{Width: 80, Dir: "runs/20261130T100000Z"}))
 }
 
 var exponent = regexp.MustCompile(`\d[eE][+-]\d`)

@@ -215,43 +215,92 @@ func Duration(d time.Duration) string {
 	}
 }
 
-// Table lays rows out in columns separated by gap spaces, each column as
-// wide as its widest cell, right-aligned where right says so (numbers),
-// left otherwise. When the table is wider than width, the first column
-// (the names) shrinks, its cells truncated with …, down to 8 columns;
-// every line is then cut at width, so none is ever wider.
-func Table(rows [][]string, right []bool, gap, width int) []string {
-	var widths []int
+// Layout says how Table lays out its rows.
+type Layout struct {
+	// Right marks the columns aligned right (numbers); the others align
+	// left.
+	Right []bool
+	// Drop names the columns left out, in this order, while the table is
+	// too wide with its first column at MinName.
+	Drop []int
+	// Gap is the number of spaces between two columns.
+	Gap int
+	// MinName is the narrowest the first column (the names) shrinks to
+	// before a column is dropped; 0 means 12.
+	MinName int
+}
+
+// Table lays rows out in columns, each as wide as its widest cell. When
+// the table is wider than width, the first column (the names) shrinks,
+// its cells truncated with …, to no less than l.MinName; then the columns
+// in l.Drop are left out while it is still too wide; then the names
+// shrink to 8 columns. Every line is then cut at width, so none is ever
+// wider.
+func Table(rows [][]string, l Layout, width int) []string {
+	minName := l.MinName
+	if minName <= 0 {
+		minName = 12
+	}
+	keep := map[int]bool{}
 	for _, row := range rows {
-		for i, c := range row {
-			if i >= len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], Width(c))
+		for i := range row {
+			keep[i] = true
 		}
 	}
-	total := 0
-	for _, w := range widths {
-		total += w
+	drop := l.Drop
+	for {
+		widths, total := columnWidths(rows, keep, l.Gap)
+		if total-max(0, widths[0]-minName) <= width || len(drop) == 0 {
+			if over := total - width; over > 0 {
+				widths[0] = min(widths[0], max(8, widths[0]-over))
+			}
+			return layout(rows, l.Right, keep, widths, l.Gap, width)
+		}
+		delete(keep, drop[0])
+		drop = drop[1:]
 	}
-	total += gap * max(0, len(widths)-1)
-	if over := total - width; over > 0 && len(widths) > 0 {
-		widths[0] = min(widths[0], max(8, widths[0]-over))
+}
+
+// columnWidths are the widths of the kept columns (0 for the others) and
+// the table's total width with its gaps.
+func columnWidths(rows [][]string, keep map[int]bool, gap int) ([]int, int) {
+	widths := []int{0}
+	for _, row := range rows {
+		for i, c := range row {
+			for i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			if keep[i] {
+				widths[i] = max(widths[i], Width(c))
+			}
+		}
 	}
+	total, n := 0, 0
+	for i, w := range widths {
+		if keep[i] {
+			total, n = total+w, n+1
+		}
+	}
+	return widths, total + gap*max(0, n-1)
+}
+
+func layout(rows [][]string, right []bool, keep map[int]bool, widths []int, gap, width int) []string {
 	sep := strings.Repeat(" ", gap)
 	lines := make([]string, 0, len(rows))
 	for _, row := range rows {
-		cells := make([]string, len(row))
+		var cells []string
 		for i, c := range row {
+			if !keep[i] {
+				continue
+			}
 			c = Truncate(c, widths[i])
 			switch {
 			case i < len(right) && right[i]:
-				cells[i] = PadLeft(c, widths[i])
-			case i == len(row)-1:
-				cells[i] = c
+				c = PadLeft(c, widths[i])
 			default:
-				cells[i] = Pad(c, widths[i])
+				c = Pad(c, widths[i])
 			}
+			cells = append(cells, c)
 		}
 		lines = append(lines, Truncate(strings.TrimRight(strings.Join(cells, sep), " "), width))
 	}

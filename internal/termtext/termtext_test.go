@@ -75,7 +75,7 @@ func TestHumanisedNumbers(t *testing.T) {
 
 func TestTableShrinksTheNameColumnToFit(t *testing.T) {
 	rows := [][]string{{"Phase", "requests"}, {"a-very-long-phase-name-indeed", "12,345"}, {"short", "7"}}
-	got := Table(rows, []bool{false, true}, 2, 24)
+	got := Table(rows, Layout{Right: []bool{false, true}, Gap: 2}, 24)
 	want := []string{
 		"Phase           requests",
 		"a-very-long-p…    12,345",
@@ -84,7 +84,7 @@ func TestTableShrinksTheNameColumnToFit(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("24 columns:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if got := Table(rows, []bool{false, true}, 2, 80); got[1] != "a-very-long-phase-name-indeed    12,345" {
+	if got := Table(rows, Layout{Right: []bool{false, true}, Gap: 2}, 80); got[1] != "a-very-long-phase-name-indeed    12,345" {
 		t.Errorf("wide enough: %q", got[1])
 	}
 }
@@ -93,5 +93,16 @@ func TestWrapKeepsTheFirstLinesLeadingSpaces(t *testing.T) {
 	got := Wrap("  - one two three", 10, "    ")
 	if strings.Join(got, "|") != "  - one|    two|    three" {
 		t.Errorf("%q", got)
+	}
+}
+
+// Too wide even with the names at 12 columns: the droppable columns go,
+// in order, before the names shrink further.
+func TestTableDropsColumnsBeforeShrinkingNamesFurther(t *testing.T) {
+	rows := [][]string{{"Phase", "a", "b", "c"}, {"max-load-graphql", "1,000", "2,000", "3,000"}}
+	got := strings.Join(Table(rows, Layout{Right: []bool{false, true, true, true}, Drop: []int{2, 1}, Gap: 1}, 24), "\n")
+	want := "Phase            a     c\nmax-load-gr… 1,000 3,000"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
