@@ -119,9 +119,8 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		if halves, err = duetHalves(allowed); err != nil {
 			return nil, err
 		}
-		// Both sides' progress goes to the log: two redrawn lines
-		// would overwrite each other.
-		opts.Terminal = false
+		// Both sides' phases run at once: the view draws a bar for
+		// each, named old <phase> and new <phase>.
 	}
 	start := time.Now().UTC()
 	session := cmp.Or(opts.RunID, start.Format("20060102T150405Z"))

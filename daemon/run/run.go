@@ -24,6 +24,7 @@ import (
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/pin"
+	"github.com/soakd/soakd/internal/progress"
 	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/profiles"
@@ -41,11 +42,19 @@ type RunOptions struct {
 	// Arms selects the compared arms; the zero value means REST vs GraphQL.
 	Arms Arms
 	Log  *zap.Logger
-	// Stdout receives the final table; Stderr the live progress and the
-	// drivers' own logs.
+	// Stdout receives the end summary; Stderr the drivers' own logs.
 	Stdout, Stderr io.Writer
-	// Terminal selects a redrawn progress line instead of periodic logs.
-	Terminal bool
+	// View, when set, shows the run's progress (internal/progress): a
+	// bar per running phase and the run's position redrawn on a terminal,
+	// plain lines otherwise; nil logs a progress line at most every
+	// progress.DefaultHeartbeat instead (--log-format json).
+	View *progress.View
+	// Colour colours the verdict of the end summary (only on a terminal
+	// and without NO_COLOR: termtext.UseColour).
+	Colour bool
+	// SummaryWidth is the end summary's width in columns; 0 means
+	// report.SummaryWidth (a terminal narrower than that gives its own).
+	SummaryWidth int
 	// Target, when set, is a running target to measure (a soak's cycles
 	// share one, so drift across cycles is the same process's); otherwise
 	// RunSuite opens its own (OpenTarget: the built-in target, or the
@@ -107,14 +116,19 @@ func RunSuite(ctx context.Context, cfg *config.Config, opts RunOptions) (*report
 		}
 		return r.rep, err
 	}
+	defer r.opts.View.Close()
 	captures := map[string]*capture{}
 	stopAfter := 0 // adaptive rounds: the last round to run, once settled
+	took := map[string]time.Duration{}
 	var ran []planned
-	for _, pl := range plans {
+	for i, pl := range plans {
 		if stopAfter > 0 && pl.round > stopAfter {
 			continue
 		}
+		r.opts.View.SetPosition(position(plans, i, stopAfter, took, r.prof.Settle, r.start))
+		began := time.Now()
 		c, err := r.runPhase(ctx, pl.spec, pl.role)
+		took[planKey(pl)] = time.Since(began)
 		if c != nil {
 			captures[pl.spec.Name] = c
 		}
@@ -368,7 +382,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	m.PhaseStarted(r.rep.Run, spec.Name, spec.Arm)
 	defer m.PhaseEnded()
 	r.log.Info("phase started", zap.String("phase", spec.Name), zap.String("arm", spec.Arm), zap.String("model", string(spec.Model)))
-	pr := newProgress(r.opts.Stderr, r.opts.Terminal, spec, r.log)
+	pr := newProgress(r.opts.View, spec, r.progressName(spec), r.log)
 	// A target that stops serving mid-phase stops the driver at once: the
 	// rest of the phase would measure nothing but refused connections.
 	phaseCtx, stopPhase := context.WithCancel(ctx)
@@ -396,7 +410,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		pr.update(p)
 		m.DriverProgress(spec.Name, spec.Arm, metrics.FromProgress(p))
 	})
-	pr.done()
+	pr.done(res, err == nil, res.Aborted || phaseCtx.Err() != nil)
 	r.target.SetPhase("")
 	if err != nil {
 		capt.after(0)
@@ -449,7 +463,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		return capt, err
 	}
 	r.log.Info("phase done", zap.String("phase", spec.Name), zap.Int64("requests", res.Requests), zap.Int64("errors", res.Errors),
-		zap.Float64("throughput_rps", res.ThroughputRPS), zap.Float64("p99_ms", res.LatencyMs.P99))
+		zap.Float64("throughput_rps", math.Round(res.ThroughputRPS*10)/10), zap.Float64("p99_ms", math.Round(res.LatencyMs.P99*1000)/1000))
 	if err := r.targetFailure(); err != nil {
 		return capt, err
 	}
@@ -471,7 +485,7 @@ func (r *run) targetFailure() error {
 }
 
 // finish evaluates the KPIs and checks, writes the final reports and
-// prints the table.
+// prints the end summary (report.Summary).
 func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*capture) (*report.Report, error) {
 	rep := r.rep
 	restBy, gqlBy := roundPhases(rep.Phases, plans)
@@ -551,11 +565,11 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 			t.Stop()
 		}
 	}
+	r.opts.View.Close()
 	if out := r.opts.Stdout; out != nil {
-		if err := rep.Table(out); err != nil {
-			r.log.Warn("cannot print the table", zap.Error(err))
+		if err := rep.Summary(out, report.SummaryOptions{Width: r.opts.SummaryWidth, Colour: r.opts.Colour, Dir: r.dir}); err != nil {
+			r.log.Warn("cannot print the summary", zap.Error(err))
 		}
-		fmt.Fprintf(out, "reports: %s (also report.md, report.html, junit.xml)\n", filepath.Join(r.dir, report.JSONFile))
 	}
 	switch rep.Verdict {
 	case kpi.OutcomePass:
@@ -850,18 +864,31 @@ func host() report.Host {
 	return report.Host{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Soakd: buildinfo.Version()}
 }
 
-// progress shows a phase's progress: a redrawn line on a terminal, a log
-// line every few seconds otherwise.
-type progress struct {
-	w          io.Writer
-	terminal   bool
-	spec       workloads.Phase
+// phaseProgress shows a phase's progress: on the run's view when it has
+// one, else (--log-format json) as a log line at most every
+// progress.DefaultHeartbeat, its figures rounded for a person.
+type phaseProgress struct {
+	view *progress.View
+	spec workloads.Phase
+	// name is the phase's name on the view (progressName).
+	name       string
 	log        *zap.Logger
 	lastLogged float64
+	last       workloads.Progress
 }
 
-func newProgress(w io.Writer, terminal bool, spec workloads.Phase, log *zap.Logger) *progress {
-	return &progress{w: w, terminal: terminal && w != nil, spec: spec, log: log}
+func newProgress(view *progress.View, spec workloads.Phase, name string, log *zap.Logger) *phaseProgress {
+	return &phaseProgress{view: view, spec: spec, name: name, log: log}
+}
+
+// progressName is a phase's name on the progress view: its own, or in an
+// A/B session prefixed by the side ("old graphql-load"), as both sides run
+// the same phase at once and each has its bar.
+func (r *run) progressName(spec workloads.Phase) string {
+	if ab := r.rep.AB; ab != nil {
+		return ab.Side + " " + spec.Name
+	}
+	return spec.Name
 }
 
 // fraction is how far the phase is, from 0 to 1: by requests when their
@@ -876,27 +903,41 @@ func fraction(spec workloads.Phase, pr workloads.Progress) float64 {
 	return max(0, min(1, f))
 }
 
-func (p *progress) update(pr workloads.Progress) {
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func (p *phaseProgress) update(pr workloads.Progress) {
+	p.last = pr
 	frac := fraction(p.spec, pr)
-	if p.terminal {
-		const width = 24
-		filled := int(frac * width)
-		bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
-		fmt.Fprintf(p.w, "\r\033[K%-16s [%s] %3.0f%%  %6.1fs  users %d  %d req  %.0f req/s  errors %d",
-			p.spec.Name, bar, frac*100, pr.ElapsedSeconds, pr.ActiveUsers, pr.Requests, pr.RPS, pr.Errors)
+	if p.view != nil {
+		ph := progress.Phase{Name: p.name, Fraction: frac, Elapsed: seconds(pr.ElapsedSeconds), Requests: pr.Requests, Errors: pr.Errors, RPS: pr.RPS}
+		if il := pr.IntervalLatency; il != nil {
+			p99 := il.P99Ms
+			ph.P99Ms = &p99
+		}
+		p.view.Update(ph)
 		return
 	}
-	if pr.ElapsedSeconds-p.lastLogged >= 5 {
+	if pr.ElapsedSeconds-p.lastLogged >= progress.DefaultHeartbeat.Seconds() {
 		p.lastLogged = pr.ElapsedSeconds
-		p.log.Info("progress", zap.String("phase", p.spec.Name), zap.Float64("elapsed_s", pr.ElapsedSeconds), zap.Float64("done_percent", frac*100),
-			zap.Int64("requests", pr.Requests), zap.Float64("rps", pr.RPS), zap.Int64("errors", pr.Errors), zap.Int64("active_users", pr.ActiveUsers))
+		p.log.Info("progress", zap.String("phase", p.spec.Name), zap.Float64("elapsed_s", math.Round(pr.ElapsedSeconds*10)/10), zap.Int("done_percent", int(math.Round(frac*100))),
+			zap.Int64("requests", pr.Requests), zap.Int64("rps", int64(math.Round(pr.RPS))), zap.Int64("errors", pr.Errors), zap.Int64("active_users", pr.ActiveUsers))
 	}
 }
 
-func (p *progress) done() {
-	if p.terminal {
-		fmt.Fprintln(p.w)
+// done ends the phase's bar with its permanent line: the driver's result
+// when ok, else (the driver failed) the last progress seen.
+func (p *phaseProgress) done(res workloads.Result, ok, interrupted bool) {
+	if p.view == nil {
+		return
 	}
+	d := progress.Done{Name: p.name, Requests: p.last.Requests, Errors: p.last.Errors, RPS: p.last.RPS, Elapsed: seconds(p.last.ElapsedSeconds), Interrupted: interrupted || !ok}
+	if ok {
+		d.Requests, d.Errors, d.RPS, d.P99Ms = res.Requests, res.Errors, res.ThroughputRPS, res.LatencyMs.P99
+		if !res.End.IsZero() && res.End.After(res.Start) {
+			d.Elapsed = res.End.Sub(res.Start)
+		}
+	}
+	p.view.Finish(d)
 }
 
 // externalNotes replaces the standing notes that describe the built-in

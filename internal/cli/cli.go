@@ -27,6 +27,9 @@ import (
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/buildinfo"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/progress"
+	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/internal/termtext"
 )
 
 // Run executes one soakd command line (args, without the program name)
@@ -249,14 +252,35 @@ type runEnv struct {
 	log *zap.Logger
 	cfg *config.Config
 	exe string
+	// view shows a run's progress on standard error (nil under
+	// --log-format json, where every line is a log entry); the logger
+	// writes through it so log lines do not break its bars.
+	view *progress.View
+	// colour is true when the end summary, on standard output, may be
+	// coloured: a terminal, and NO_COLOR unset or empty.
+	colour bool
+	// summaryWidth is the end summary's width: the terminal's when
+	// standard output is one narrower than report.SummaryWidth, else 0
+	// (the default).
+	summaryWidth int
 }
 
 func (e runEnv) close() { _ = e.log.Sync() }
 
-// prepare builds the logger, loads the configuration (logging its
-// warnings) and finds the binary.
+// prepare builds the progress view (--log-format console) and the logger,
+// loads the configuration (logging its warnings) and finds the binary.
 func (c *cli) prepare(configPath string) (runEnv, error) {
-	log, err := newLogger(c.logFormat, c.stderr)
+	var view *progress.View
+	logTo := c.stderr
+	if c.logFormat == "console" {
+		opts := progress.Options{Terminal: isTerminal(c.stderr)}
+		if f, ok := c.stderr.(*os.File); ok && opts.Terminal {
+			opts.Width = progress.TerminalWidth(f)
+		}
+		view = progress.New(c.stderr, opts)
+		logTo = view
+	}
+	log, err := newLogger(c.logFormat, logTo)
 	if err != nil {
 		return runEnv{}, err
 	}
@@ -269,7 +293,13 @@ func (c *cli) prepare(configPath string) (runEnv, error) {
 	if err != nil {
 		return runEnv{}, fmt.Errorf("cannot find the soakd binary to start the driver: %w", err)
 	}
-	return runEnv{log: log, cfg: cfg, exe: exe}, nil
+	env := runEnv{log: log, cfg: cfg, exe: exe, view: view, colour: termtext.UseColour(isTerminal(c.stdout), os.Getenv("NO_COLOR"))}
+	if f, ok := c.stdout.(*os.File); ok && isTerminal(f) {
+		if w := progress.TerminalWidth(f)(); w < report.SummaryWidth {
+			env.summaryWidth = w
+		}
+	}
+	return env, nil
 }
 
 func isTerminal(w io.Writer) bool {

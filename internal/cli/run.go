@@ -39,19 +39,23 @@ func (c *cli) runCmd() *cobra.Command {
 			}
 			defer env.close()
 			rep, err := run.RunSuite(cmd.Context(), env.cfg, run.RunOptions{
-				Profile:    profile,
-				OutDir:     out,
-				Executable: env.exe,
-				Arms:       a,
-				Log:        env.log,
-				Stdout:     c.stdout,
-				Stderr:     c.stderr,
-				Terminal:   isTerminal(c.stderr),
-				Rounds:     rounds,
+				Profile:      profile,
+				OutDir:       out,
+				Executable:   env.exe,
+				Arms:         a,
+				Log:          env.log,
+				Stdout:       c.stdout,
+				Stderr:       c.stderr,
+				View:         env.view,
+				Colour:       env.colour,
+				SummaryWidth: env.summaryWidth,
+				Rounds:       rounds,
 			})
 			if rep != nil && rep.Verdict == kpi.OutcomeInconclusive {
 				if n := rep.SettleRounds(); n > 0 {
-					fmt.Fprintf(c.stdout, "to settle it: %s (the interval rule estimates about %d rounds in all; this run had %d)\n",
+					// Two lines, so the summary stays within 100 columns
+					// and the command is one line to copy.
+					fmt.Fprintf(c.stdout, "to settle it: %s\n  (the interval rule estimates about %d rounds in all; this run had %d)\n",
 						settleCommand(configPath, rep.Profile, arms, n), n, max(len(rep.Rounds), 1))
 				}
 			}
@@ -149,7 +153,7 @@ simultaneous seconds. It needs at least 2 CPUs and no pinning: keys.`,
 				return err
 			}
 			res, err := run.RunAB(cmd.Context(), run.ABOptions{
-				RunOptions: run.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
+				RunOptions: run.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, View: env.view, Colour: env.colour},
 				Old:        oldCfg, New: newCfg, Base: env.cfg, Duet: duet,
 			})
 			if res == nil || res.Old == nil || res.New == nil || res.Comparison.Verdict == "" {
@@ -224,7 +228,7 @@ func (c *cli) soakCmd() *cobra.Command {
 				duration = env.cfg.Soak.Duration
 			}
 			rep, err := run.Soak(cmd.Context(), env.cfg, run.SoakOptions{
-				RunOptions: run.RunOptions{Profile: profile, Executable: env.exe, Log: env.log, Stderr: c.stderr, Terminal: isTerminal(c.stderr)},
+				RunOptions: run.RunOptions{Profile: profile, Executable: env.exe, Log: env.log, Stderr: c.stderr, View: env.view, Colour: env.colour},
 				Cycles:     cycles, Duration: duration,
 			})
 			if rep != nil {
