@@ -104,8 +104,8 @@ func (w *weightedPicker) pick() int {
 // is shard k mod Count's), at their global intended times, from the slots
 // it owns (slot j likewise, keeping its global index for its users' seeds
 // and writer ids). Its figures (arrivals, rates, drops) are its own; in a
-// ramping-rate phase it judges the failure rules on its own window, as
-// runRamping does.
+// ramping-rate phase it leaves the failure rules to the orchestrator when
+// it sends its windows, as runRamping does.
 func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 	p := e.phase
 	pacer := NewPacer(p)

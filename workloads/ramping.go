@@ -56,10 +56,10 @@ func (m *maxLoadState) orderedTimeline() []TimelinePoint {
 //
 // A shard starts, of the users the global ramp adds, those it owns
 // (Shard.ownsRampUser), at the global ramp's instants, so the shards'
-// users add up to the ramp's at every step. It judges the failure rules,
-// and so finds its knee, on its own window and users only: in this version
-// each driver stops on its own, and merging the shards' windows into one
-// global decision is the orchestrator's.
+// users add up to the ramp's at every step. A shard sending its windows
+// (RunWindows) judges no failure rule: the orchestrator judges them on the
+// merged windows of every shard (MaxLoadJudge) and stops the shards; it
+// still stops itself at the user cap and at Phase.Duration.
 func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result {
 	p := e.phase
 	e.window = newLoadWindow(p.Failure.Window)
