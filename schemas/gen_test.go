@@ -95,7 +95,7 @@ func documents() map[string]document {
 		schemas.Compare: {reflect.TypeFor[report.Comparison](), "soakd compare --format json",
 			"Two runs compared phase by phase and metric by metric, with the verdict soakd compare exits with. docs/reports.md: soakd compare output."},
 		schemas.Driver: {reflect.TypeFor[workloads.Message](), "soakd driver message",
-			"One JSON line that the load driver (soakd drive) writes on its standard output: progress about once a second, then a result or an error. docs/reports.md: The driver's lines."},
+			"One JSON line that the load driver (soakd drive) writes on its standard output: progress about once a second, a window per second when it is a shard, then a result or an error. docs/reports.md: The driver's lines."},
 	}
 }
 
@@ -252,6 +252,7 @@ func constrainMessage(defs map[string]any) {
 	}
 	m["allOf"] = []any{
 		rule(workloads.MessageProgress, "progress"),
+		rule(workloads.MessageWindow, "window"),
 		rule(workloads.MessageResult, "result"),
 		rule(workloads.MessageError, "error"),
 	}

@@ -13,6 +13,9 @@ import (
 const (
 	// MessageProgress carries a Progress, about once per second.
 	MessageProgress = "progress"
+	// MessageWindow carries a SecondWindow, once per second of the phase,
+	// from a sharded driver only (soakd drive --shard i/N with N > 1).
+	MessageWindow = "window"
 	// MessageResult carries the final Result; it is the last line of a run.
 	MessageResult = "result"
 	// MessageError carries the reason a run failed; it is the last line of a run.
@@ -27,7 +30,7 @@ const (
 const MessageVersion = 1
 
 // Message is one JSON line written by Drive and read by ReadMessages. Exactly
-// one of Progress, Result and Error is set, as Type says.
+// one of Progress, Window, Result and Error is set, as Type says.
 type Message struct {
 	// Version is MessageVersion; Drive sets it on every line.
 	Version int `json:"version"`
@@ -35,6 +38,8 @@ type Message struct {
 	Type string `json:"type"`
 	// Progress is set when Type is MessageProgress.
 	Progress *Progress `json:"progress,omitempty"`
+	// Window is set when Type is MessageWindow.
+	Window *SecondWindow `json:"window,omitempty"`
 	// Result is set when Type is MessageResult.
 	Result *Result `json:"result,omitempty"`
 	// Error is set when Type is MessageError.
@@ -42,8 +47,9 @@ type Message struct {
 }
 
 // Drive reads one Phase as JSON from in, runs it against target, and writes
-// JSON lines to out: {"type":"progress","progress":{...}} about once per second
-// and finally {"type":"result","result":{...}}, or {"type":"error","error":"..."}
+// JSON lines to out: {"type":"progress","progress":{...}} about once per second,
+// as a shard (Phase.Shard) {"type":"window","window":{...}} for every second
+// of the phase (SecondWindow), and finally {"type":"result","result":{...}}, or {"type":"error","error":"..."}
 // on failure. It returns the run error too: an invalid spec or target, a
 // failed write to out (which also aborts the run, since nobody is listening),
 // or, after writing the partial result, an error wrapping the cause when ctx
@@ -95,11 +101,19 @@ func driveEndpoints(ctx context.Context, in io.Reader, out io.Writer, o DriveOpt
 	defer cancel(nil)
 	client := NewClient(p.Connections(), p.RequestTimeout)
 	defer client.CloseIdleConnections()
-	res, err := RunAt(ctx, target, p, client, func(pr Progress) {
+	var windows func(SecondWindow)
+	if p.Shard.Sharded() {
+		windows = func(sw SecondWindow) {
+			if err := w.write(Message{Type: MessageWindow, Window: &sw}); err != nil {
+				cancel(err)
+			}
+		}
+	}
+	res, err := RunWindows(ctx, target, p, client, func(pr Progress) {
 		if err := w.write(Message{Type: MessageProgress, Progress: &pr}); err != nil {
 			cancel(err)
 		}
-	})
+	}, windows)
 	if err != nil {
 		return w.fail(err)
 	}
@@ -188,6 +202,13 @@ func (m Message) check() error {
 			if !(0 <= l.P50Ms && l.P50Ms <= l.P90Ms && l.P90Ms <= l.P99Ms && l.P99Ms <= l.MaxMs) {
 				return fmt.Errorf("progress interval_latency is not ordered 0 <= p50 <= p90 <= p99 <= max: %+v", *l)
 			}
+		}
+	case MessageWindow:
+		if m.Window == nil {
+			return errors.New("window message without window")
+		}
+		if err := m.Window.check(); err != nil {
+			return err
 		}
 	case MessageResult:
 		if m.Result == nil {

@@ -420,6 +420,10 @@ type engine struct {
 	steady *steadyCounter // closed model
 	window *loadWindow    // ramping model
 	open   *openStats     // open model
+	// seconds is the per-second record of a sharded driver's windows
+	// (SecondWindow), nil when none is sent.
+	seconds *secondRecorder
+	windows func(SecondWindow) // where the windows go (set with seconds)
 
 	exMu     sync.Mutex
 	examples map[string][]string
@@ -464,6 +468,17 @@ func Run(ctx context.Context, target string, p Phase, client *Client, progress f
 // RunAt is Run against endpoints that need not share one base URL: a
 // GraphQL server and its REST twin apart (see Endpoints).
 func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progress func(Progress)) (Result, error) {
+	return RunWindows(ctx, target, p, client, progress, nil)
+}
+
+// RunWindows is RunAt that also sends, when p is a shard (Shard.Sharded)
+// and windows is not nil, the shard's figures of every second of the
+// phase to windows (SecondWindow), from a goroutine it owns, each as soon
+// as the second has closed, and the last one before it returns. A sharded
+// ramping or ramping-rate phase then judges no failure rule itself: the
+// orchestrator judges them on the merged windows of every shard
+// (MaxLoadJudge) and stops the shards (cancels ctx) when one trips.
+func RunWindows(ctx context.Context, target Endpoints, p Phase, client *Client, progress func(Progress), windows func(SecondWindow)) (Result, error) {
 	if err := p.Validate(); err != nil {
 		return Result{}, fmt.Errorf("invalid phase: %w", err)
 	}
@@ -485,6 +500,10 @@ func RunAt(ctx context.Context, target Endpoints, p Phase, client *Client, progr
 		return Result{}, err
 	}
 	defer e.data.close()
+	if p.Shard.Sharded() && windows != nil {
+		e.seconds = newSecondRecorder(p.Shard.Index)
+		e.windows = windows
+	}
 	var res Result
 	switch p.Model.normalized() {
 	case Open, RampingRate:
@@ -533,6 +552,18 @@ func (e *engine) awaitStart(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("cancelled while waiting for start_at %s: %w", at.Format(time.RFC3339Nano), context.Cause(ctx))
 	}
+}
+
+// startInstant is the phase's start, the instant its offsets count from:
+// its StartAt once awaitStart has waited for it, so that every shard of a
+// phase counts its seconds (SecondWindow) from the same instant; otherwise
+// now.
+func (e *engine) startInstant() time.Time {
+	now := time.Now()
+	if at := e.phase.StartAt; !at.IsZero() && !at.After(now) {
+		return at
+	}
+	return now
 }
 
 // senderFor returns the sender of op's endpoint.
@@ -678,8 +709,9 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 	stopCtx, stop := context.WithCancel(ctx) // cancelled by ctx or at the duration cap
 	defer stop()
 
-	e.start = time.Now()
+	e.start = e.startInstant()
 	stopReporter := e.startReporter(progress)
+	stopWindows := e.startWindows(false)
 	var wg sync.WaitGroup
 	for _, u := range users {
 		offset := RampOffset(u.index, len(order), p.RampUp)
@@ -695,6 +727,7 @@ func (e *engine) runClosed(ctx context.Context, progress func(Progress)) (Result
 	close(done)
 	capper.Wait()
 	stopReporter()
+	stopWindows(end)
 	for _, u := range users {
 		if u.timer != nil {
 			u.timer.Stop()
@@ -963,6 +996,9 @@ func (e *engine) record(group int, o outcome, latency time.Duration) {
 	}
 	if e.open != nil { // open and ramping-rate
 		e.open.completed(at, o)
+	}
+	if e.seconds != nil {
+		e.seconds.add(at, o.class, latency)
 	}
 	e.mu.Unlock()
 	e.requests.Add(1)

@@ -42,10 +42,19 @@ import (
 //     shard.
 //
 // DriverPID is shard 0's (each shard's is in its own result). A ramping or
-// ramping-rate result is refused: its knee is judged by each driver on its
-// own share of the load, and merging judgements made on 1/Count of the data
-// is not the knee of the whole.
-func MergeResults(shards []Result) (Result, error) {
+// ramping-rate result is refused: its knee is judged on the whole load's
+// merged windows (MergeShards), not on the shards' own judgements.
+func MergeResults(shards []Result) (Result, error) { return MergeShards(shards, nil) }
+
+// MergeShards is MergeResults with the phase's merged windows w (nil
+// without them), as the orchestrator collected them from the shards'
+// window streams. With w, the steady count is exact: the sum of the merged
+// seconds inside the shards' common steady window, narrowed to the whole
+// seconds it holds (docs/methodology.md, "Sharded drivers"); and a ramping
+// or ramping-rate phase's max-load figures (the stop's reason, the knee,
+// the peak window, the timeline) are those w's MaxLoadJudge found on the
+// merged seconds, each timeline point's driver CPU summed over the shards.
+func MergeShards(shards []Result, w *PhaseWindows) (Result, error) {
 	if len(shards) == 0 {
 		return Result{}, errors.New("no shard result to merge")
 	}
@@ -54,8 +63,9 @@ func MergeResults(shards []Result) (Result, error) {
 		return Result{}, err
 	}
 	first := byIndex[0]
+	judged := w != nil && w.judge != nil
 	for _, s := range byIndex {
-		if err := sameShape(first, s); err != nil {
+		if err := sameShape(first, s, judged); err != nil {
 			return Result{}, err
 		}
 	}
@@ -104,7 +114,18 @@ func MergeResults(shards []Result) (Result, error) {
 		}
 		r.Subscriptions = &sr
 	}
-	mergeSteady(&r, byIndex)
+	switch {
+	case judged:
+		if first.MaxLoad == nil {
+			return Result{}, fmt.Errorf("phase %s is judged as a max-load phase, but shard 0 reports no max-load figures", first.Phase)
+		}
+		w.judge.finish(&r, byIndex)
+	case w != nil:
+		mergeSteady(&r, byIndex)
+		exactSteady(&r, byIndex, w)
+	default:
+		mergeSteady(&r, byIndex)
+	}
 	return r, nil
 }
 
@@ -135,14 +156,16 @@ func orderShards(shards []Result) ([]Result, error) {
 // same phase, arm and model, the same operations in the same order, and
 // the parts (open figures, subscription ledger) every shard of the phase
 // carries.
-func sameShape(first, s Result) error {
+func sameShape(first, s Result, judged bool) error {
 	name := "shard " + s.Shard.String()
 	switch {
 	case s.Phase != first.Phase || s.Arm != first.Arm || s.Model != first.Model:
 		return fmt.Errorf("%s ran phase %s (%s, %s), shard 0 phase %s (%s, %s): not the shards of one phase",
 			name, s.Phase, s.Arm, s.Model, first.Phase, first.Arm, first.Model)
-	case s.MaxLoad != nil:
-		return fmt.Errorf("%s: a %s phase's knee is judged by each driver on its own share of the load, so sharded results cannot be merged into one verdict (run it with one driver)", name, s.Model)
+	case s.MaxLoad != nil && !judged:
+		return fmt.Errorf("%s: a %s phase's knee is judged on the merged windows of every shard, and none were given: its shards' own figures are of 1/%d of the load each (run it with one driver, or give the windows)", name, s.Model, max(s.Shard.Count, 1))
+	case s.MaxLoad == nil && judged:
+		return fmt.Errorf("%s reports no max-load figures in a %s phase", name, first.Model)
 	case s.Subscriptions != nil:
 		return fmt.Errorf("%s reports the whole phase's subscriptions, not its ledger: it did not run as a shard", name)
 	case (s.SubscriptionShard == nil) != (first.SubscriptionShard == nil):

@@ -104,8 +104,8 @@ func (w *weightedPicker) pick() int {
 // is shard k mod Count's), at their global intended times, from the slots
 // it owns (slot j likewise, keeping its global index for its users' seeds
 // and writer ids). Its figures (arrivals, rates, drops) are its own; in a
-// ramping-rate phase it judges the failure rules on its own window, as
-// runRamping does.
+// ramping-rate phase it leaves the failure rules to the orchestrator when
+// it sends its windows, as runRamping does.
 func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 	p := e.phase
 	pacer := NewPacer(p)
@@ -130,13 +130,14 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 	}
 
 	var inflight sync.WaitGroup
-	e.start = time.Now()
+	e.start = e.startInstant()
 	if m != nil {
 		m.lastCPU, m.haveCPU = e.cpuTime()
 		m.lastWait, m.haveWait = e.waitTime()
 		m.res.DriverCPUs = allowedCPUs()
 	}
 	stopReporter := e.startReporter(progress)
+	stopWindows := e.startWindows(p.Model.normalized() == RampingRate)
 	var hits uint64 // the global index of the next arrival
 	var due int64   // this shard's arrivals that came due
 	aborted := false
@@ -187,9 +188,15 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 			})
 		default:
 			e.dropped.Add(1)
-			if m != nil {
+			if m != nil || e.seconds != nil {
 				e.mu.Lock()
-				e.window.add(time.Since(e.start), ClassDropped, 0)
+				at := time.Since(e.start)
+				if m != nil {
+					e.window.add(at, ClassDropped, 0)
+				}
+				if e.seconds != nil {
+					e.seconds.drop(at)
+				}
 				e.mu.Unlock()
 			}
 		}
@@ -209,6 +216,7 @@ func (e *engine) runOpen(ctx context.Context, progress func(Progress)) Result {
 	inflight.Wait()
 	end := time.Now()
 	stopReporter()
+	stopWindows(end)
 
 	r := e.result(end)
 	r.Aborted = aborted

@@ -56,10 +56,10 @@ func (m *maxLoadState) orderedTimeline() []TimelinePoint {
 //
 // A shard starts, of the users the global ramp adds, those it owns
 // (Shard.ownsRampUser), at the global ramp's instants, so the shards'
-// users add up to the ramp's at every step. It judges the failure rules,
-// and so finds its knee, on its own window and users only: in this version
-// each driver stops on its own, and merging the shards' windows into one
-// global decision is the orchestrator's.
+// users add up to the ramp's at every step. A shard sending its windows
+// (RunWindows) judges no failure rule: the orchestrator judges them on the
+// merged windows of every shard (MaxLoadJudge) and stops the shards; it
+// still stops itself at the user cap and at Phase.Duration.
 func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result {
 	p := e.phase
 	e.window = newLoadWindow(p.Failure.Window)
@@ -76,11 +76,12 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 	var finished atomic.Int64
 	running := func() int { return len(users) - int(finished.Load()) }
 
-	e.start = time.Now()
+	e.start = e.startInstant()
 	m.lastCPU, m.haveCPU = e.cpuTime()
 	m.lastWait, m.haveWait = e.waitTime()
 	m.res.DriverCPUs = allowedCPUs()
 	stopReporter := e.startReporter(progress)
+	stopWindows := e.startWindows(true)
 	launch := func(n int) {
 		for ; launched < n; launched++ {
 			k := launched
@@ -144,6 +145,7 @@ func (e *engine) runRamping(ctx context.Context, progress func(Progress)) Result
 	wg.Wait()
 	end := time.Now()
 	stopReporter()
+	stopWindows(end)
 	for _, u := range users {
 		if u.timer != nil {
 			u.timer.Stop()
@@ -186,7 +188,12 @@ func (e *engine) closeBucket(m *maxLoadState, t, capAt time.Duration, users int)
 	e.mu.Lock()
 	bs := e.window.bucket(b)
 	ws, ok := e.window.stats(b)
+	var sec []pendingWindow
+	if e.seconds != nil {
+		sec = e.seconds.take(b)
+	}
 	e.mu.Unlock()
+	e.sendWindows(sec, int64(users), false)
 
 	pt := TimelinePoint{
 		TSeconds:   t.Seconds(),
@@ -201,11 +208,21 @@ func (e *engine) closeBucket(m *maxLoadState, t, capAt time.Duration, users int)
 	if !ok {
 		return // the controller fell more than windowSlack buckets behind; this window is lost
 	}
-	f := e.phase.Failure
-	if reason, detail, failed := Judge(ws, f); failed {
+	// A shard sending its windows leaves the failure rules to the
+	// orchestrator, which judges them on every shard's load together.
+	m.judge(ws, e.phase.Failure, e.seconds == nil, t, capAt, users, e.start, rampCap(e.phase.Ramp))
+}
+
+// judge judges the window ws ending at offset t from start, when users
+// users run, by the failure rules f when failures is set, and tracks the
+// peak. It sets m.res.Reason when the phase must stop: a failure, or the
+// user cap (cap users, reached at capAt) having run for one full window.
+// It is the decision of closeBucket, and of MaxLoadJudge on merged windows.
+func (m *maxLoadState) judge(ws WindowStats, f Failure, failures bool, t, capAt time.Duration, users int, start time.Time, cap int) {
+	if reason, detail, failed := Judge(ws, f); failures && failed {
 		m.res.Reason, m.res.Detail, m.res.Failed = reason, fmt.Sprintf("%s with %d users", detail, users), true
 		m.res.UsersAtFailure = users
-		m.res.FailureAt = e.start.Add(t)
+		m.res.FailureAt = start.Add(t)
 		m.res.FailureWindow = &ws
 		return
 	}
@@ -217,7 +234,7 @@ func (e *engine) closeBucket(m *maxLoadState, t, capAt time.Duration, users int)
 	if capAt != never && t-f.Window >= capAt {
 		m.res.Reason = ReasonMaxUsers
 		m.res.Detail = fmt.Sprintf("no failure up to the cap of %d users, which ran for a full %s window (peak %.1f requests/s)",
-			rampCap(e.phase.Ramp), f.Window, m.res.PeakThroughputRPS)
+			cap, f.Window, m.res.PeakThroughputRPS)
 	}
 }
 

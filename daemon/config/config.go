@@ -1605,10 +1605,6 @@ func (p Profile) validate(path string, ops map[workloads.Operation]workloads.Ope
 	arms := map[string]string{}
 	for i, ph := range p.Phases {
 		pp := fmt.Sprintf("%s.phases[%d]", path, i)
-		if n := p.Drivers.Count(); n > 1 && (ph.Model == workloads.Ramping || ph.Model == workloads.RampingRate) {
-			bad(path+".drivers.shards", "%d shards cannot run phase %s: a %s phase's knee would be judged by each driver on its own 1/%d of the load, and merging those is not the knee of the whole (not supported yet): use one driver (drivers.shards: 1) for this profile, or drop the phase",
-				n, ph.Name, ph.Model, n)
-		}
 		if ph.Name == "" {
 			bad(pp+".name", "must not be empty")
 		} else if _, dup := arms[ph.Name]; dup {

@@ -414,10 +414,9 @@ profiles:
 	has(t, ps, "profiles.bad.scenario", 5, "must be empty, donut or relational")
 }
 
-// TestDriversShards refuses a number of shards out of range, shards with a
-// ramping or ramping-rate phase (naming the phase), and shards the open
-// model's request slots cannot serve; 3 shards of closed and open phases
-// load.
+// TestDriversShards refuses a number of shards out of range and shards
+// the open model's request slots cannot serve; 3 shards of closed and open
+// phases load, and 2 of a ramping phase.
 func TestDriversShards(t *testing.T) {
 	const prof = `
 profiles:
@@ -459,5 +458,9 @@ profiles:
         failure: {window: 2s, max_error_ratio: 0.1}
         users: [{operation: graphql-query, users: 1, iterations: 0}]
 `
-	has(t, problems(t, ramping), "profiles.s.drivers.shards", 0, "phase knee: a ramping phase's knee would be judged by each driver")
+	// The shards' windows are merged and the knee judged on the whole
+	// load's (workloads.MaxLoadJudge): a sharded ramping phase loads.
+	if cfg, err := Load(defaults(t), []byte(ramping), "user.yaml"); err != nil || len(cfg.Profiles["s"].Phases) != 3 {
+		t.Errorf("2 shards of a ramping phase: %v", err)
+	}
 }

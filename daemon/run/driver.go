@@ -39,8 +39,9 @@ const driverGrace = 5 * time.Second
 //
 // secrets names the environment variables the driver must not inherit
 // (driverSecrets). shard, when Sharded, makes the driver that shard of the
-// phase (`--shard i/N`).
-func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string, cpus string, secrets []string, shard workloads.Shard, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, driverUsage, error) {
+// phase (`--shard i/N`); window, when not nil, gets its per-second
+// windows (workloads.SecondWindow), which a sharded driver sends.
+func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string, cpus string, secrets []string, shard workloads.Shard, spec workloads.Phase, progress func(workloads.Progress), window func(workloads.SecondWindow)) (workloads.Result, driverUsage, error) {
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return workloads.Result{}, driverUsage{}, fmt.Errorf("cannot encode the phase spec: %w", err)
@@ -71,6 +72,10 @@ func runDriver(ctx context.Context, log *zap.Logger, exe string, target []string
 		case "progress":
 			if progress != nil && m.Progress != nil {
 				progress(*m.Progress)
+			}
+		case workloads.MessageWindow:
+			if window != nil {
+				window(*m.Window)
 			}
 		case "result":
 			result = m.Result
@@ -143,6 +148,8 @@ type driverUsage struct {
 	CPU, Wall time.Duration
 	// Requests is the requests its result reports (0 without a result).
 	Requests int64
+	// End is when its load ended, from its result (zero without one).
+	End time.Time
 }
 
 // MachinePercent is the driver's CPU as a share of the machine over its
@@ -160,6 +167,15 @@ func (u driverUsage) MachinePercent(cores int) float64 {
 // hundreds of them). A driver not ready by then fails the phase.
 const shardStartMargin = 5 * time.Second
 
+// judgedStop is the cause with which runDrivers stops the shards of a
+// phase when the merged windows decided the stop: the phase's end, not a
+// failure of the run.
+type judgedStop struct{}
+
+func (judgedStop) Error() string {
+	return "the failure rules, judged on every shard's windows together, stopped the phase"
+}
+
 // runDrivers runs one phase with n driver processes (runDriver), shard i
 // of n each, all given one start_at (now plus shardStartMargin), relays
 // their merged progress (workloads.ProgressMerger; progress is called from
@@ -176,14 +192,21 @@ const shardStartMargin = 5 * time.Second
 // driver's partial result would be.
 func runDrivers(ctx context.Context, log *zap.Logger, exe string, target []string, cpus string, secrets []string, n int, spec workloads.Phase, progress func(workloads.Progress)) (workloads.Result, []driverUsage, error) {
 	if n <= 1 {
-		res, u, err := runDriver(ctx, log, exe, target, cpus, secrets, workloads.Shard{}, spec, progress)
+		res, u, err := runDriver(ctx, log, exe, target, cpus, secrets, workloads.Shard{}, spec, progress, nil)
 		return res, []driverUsage{u}, err
 	}
 	spec.StartAt = time.Now().Add(shardStartMargin).UTC()
 	shardCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	var mu sync.Mutex // serialises merger and progress
+	var mu sync.Mutex // serialises merger, windows and progress
 	merger := workloads.NewProgressMerger(n)
+	windows := workloads.NewPhaseWindows(spec, n)
+	judged := func(stopNow bool) {
+		if stopNow {
+			log.Info("the merged windows decided the stop; stopping every shard", zap.String("phase", spec.Name), zap.Int("seconds", windows.Seconds()))
+			stop(judgedStop{})
+		}
+	}
 	relay := func(p workloads.Progress, ok bool) {
 		if ok && progress != nil {
 			progress(p)
@@ -200,11 +223,25 @@ func runDrivers(ctx context.Context, log *zap.Logger, exe string, target []strin
 				mu.Lock()
 				defer mu.Unlock()
 				relay(merger.Add(i, p))
+			}, func(w workloads.SecondWindow) {
+				mu.Lock()
+				defer mu.Unlock()
+				if w.Shard != i {
+					stop(fmt.Errorf("shard %s sent a window of shard %d (seq %d)", sh, w.Shard, w.Seq))
+					return
+				}
+				stopNow, err := windows.Add(w)
+				if err != nil {
+					stop(fmt.Errorf("shard %s: %w", sh, err))
+					return
+				}
+				judged(stopNow)
 			})
 			mu.Lock()
 			relay(merger.Done(i))
+			judged(windows.Done(i))
 			mu.Unlock()
-			u.Requests = res.Requests
+			u.Requests, u.End = res.Requests, res.End
 			results[i], usages[i] = res, u
 			switch {
 			case err != nil:
@@ -219,14 +256,14 @@ func runDrivers(ctx context.Context, log *zap.Logger, exe string, target []strin
 	}
 	wg.Wait()
 	if ctx.Err() == nil {
-		if cause := context.Cause(shardCtx); cause != nil {
+		if cause := context.Cause(shardCtx); cause != nil && !errors.Is(cause, judgedStop{}) {
 			return workloads.Result{}, usages, fmt.Errorf("%w; the other shards were stopped", cause)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return workloads.Result{}, usages, err
 	}
-	res, err := workloads.MergeResults(results)
+	res, err := workloads.MergeShards(results, windows)
 	if err != nil {
 		return workloads.Result{}, usages, fmt.Errorf("cannot merge the %d shards' results: %w", n, err)
 	}
@@ -249,15 +286,19 @@ func combinedUsage(us []driverUsage) driverUsage {
 }
 
 // driverShards lists a sharded phase's drivers for the report: each one's
-// shard, pid, requests and CPU;
-// nil for one driver.
-func driverShards(us []driverUsage, cores int) []report.DriverShard {
+// shard, pid, requests, CPU and when its load ended, in seconds after
+// start (the phase's start_at); nil for one driver.
+func driverShards(us []driverUsage, cores int, start time.Time) []report.DriverShard {
 	if len(us) <= 1 {
 		return nil
 	}
 	out := make([]report.DriverShard, len(us))
 	for i, u := range us {
 		out[i] = report.DriverShard{Shard: i, PID: u.PID, Requests: u.Requests, CPUSeconds: u.CPU.Seconds(), CPUPercent: u.MachinePercent(cores)}
+		if !u.End.IsZero() && !start.IsZero() {
+			end := u.End.Sub(start).Seconds()
+			out[i].EndSeconds = &end
+		}
 	}
 	return out
 }

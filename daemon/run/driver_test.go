@@ -63,6 +63,17 @@ func TestDriverCommandShard(t *testing.T) {
 // its shard and exits (it touches exe.i.ready once its trap is set).
 func fakeDriver(t *testing.T, fail string) string {
 	t.Helper()
+	return fakeDriverSending(t, fail, "", nil)
+}
+
+// fakeDriverSending is fakeDriver whose shard sender (as "i/N") writes
+// lines on its output once its trap is set.
+func fakeDriverSending(t *testing.T, fail, sender string, lines []string) string {
+	t.Helper()
+	send := "\t:\n" // an if needs a command
+	for _, l := range lines {
+		send += "	printf '%s\\n' '" + l + "'\n"
+	}
 	script := `#!/bin/sh
 shard=""
 while [ $# -gt 0 ]; do
@@ -78,6 +89,8 @@ n=${shard#*/}
 trap 'kill $sleeper 2>/dev/null; echo "{\"version\":1,\"type\":\"result\",\"result\":{\"phase\":\"p\",\"aborted\":true,\"shard\":{\"index\":$i,\"count\":$n}}}"; exit 0' TERM
 sleep 30 </dev/null >/dev/null 2>&1 &
 sleeper=$!
+if [ "$shard" = "` + sender + `" ]; then
+` + send + `fi
 touch "$0.$i.ready"
 wait $sleeper
 `
@@ -152,4 +165,26 @@ func ready(exe string, n int) bool {
 		}
 	}
 	return true
+}
+
+// TestRunDriversRefusesAWindowGap: a shard whose windows skip a seq (a
+// lost line) fails the phase naming the shard and the seq, and the other
+// shards are stopped.
+func TestRunDriversRefusesAWindowGap(t *testing.T) {
+	exe := fakeDriverSending(t, "none", "1/2", []string{
+		`{"version":1,"type":"window","window":{"shard":1,"seq":0,"second":0,"requests":1}}`,
+		`{"version":1,"type":"window","window":{"shard":1,"seq":2,"second":2,"requests":1}}`,
+	})
+	spec := workloads.Phase{Name: "p", RequestTimeout: time.Second}
+	_, usages, err := runDrivers(t.Context(), zap.NewNop(), exe, []string{"--target", "http://127.0.0.1:1"}, "", nil, 2, spec, nil)
+	if err == nil || !strings.Contains(err.Error(), "shard 1/2: window of shard 1 seq 2 leaves a gap: seq 1 was expected next") || !strings.Contains(err.Error(), "other shards were stopped") {
+		t.Fatalf("error %v: want the gap named, shard 1 seq 2, and the others stopped", err)
+	}
+	for i, u := range usages {
+		if u.PID != 0 {
+			if err := syscall.Kill(u.PID, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("shard %d (pid %d) still exists after runDrivers returned: %v", i, u.PID, err)
+			}
+		}
+	}
 }

@@ -433,7 +433,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		phase.Database = databaseFigures(relBefore, after, relErr, err, res.Requests)
 	}
 	phase.DriverCPUPercent = combinedUsage(drivers).MachinePercent(runtime.NumCPU())
-	phase.DriverShards = driverShards(drivers, runtime.NumCPU())
+	phase.DriverShards = driverShards(drivers, runtime.NumCPU(), res.Start)
 	phase.DriverSeries = series.Series()
 	if ml := phase.MaxLoad; ml != nil && res.MaxLoad != nil {
 		chart, knee := kneeOf(res.MaxLoad, res.Start, r.target.CPUReadings(res.Start, res.End), layoutOf(r.rep.Pinning), spec.Failure.Window)

@@ -18,8 +18,7 @@ import (
 )
 
 // shardedConfig is tinyConfig's closed phases (the ramping one left out:
-// its knee is not merged across shards, and drivers.shards above 1 refuses
-// it) with drivers.shards set to shards and graphql-mutation running
+// TestShardedMaxLoadStopsOnce tests a sharded knee) with drivers.shards set to shards and graphql-mutation running
 // mutations iterations per user.
 func shardedConfig(shards, mutations int) string {
 	cfg := tinyConfig[:strings.Index(tinyConfig, "      - name: max-load-graphql")]

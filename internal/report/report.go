@@ -751,6 +751,11 @@ type DriverShard struct {
 	// CPUPercent is CPUSeconds as a share of the machine over its own
 	// lifetime, in percent of all cores.
 	CPUPercent float64 `json:"cpu_percent"`
+	// EndSeconds is when its load ended, in seconds after the phase's
+	// common start (start_at); null without its result. The shards of a
+	// max-load phase stopped by the merged windows end within about a
+	// second of each other.
+	EndSeconds *float64 `json:"end_seconds"`
 }
 
 // perRequestFields is PerRequest without its methods.
