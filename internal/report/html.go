@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/termtext"
 )
 
 // The page's template and chart script, and uPlot (report/uplot/VERSION
@@ -253,7 +254,7 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 	for _, o := range r.Overhead {
 		ho := htmlOverhead{Function: o.Function,
 			REST: fmt.Sprintf("%.2f µs", o.RESTMicrosPerReq), GraphQL: fmt.Sprintf("%.2f µs", o.GraphQLMicrosPerReq),
-			Samples: thousands(o.RESTSamples) + " / " + thousands(o.GraphQLSamples)}
+			Samples: termtext.Count(o.RESTSamples) + " / " + termtext.Count(o.GraphQLSamples)}
 		ho.Extra, ho.Share = overheadExtra(o)
 		if o.WithinNoise {
 			ho.Class = "info"

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/termtext"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
 )
@@ -555,7 +556,7 @@ func (r *Report) checkSections(b *strings.Builder) {
 		for _, o := range r.Overhead {
 			extra, share := overheadExtra(o)
 			fmt.Fprintf(b, "| %s | %.2f µs | %.2f µs | %s | %s | %s / %s |\n", mdCodeCell(o.Function), o.RESTMicrosPerReq, o.GraphQLMicrosPerReq,
-				extra, share, thousands(o.RESTSamples), thousands(o.GraphQLSamples))
+				extra, share, termtext.Count(o.RESTSamples), termtext.Count(o.GraphQLSamples))
 		}
 		b.WriteString("\n")
 	}
@@ -586,7 +587,7 @@ func (l OverheadLayer) cells() layerCells {
 		extra:   fmt.Sprintf("%+.2f µs [%+.2f, %+.2f]", l.ExtraMicrosPerReq, l.ExtraInterval.Low, l.ExtraInterval.High),
 		share:   share,
 		alloc:   fmt.Sprintf("%.2f / %.2f µs", l.RESTAllocMicrosPerReq, l.GraphQLAllocMicrosPerReq),
-		samples: thousands(l.RESTSamples) + " / " + thousands(l.GraphQLSamples),
+		samples: termtext.Count(l.RESTSamples) + " / " + termtext.Count(l.GraphQLSamples),
 	}
 }
 
@@ -611,7 +612,7 @@ func (r *Report) overheadBasis() string {
 		rate = fmt.Sprintf(" at %.4g Hz", ob.SampleRateHz)
 	}
 	return fmt.Sprintf("%s (%s REST and %s GraphQL samples%s, over %s and %s requests)", rounds,
-		thousands(ob.RESTSamples), thousands(ob.GraphQLSamples), rate, thousands(ob.RESTRequests), thousands(ob.GraphQLRequests))
+		termtext.Count(ob.RESTSamples), termtext.Count(ob.GraphQLSamples), rate, termtext.Count(ob.RESTRequests), termtext.Count(ob.GraphQLRequests))
 }
 
 // overheadExtra formats a row's extra and share: the figures when the row
@@ -626,25 +627,7 @@ func overheadExtra(o OverheadRow) (extra, share string) {
 	if n == 1 {
 		unit = "sample"
 	}
-	return fmt.Sprintf("~ (%s %s, within noise)", thousands(n), unit), "~"
-}
-
-// thousands formats n with commas between groups of three digits.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return fmt.Sprintf("~ (%s %s, within noise)", termtext.Count(n), unit), "~"
 }
 
 // noiseText is the recorded noise floor's smallest detectable effect for the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/termtext"
 	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
 )
@@ -135,8 +136,8 @@ func TestOverheadMarkdownGolden(t *testing.T) {
 
 func TestThousands(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 1234567: "1,234,567", -45000: "-45,000"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		if got := termtext.Count(n); got != want {
+			t.Errorf("termtext.Count(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
