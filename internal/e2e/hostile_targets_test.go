@@ -506,16 +506,7 @@ func TestHostileTargetsRun(t *testing.T) {
 		hang := newHangingServer(t)
 		long := strings.Replace(hostileRunProfile, "users: 2, iterations: 400", "users: 2, iterations: 100000", 1)
 		path, out := writeRunConfig(t, long+attachSection(srv, pid, srv.url("/metrics"), hang.url("/debug/pprof/"), ""))
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // a safety net
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, "run", "--config", path, "--out", out, "--log-format", "json")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stderr := startRun(t, bin, path, out)
 		_, started, log := awaitTargetAndPhase(stderr, "target opened", "gql")
 		if !started {
 			_ = cmd.Wait()
@@ -530,7 +521,7 @@ func TestHostileTargetsRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-copied
-		err = cmd.Wait()
+		err := cmd.Wait()
 		code := 0
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {

@@ -615,6 +615,24 @@ func longRun(t *testing.T, bin string) (*exec.Cmd, string) {
 	return exec.CommandContext(ctx, bin, "run", "--config", cfg, "--out", out, "--log-format", "json"), out
 }
 
+// startRun starts `soakd run --config cfg --out out` (JSON logs), killed
+// after two minutes as a safety net for a test that waits on its log, and
+// returns it with its standard error to read.
+func startRun(t *testing.T, bin, cfg, out string) (*exec.Cmd, io.ReadCloser) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfg, "--out", out, "--log-format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stderr
+}
+
 func TestSIGTERMKeepsPartialReport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")

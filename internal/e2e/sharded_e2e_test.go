@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,16 +151,7 @@ func TestShardedDriverKilledMidPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfg, "--out", out, "--log-format", "json")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startRun(t, bin, cfg, out)
 	pids := map[string]int{}
 	var log strings.Builder
 	sc := bufio.NewScanner(stderr)
@@ -193,7 +183,7 @@ func TestShardedDriverKilledMidPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("shard killed: got %v, want exit code 3", err)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -427,16 +426,7 @@ func TestCommandTargetDiesMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfgPath, "--out", out, "--log-format", "json")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startRun(t, bin, cfgPath, out)
 	targetPID := killTargetMidPhase(t, cmd, stderr, "target command started")
 	rep, raw := readExternalReport(t, out)
 	if rep.Status != "aborted" || !strings.Contains(rep.Error, "the target stopped serving") ||
@@ -468,16 +458,7 @@ func TestAttachedTargetDisappears(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--config", cfgPath, "--out", out, "--log-format", "json")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startRun(t, bin, cfgPath, out)
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
 		var m struct{ Msg, Phase string }
@@ -490,7 +471,7 @@ func TestAttachedTargetDisappears(t *testing.T) {
 	if err := serve.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("attached target killed: got %v, want exit code 3", err)
