@@ -104,22 +104,13 @@ seed 002's workloads at both, samples the target's CPU, GC and heap, and judges
 how much more GraphQL costs than REST against the KPIs in config.yaml.
 
 Exit codes:
-  0  pass: every gated KPI and check passed
-  1  fail: a KPI or check failed
-  2  bad usage or configuration; nothing ran
-  3  aborted: the run could not complete (partial results are written)
-  4  inconclusive: nothing failed, but a gated figure's interval straddles
-     its limit or was not measured
-  5  client commands: the control API could not be reached
-  6  client commands: the control API refused the token (401/403)
-  7  client commands: no run of that id (404)
-  8  start: another run is in progress (409)`
+`
 
 func (c *cli) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "soakd",
 		Short:         "GraphQL vs REST resource soak tests with a pass/fail verdict",
-		Long:          rootLong,
+		Long:          rootLong + exitcode.Help(),
 		Version:       buildinfo.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

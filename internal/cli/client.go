@@ -147,7 +147,8 @@ func (cl client) readOnlyNote(ctx context.Context, w io.Writer) {
 }
 
 // pickRun returns the id given, or else the running run (for stop) or the
-// newest run (for status).
+// newest run (for status): none to show exits 7 (NotFound), none running
+// to stop 2.
 func (cl client) pickRun(ctx context.Context, args []string, running bool) (string, error) {
 	if len(args) == 1 {
 		return args[0], nil
@@ -164,7 +165,9 @@ func (cl client) pickRun(ctx context.Context, args []string, running bool) (stri
 	if running {
 		return "", exitcode.Usagef("no run is in progress")
 	}
-	return "", exitcode.Usagef("no run yet")
+	// Not bad usage (2): the command was right, the daemon simply has no
+	// run to show, as a 404 for an id would say (7).
+	return "", exitcode.With(exitcode.NotFound, errors.New("the daemon has no run yet: start one with `soakd start`"))
 }
 
 func (c *cli) statusCmd() *cobra.Command {

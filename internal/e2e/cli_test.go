@@ -104,6 +104,8 @@ func TestCLIClientExitCodes(t *testing.T) {
 			}
 			w.WriteHeader(http.StatusConflict)
 			_, _ = w.Write([]byte(`{"error":{"message":"a run is in progress","running_id":"r1"}}`))
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/runs":
+			_, _ = w.Write([]byte(`{"runs":[]}`)) // a daemon with no run yet
 		default:
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"error":{"message":"no such run"}}`))
@@ -118,6 +120,8 @@ func TestCLIClientExitCodes(t *testing.T) {
 		{"wrong", []string{"runs"}, 6},
 		{"wrong", []string{"status", "x"}, 6},
 		{"right", []string{"status", "nope"}, 7},
+		{"right", []string{"status"}, 7}, // no run yet: nothing to show, not bad usage
+		{"right", []string{"stop"}, 2},   // no run in progress to stop
 		{"right", []string{"stop", "nope"}, 7},
 		{"right", []string{"baseline", "nope"}, 7},
 		{"right", []string{"start", "--profile", "quick"}, 8},

@@ -5,6 +5,7 @@ package exitcode
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Code is soakd's process exit status, carried on the error chain and
@@ -43,6 +44,37 @@ const (
 	// directory), or its target is not accepting runs; the message says which.
 	Unavailable Code = 9
 )
+
+// Help returns the exit codes as `soakd --help` lists them: one
+// "  N  meaning" line per code, in code order.
+func Help() string {
+	// One line per code, in code order: TestHelpCoversEveryCode checks that
+	// every Code constant has one, so a new code cannot be left out of the
+	// help the way 9 once was.
+	help := [...]struct {
+		Code Code
+		Text string
+	}{
+		{Pass, "pass: every gated KPI and check passed"},
+		{Fail, "fail: a KPI or check failed"},
+		{Usage, "bad usage or configuration; nothing ran"},
+		{Aborted, "aborted: the run could not complete (partial results are written)"},
+		{Inconclusive, "inconclusive: nothing failed, but a gated figure's interval\n     straddles its limit or was not measured"},
+		{Unreachable, "client commands: the control API could not be reached"},
+		{Unauthorized, "client commands: the control API refused the token (401/403)"},
+		{NotFound, "client commands: no run of that id (404)"},
+		{Busy, "start: another run is in progress (409)"},
+		{Unavailable, "client commands: the daemon cannot do it now (503): its\n     history is read-only or its target is not accepting runs"},
+	}
+	var b strings.Builder
+	for i, h := range help {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "  %d  %s", h.Code, h.Text)
+	}
+	return b.String()
+}
 
 // Coder is an error that knows its exit code, so that this package need
 // not know the error's type (daemon/config's *ConfigError is one).
