@@ -9,6 +9,7 @@ import (
 
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/daemon/target"
+	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -46,7 +47,10 @@ func newCapture(dir string, spec workloads.Phase, cfg config.ProfilingConfig, to
 	return c
 }
 
-func (c *capture) path(kind string) string { return filepath.Join(c.dir, c.phase+"."+kind) }
+// path is kind's file for this phase in the run directory, named by
+// profiles.CapturePath: a round's "graphql-load#2" gives
+// "graphql-load_2.cpu.pb.gz", since a '#' in a file name cuts an artefact's URL.
+func (c *capture) path(kind string) string { return profiles.CapturePath(c.dir, c.phase, kind) }
 
 // before runs just before the driver starts.
 func (c *capture) before() {
@@ -138,5 +142,5 @@ func (c *capture) write(kind string, f func(string) error) {
 		c.failed = append(c.failed, kind+": "+err.Error())
 		return
 	}
-	c.files = append(c.files, c.phase+"."+kind)
+	c.files = append(c.files, filepath.Base(c.path(kind)))
 }

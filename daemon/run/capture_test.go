@@ -45,3 +45,25 @@ func TestCaptureFailuresReachTheNotes(t *testing.T) {
 		t.Errorf("no capture asked, note %q", ok.failureNote())
 	}
 }
+
+// TestCaptureFileNamesAreURLSafe: a round's phase ("graphql-load#2") names
+// its captures without the '#', which starts a URL's fragment and broke
+// links to CI artefacts ("graphql-load#2.cpu.pb.gz" fetched
+// "graphql-load"); the file written, the name listed and the path kept for
+// the overhead table are one and the same.
+func TestCaptureFileNamesAreURLSafe(t *testing.T) {
+	dir := t.TempDir()
+	tools := target.Captures{Goroutines: func(path string) error { return os.WriteFile(path, []byte("goroutine 1"), 0o644) }}
+	c := newCapture(dir, workloads.Phase{Name: "graphql-load#2", Model: workloads.Open}, config.ProfilingConfig{Goroutines: true}, tools, zap.NewNop())
+	c.before()
+	c.after(100)
+	if len(c.files) != 1 || c.files[0] != "graphql-load_2.goroutine-after.txt" {
+		t.Fatalf("files %v, want [graphql-load_2.goroutine-after.txt]", c.files)
+	}
+	if _, err := os.Stat(filepath.Join(dir, c.files[0])); err != nil {
+		t.Error(err)
+	}
+	if got := c.path("cpu.pb.gz"); filepath.Base(got) != "graphql-load_2.cpu.pb.gz" {
+		t.Errorf("cpu profile path %s", got)
+	}
+}
