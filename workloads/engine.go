@@ -112,6 +112,13 @@ type Result struct {
 	Model Model `json:"model"`
 	// DriverPID is the process id of the driver, to show it is not the target.
 	DriverPID int `json:"driver_pid"`
+	// LoadCPUSeconds is the CPU time (user + system, getrusage) the driver
+	// process used from the load's start (after any wait for start_at) to
+	// its result, in seconds: over DurationSeconds, the driver's own
+	// utilisation while it offered load, which it reports itself so that
+	// a driver whose process soakd cannot see (a Kubernetes pod) is judged
+	// like a local one. Nil when it could not read its CPU time.
+	LoadCPUSeconds *float64 `json:"load_cpu_seconds,omitempty"`
 	// Start is when the phase started (the first user's ramp slot, or the open schedule's t = 0).
 	Start time.Time `json:"start"`
 	// End is when the last user finished (open model: when the last request in flight returned).
@@ -394,7 +401,10 @@ type engine struct {
 	rest   sender // the client's sender for ep.rest
 	gql    sender // the client's sender for ep.graphql
 	start  time.Time
-	ops    []*opStats
+	// startCPU is this process's CPU time at start (startCPUOK: read).
+	startCPU   time.Duration
+	startCPUOK bool
+	ops        []*opStats
 	// compiled holds each group's operation, ready to fill; sub the
 	// subscription the phase's subscribers open (nil without any).
 	compiled []*compiledOp
@@ -559,6 +569,7 @@ func (e *engine) awaitStart(ctx context.Context) error {
 // phase counts its seconds (SecondWindow) from the same instant; otherwise
 // now.
 func (e *engine) startInstant() time.Time {
+	e.startCPU, e.startCPUOK = processCPUTime()
 	now := time.Now()
 	if at := e.phase.StartAt; !at.IsZero() && !at.After(now) {
 		return at
@@ -1114,6 +1125,10 @@ func (e *engine) result(end time.Time) Result {
 		r.LatencyNote = OpenLatencyNote
 	}
 	r.DurationSeconds = end.Sub(e.start).Seconds()
+	if cpu, ok := processCPUTime(); ok && e.startCPUOK {
+		secs := (cpu - e.startCPU).Seconds()
+		r.LoadCPUSeconds = &secs
+	}
 	all := hdrhistogram.New(histMinMicros, histMaxMicros, histSigFigs)
 	for i, s := range e.ops {
 		g := p.Groups[i]

@@ -57,6 +57,11 @@ func TestRunLoopback(t *testing.T) {
 	if r.Aborted || !r.ClosedModel || r.Phase != p.Name || r.Arm != p.Arm || r.DriverPID == 0 {
 		t.Errorf("header fields: got aborted %v closed %v phase %q arm %q pid %d", r.Aborted, r.ClosedModel, r.Phase, r.Arm, r.DriverPID)
 	}
+	// 320 requests cost this process some CPU, which the driver reports
+	// itself (a pod's driver has no other way to say it).
+	if r.LoadCPUSeconds == nil || *r.LoadCPUSeconds <= 0 {
+		t.Errorf("load_cpu_seconds %v: want the driver's own CPU over the load", r.LoadCPUSeconds)
+	}
 	fake.mu.Lock()
 	defer fake.mu.Unlock()
 	if len(r.Operations) != len(p.Groups) {

@@ -95,6 +95,7 @@ func MergeShards(shards []Result, w *PhaseWindows) (Result, error) {
 		}
 	}
 	r.DurationSeconds = r.End.Sub(r.Start).Seconds()
+	r.LoadCPUSeconds = sumKnown(byIndex, func(s Result) *float64 { return s.LoadCPUSeconds })
 	if r.Operations, r.LatencyMs, err = mergeOperations(byIndex); err != nil {
 		return Result{}, err
 	}
@@ -396,4 +397,18 @@ func maxLatency(a *IntervalLatency, b IntervalLatency) *IntervalLatency {
 		return &b
 	}
 	return &IntervalLatency{Count: a.Count + b.Count, P50Ms: max(a.P50Ms, b.P50Ms), P90Ms: max(a.P90Ms, b.P90Ms), P99Ms: max(a.P99Ms, b.P99Ms), MaxMs: max(a.MaxMs, b.MaxMs)}
+}
+
+// sumKnown is the sum of every shard's figure f, nil unless every shard
+// measured it: a total missing a shard would read as a smaller one.
+func sumKnown(shards []Result, f func(Result) *float64) *float64 {
+	var sum float64
+	for _, s := range shards {
+		v := f(s)
+		if v == nil {
+			return nil
+		}
+		sum += *v
+	}
+	return &sum
 }

@@ -147,6 +147,18 @@ func TestMergeResults(t *testing.T) {
 	if r.DriverPID != 100 || r.Shard.Sharded() {
 		t.Errorf("driver pid %d shard %v: want shard 0's pid and the whole load", r.DriverPID, r.Shard)
 	}
+	if r.LoadCPUSeconds != nil {
+		t.Errorf("load CPU %v: no shard reported one, want nil (not measured), not 0", *r.LoadCPUSeconds)
+	}
+	cpu := func(v float64) *float64 { return &v }
+	a.LoadCPUSeconds, b.LoadCPUSeconds, c.LoadCPUSeconds = cpu(0.5), cpu(0.25), cpu(1)
+	if r, err = MergeResults([]Result{c, a, b}); err != nil || r.LoadCPUSeconds == nil || *r.LoadCPUSeconds != 1.75 {
+		t.Errorf("load CPU of three shards: %v %v, want their sum 1.75", r.LoadCPUSeconds, err)
+	}
+	b.LoadCPUSeconds = nil
+	if r, err = MergeResults([]Result{c, a, b}); err != nil || r.LoadCPUSeconds != nil {
+		t.Errorf("load CPU with shard 1 unmeasured: %v %v, want nil (a partial sum would read as a smaller total)", r.LoadCPUSeconds, err)
+	}
 }
 
 // TestMergeResultsSteadyFallback uses the whole phase, with a reason naming

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/drivers"
 	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/buildinfo"
 	"github.com/soakd/soakd/internal/exitcode"
@@ -404,7 +405,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		relBefore, relErr = rel.RelationalTotals(phaseCtx)
 	}
 	var series report.SeriesRecorder
-	res, drivers, err := runDrivers(phaseCtx, r.log, r.opts.Executable, r.target.DriverArgs(), r.cfg.Pinning.Driver, r.cfg.SecretEnvs(), r.prof.Drivers.Count(), spec, func(p workloads.Progress) {
+	res, used, err := drivers.Run(phaseCtx, r.log, r.driverBackend(), r.prof.Drivers.Count(), spec, func(p workloads.Progress) {
 		series.Add(p)
 		capt.progress(p)
 		pr.update(p)
@@ -424,7 +425,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		return capt, fmt.Errorf("phase %s: %w", spec.Name, err)
 	}
 	m.DriverResult(res)
-	if res.DriverPID == r.rep.TargetPID || slices.ContainsFunc(drivers, func(d driverUsage) bool { return d.PID == r.rep.TargetPID }) {
+	if res.DriverPID == r.rep.TargetPID || slices.ContainsFunc(used, func(d drivers.Usage) bool { return d.Pod == "" && d.PID == r.rep.TargetPID }) {
 		return capt, fmt.Errorf("phase %s: a driver reported the target's own pid %d; load must come from another process", spec.Name, r.rep.TargetPID)
 	}
 	phase := r.target.Phase(res, runtime.NumCPU())
@@ -432,8 +433,11 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		after, err := rel.RelationalTotals(phaseCtx)
 		phase.Database = databaseFigures(relBefore, after, relErr, err, res.Requests)
 	}
-	phase.DriverCPUPercent = combinedUsage(drivers).MachinePercent(runtime.NumCPU())
-	phase.DriverShards = driverShards(drivers, runtime.NumCPU(), res.Start)
+	if c := drivers.Combined(used); c.OSKnown {
+		pct := c.MachinePercent(runtime.NumCPU())
+		phase.DriverCPUPercent = &pct
+	}
+	phase.DriverShards = drivers.ReportShards(used, runtime.NumCPU(), res.Start)
 	phase.DriverSeries = series.Series()
 	if ml := phase.MaxLoad; ml != nil && res.MaxLoad != nil {
 		chart, knee := kneeOf(res.MaxLoad, res.Start, r.target.CPUReadings(res.Start, res.End), layoutOf(r.rep.Pinning), spec.Failure.Window)
@@ -847,8 +851,8 @@ func saturationNotes(ps []report.Phase) []string {
 			switch {
 			case s.CPUMachinePercent >= 80:
 				notes = append(notes, fmt.Sprintf("Phase %s: the target used %.0f%% of the machine: saturated; compare per-request CPU, not CPU %%.", p.Name, s.CPUMachinePercent))
-			case s.CPUMachinePercent+p.DriverCPUPercent >= 90:
-				notes = append(notes, fmt.Sprintf("Phase %s: target (%.0f%%) and driver (%.0f%%) together saturated the machine; compare per-request CPU, not CPU %% or throughput.", p.Name, s.CPUMachinePercent, p.DriverCPUPercent))
+			case p.DriverCPUPercent != nil && s.CPUMachinePercent+*p.DriverCPUPercent >= 90:
+				notes = append(notes, fmt.Sprintf("Phase %s: target (%.0f%%) and driver (%.0f%%) together saturated the machine; compare per-request CPU, not CPU %% or throughput.", p.Name, s.CPUMachinePercent, *p.DriverCPUPercent))
 			}
 		}
 		// A ramping-rate phase drops arrivals at its knee by design; its
@@ -987,4 +991,10 @@ func sourceKPIs(rows []kpi.Result, t report.TargetInfo) {
 			}
 		}
 	}
+}
+
+// driverBackend is where this run's drivers run: local processes of
+// soakd's own binary, pinned and without soakd's secrets.
+func (r *run) driverBackend() drivers.Backend {
+	return drivers.Local{Log: r.log, Exe: r.opts.Executable, Target: r.target.DriverArgs(), CPUs: r.cfg.Pinning.Driver, Secrets: r.cfg.SecretEnvs()}
 }

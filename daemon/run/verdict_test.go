@@ -148,16 +148,6 @@ func TestProgressFraction(t *testing.T) {
 	}
 }
 
-func TestDriverUsage(t *testing.T) {
-	u := driverUsage{CPU: 2 * time.Second, Wall: 4 * time.Second}
-	if got := u.MachinePercent(2); got != 25 {
-		t.Errorf("2 cpu-s over 4 s on 2 cores: got %v %%, want 25", got)
-	}
-	if got := (driverUsage{CPU: time.Second}).MachinePercent(2); got != 0 {
-		t.Errorf("no wall time: got %v, want 0", got)
-	}
-}
-
 func TestMemoryChecks(t *testing.T) {
 	m := config.MemoryConfig{AllocSpikeFactor: 3, AllocWindow: 2 * time.Second, LiveHeapSlopeMaxBytesPerMin: 1 << 20,
 		Warmup: 5 * time.Second, MinGCCycles: 8, MinSpan: 10 * time.Second,

@@ -609,8 +609,10 @@ type Phase struct {
 	PerRequest PerRequest `json:"per_request"`
 	// DriverCPUPercent is the driver process's CPU time over its lifetime
 	// (the phase plus subscription setup and drain) as a share of the machine: high values mean the load generator competed
-	// with the target.
-	DriverCPUPercent float64 `json:"driver_cpu_percent"`
+	// with the target. Null when the drivers ran where soakd cannot see
+	// their processes (drivers.backend: kubernetes; their own figures are
+	// in DriverShards).
+	DriverCPUPercent *float64 `json:"driver_cpu_percent"`
 	// DriverShards lists, when the phase ran sharded drivers
 	// (drivers.shards above 1), each driver process: its shard, pid,
 	// requests and CPU; absent with one driver. DriverPID is then shard
@@ -741,16 +743,27 @@ type PerRequest struct {
 type DriverShard struct {
 	// Shard is its index, from 0 (`soakd drive --shard Shard/N`).
 	Shard int `json:"shard"`
-	// PID is its process id.
+	// PID is its process id (in a pod, the id inside the pod).
 	PID int `json:"pid"`
+	// Pod is its pod, "namespace/name", when the Kubernetes backend ran it.
+	Pod string `json:"pod,omitempty"`
 	// Requests is the requests it completed, its share of the phase's.
 	Requests int64 `json:"requests"`
 	// CPUSeconds is its CPU time (user + system) over its lifetime, in
-	// seconds, from the OS once it exited.
-	CPUSeconds float64 `json:"cpu_seconds"`
+	// seconds, from the OS once it exited; null where soakd cannot see
+	// the process (a pod).
+	CPUSeconds *float64 `json:"cpu_seconds"`
 	// CPUPercent is CPUSeconds as a share of the machine over its own
-	// lifetime, in percent of all cores.
-	CPUPercent float64 `json:"cpu_percent"`
+	// lifetime, in percent of all cores; null with CPUSeconds.
+	CPUPercent *float64 `json:"cpu_percent"`
+	// LoadCPUSeconds is the CPU time it reported itself (getrusage) from
+	// its load's start (start_at: not its wait for it) to its result, in
+	// seconds; null when it did not report one.
+	LoadCPUSeconds *float64 `json:"load_cpu_seconds"`
+	// LoadCPUCorePercent is LoadCPUSeconds over its load's length, in
+	// percent of one core (100: one core busy all along): the figure that
+	// says whether a driver was the limit, wherever it ran.
+	LoadCPUCorePercent *float64 `json:"load_cpu_core_percent"`
 	// EndSeconds is when its load ended, in seconds after the phase's
 	// common start (start_at); null without its result. The shards of a
 	// max-load phase stopped by the merged windows end within about a

@@ -1,4 +1,4 @@
-package run
+package drivers
 
 import (
 	"context"
@@ -107,7 +107,7 @@ wait $sleeper
 func TestRunDriversFailedShardStopsTheOthers(t *testing.T) {
 	exe := fakeDriver(t, "1/3")
 	spec := workloads.Phase{Name: "p", RequestTimeout: time.Second}
-	_, usages, err := runDrivers(t.Context(), zap.NewNop(), exe, []string{"--target", "http://127.0.0.1:1"}, "", nil, 3, spec, nil)
+	_, usages, err := Run(t.Context(), zap.NewNop(), Local{Log: zap.NewNop(), Exe: exe, Target: []string{"--target", "http://127.0.0.1:1"}}, 3, spec, nil)
 	if err == nil {
 		t.Fatal("a shard died, yet the phase succeeded")
 	}
@@ -136,12 +136,12 @@ func TestRunDriversMergesPartialResults(t *testing.T) {
 	done := make(chan struct{})
 	var (
 		res    workloads.Result
-		usages []driverUsage
+		usages []Usage
 		err    error
 	)
 	go func() {
 		defer close(done)
-		res, usages, err = runDrivers(ctx, zap.NewNop(), exe, []string{"--target", "http://127.0.0.1:1"}, "", nil, 2, spec, nil)
+		res, usages, err = Run(ctx, zap.NewNop(), Local{Log: zap.NewNop(), Exe: exe, Target: []string{"--target", "http://127.0.0.1:1"}}, 2, spec, nil)
 	}()
 	// Cancel once both fakes have set their trap.
 	for !ready(exe, 2) {
@@ -176,7 +176,7 @@ func TestRunDriversRefusesAWindowGap(t *testing.T) {
 		`{"version":1,"type":"window","window":{"shard":1,"seq":2,"second":2,"requests":1}}`,
 	})
 	spec := workloads.Phase{Name: "p", RequestTimeout: time.Second}
-	_, usages, err := runDrivers(t.Context(), zap.NewNop(), exe, []string{"--target", "http://127.0.0.1:1"}, "", nil, 2, spec, nil)
+	_, usages, err := Run(t.Context(), zap.NewNop(), Local{Log: zap.NewNop(), Exe: exe, Target: []string{"--target", "http://127.0.0.1:1"}}, 2, spec, nil)
 	if err == nil || !strings.Contains(err.Error(), "shard 1/2: window of shard 1 seq 2 leaves a gap: seq 1 was expected next") || !strings.Contains(err.Error(), "other shards were stopped") {
 		t.Fatalf("error %v: want the gap named, shard 1 seq 2, and the others stopped", err)
 	}
