@@ -3,10 +3,11 @@ GO    ?= go
 BIN   := bin/soakd
 PKGS  := ./...
 # The unit tests: every package but the end-to-end suite (internal/e2e),
-# which make e2e runs alone.
-UNIT   = $(shell $(GO) list ./... | grep -v /internal/e2e)
+# which make e2e runs alone, and the Kubernetes control plane's own tests
+# (internal/kubetest), which make e2e-kubernetes runs.
+UNIT   = $(shell $(GO) list ./... | grep -v -e /internal/e2e -e /internal/kubetest)
 
-.PHONY: all build run test e2e vet fmt-check generate check-generate fuzz dashboards stack clean gate-check bench-driver soak-leak-proof
+.PHONY: all build run test e2e e2e-kubernetes kube-binaries vet fmt-check generate check-generate fuzz dashboards stack clean gate-check bench-driver soak-leak-proof
 
 all: build
 
@@ -32,6 +33,17 @@ test: fmt-check vet check-generate
 ## would, alone on the machine (-p 1), since it measures CPU and GC (CI runs it after make test)
 e2e:
 	$(GO) test -count=1 -p 1 -timeout 60m ./internal/e2e
+
+## kube-binaries: build the test Kubernetes control plane (etcd, kube-apiserver,
+## kube-controller-manager) from source into a cache named by version, once per machine
+kube-binaries:
+	bash scripts/kube-binaries.sh
+
+## e2e-kubernetes: the Kubernetes tests on a real control plane (internal/kubetest's
+## own, then internal/e2e's TestKube*), alone on the machine; builds the control plane first
+e2e-kubernetes: kube-binaries
+	SOAKD_KUBE_E2E=1 $(GO) test -count=1 -p 1 -timeout 30m ./internal/kubetest
+	SOAKD_KUBE_E2E=1 $(GO) test -count=1 -p 1 -timeout 30m -run '^TestKube' ./internal/e2e
 
 vet:
 	$(GO) vet $(PKGS)

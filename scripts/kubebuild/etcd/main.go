@@ -1,0 +1,11 @@
+// Command etcd is etcd's server, built from go.etcd.io/etcd/server/v3 for
+// soakd's test control plane.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
