@@ -185,6 +185,10 @@ func ReadMessages(ctx context.Context, r io.Reader, fn func(Message) error) erro
 	}
 }
 
+// CheckMessage reports whether m, decoded from a driver's output, is well
+// formed (ReadMessages checks every message it reads with it).
+func CheckMessage(m Message) error { return m.check() }
+
 // check reports whether m is well formed.
 func (m Message) check() error {
 	if m.Version != MessageVersion && m.Version != 0 {

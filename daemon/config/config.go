@@ -53,6 +53,8 @@ type Config struct {
 	Report     ReportConfig     `yaml:"report"`
 	Soak       SoakConfig       `yaml:"soak"`
 	API        APIConfig        `yaml:"api"`
+	// KubernetesDrivers is the Kubernetes driver backend's settings.
+	KubernetesDrivers KubernetesDriversConfig `yaml:"kubernetes_drivers"`
 	// Operations are what phases' user groups send and subscriptions open,
 	// by name (docs/configuration.md, "Operations"); the embedded config.yaml defines the
 	// built-in target's. A user file's operation replaces the embedded one
@@ -554,12 +556,15 @@ type Profile struct {
 // DriversConfig sets how a profile's load is generated on this machine
 // (the local driver backend).
 type DriversConfig struct {
+	// Backend is where the drivers run: BackendLocal (child processes of
+	// soakd; empty means it) or BackendKubernetes (the pods of an Indexed
+	// Job, configured by kubernetes_drivers).
+	Backend string `yaml:"backend"`
 	// Shards is the number of `soakd drive --shard i/N` processes each
 	// phase runs, together offering the phase's load and merged into one
 	// result (docs/methodology.md, "Sharded drivers"); 0 or 1 is one
-	// driver. Above 1 it is refused for a profile with a ramping or
-	// ramping-rate phase, whose knee each driver would judge on its own
-	// share of the load.
+	// driver. A ramping or ramping-rate phase is judged on the shards'
+	// merged per-second windows.
 	Shards int `yaml:"shards"`
 }
 
@@ -732,6 +737,7 @@ func (c *Config) Clone() *Config {
 	cp.Warnings = slices.Clone(c.Warnings)
 	cp.Target.Argv = slices.Clone(c.Target.Argv)
 	cp.Target.Env = maps.Clone(c.Target.Env)
+	cp.KubernetesDrivers.NodeSelector = maps.Clone(c.KubernetesDrivers.NodeSelector)
 	if c.Operations != nil {
 		cp.Operations = make(map[workloads.Operation]workloads.OperationDef, len(c.Operations))
 		for name, op := range c.Operations {
@@ -1105,6 +1111,14 @@ func (c *Config) Validate() []FieldError {
 	ps = append(ps, nonFinite(reflect.ValueOf(c).Elem(), "")...)
 	ps = append(ps, c.validateTarget()...)
 	ps = append(ps, c.validateOperations()...)
+	used := ""
+	for _, name := range c.ProfileNames() {
+		if c.Profiles[name].Drivers.Backend == BackendKubernetes {
+			used = "profiles." + name
+			break
+		}
+	}
+	ps = append(ps, c.KubernetesDrivers.validate(used)...)
 	if host, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
 		bad("server.listen", "must be host:port, like 127.0.0.1:8080 or 127.0.0.1:0 (got %q)", c.Server.Listen)
 	} else if !c.Server.AllowNonLoopback && !api.IsLoopback(host) {
@@ -1598,6 +1612,11 @@ func (p Profile) validate(path string, ops map[workloads.Operation]workloads.Ope
 	}
 	if p.MemoryPhase != "" && !slices.ContainsFunc(p.Phases, func(ph PhaseConfig) bool { return ph.Name == p.MemoryPhase }) {
 		bad(path+".memory_phase", "names no phase of this profile (got %q)", p.MemoryPhase)
+	}
+	switch p.Drivers.Backend {
+	case "", BackendLocal, BackendKubernetes:
+	default:
+		bad(path+".drivers.backend", "must be local or kubernetes (got %q)", p.Drivers.Backend)
 	}
 	if n := p.Drivers.Shards; n < 0 || n > workloads.MaxShards {
 		bad(path+".drivers.shards", "must be between 1 and %d driver processes per phase (0 or 1 is one driver; got %d)", workloads.MaxShards, n)

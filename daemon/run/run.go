@@ -96,6 +96,8 @@ type run struct {
 	noiseRecorded bool
 	// ownsTarget is true when the run opened its target (and close stops it).
 	ownsTarget bool
+	// backend runs the phases' drivers (drivers.backend).
+	backend drivers.Backend
 }
 
 // RunSuite starts the target, runs the profile's phases one after the other
@@ -255,6 +257,10 @@ func startRun(ctx context.Context, cfg *config.Config, opts RunOptions) (*run, [
 			r.rep.Notes = append(r.rep.Notes, "Profiles: "+m+".")
 		}
 	}
+	if r.backend, err = r.newDriverBackend(runID); err != nil {
+		_, err = r.abort(err)
+		return r, nil, exitcode.With(exitcode.Usage, err)
+	}
 	if err := r.write(); err != nil {
 		_, err = r.abort(err)
 		return r, nil, err
@@ -405,7 +411,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		relBefore, relErr = rel.RelationalTotals(phaseCtx)
 	}
 	var series report.SeriesRecorder
-	res, used, err := drivers.Run(phaseCtx, r.log, r.driverBackend(), r.prof.Drivers.Count(), spec, func(p workloads.Progress) {
+	res, used, err := drivers.Run(phaseCtx, r.log, r.backend, r.prof.Drivers.Count(), spec, func(p workloads.Progress) {
 		series.Add(p)
 		capt.progress(p)
 		pr.update(p)
@@ -425,7 +431,7 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 		return capt, fmt.Errorf("phase %s: %w", spec.Name, err)
 	}
 	m.DriverResult(res)
-	if res.DriverPID == r.rep.TargetPID || slices.ContainsFunc(used, func(d drivers.Usage) bool { return d.Pod == "" && d.PID == r.rep.TargetPID }) {
+	if r.prof.Drivers.Backend != config.BackendKubernetes && res.DriverPID == r.rep.TargetPID || slices.ContainsFunc(used, func(d drivers.Usage) bool { return d.Pod == "" && d.PID == r.rep.TargetPID }) {
 		return capt, fmt.Errorf("phase %s: a driver reported the target's own pid %d; load must come from another process", spec.Name, r.rep.TargetPID)
 	}
 	phase := r.target.Phase(res, runtime.NumCPU())
@@ -993,8 +999,18 @@ func sourceKPIs(rows []kpi.Result, t report.TargetInfo) {
 	}
 }
 
-// driverBackend is where this run's drivers run: local processes of
-// soakd's own binary, pinned and without soakd's secrets.
-func (r *run) driverBackend() drivers.Backend {
-	return drivers.Local{Log: r.log, Exe: r.opts.Executable, Target: r.target.DriverArgs(), CPUs: r.cfg.Pinning.Driver, Secrets: r.cfg.SecretEnvs()}
+// newDriverBackend is where this run's drivers run (the profile's
+// drivers.backend): local processes of soakd's own binary, pinned and
+// without soakd's secrets, or the pods of a Kubernetes Job per phase.
+func (r *run) newDriverBackend(runID string) (drivers.Backend, error) {
+	if r.prof.Drivers.Backend != config.BackendKubernetes {
+		return drivers.Local{Log: r.log, Exe: r.opts.Executable, Target: r.target.DriverArgs(), CPUs: r.cfg.Pinning.Driver, Secrets: r.cfg.SecretEnvs()}, nil
+	}
+	kc := r.cfg.KubernetesDrivers
+	client, err := drivers.NewClient(kc)
+	if err != nil {
+		return nil, err
+	}
+	r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("Drivers: the pods of one Kubernetes Indexed Job per phase in namespace %s (image %s), %d per phase; their CPU is what each driver reports of itself (driver_shards), since soakd cannot see their processes.", kc.Namespace, kc.Image, r.prof.Drivers.Count()))
+	return drivers.Kubernetes{Log: r.log, Client: client, Config: kc, Run: runID, Target: r.target.DriverArgs()}, nil
 }

@@ -1,0 +1,95 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Driver backends (Profile.Drivers.Backend).
+const (
+	// BackendLocal runs drivers as child processes of soakd (the default).
+	BackendLocal = "local"
+	// BackendKubernetes runs them as the pods of an Indexed Job.
+	BackendKubernetes = "kubernetes"
+)
+
+// KubernetesDriversConfig is where and how the Kubernetes driver backend
+// (a profile's drivers.backend: kubernetes) runs its drivers: one
+// ConfigMap and one Indexed Job per phase (docs/kubernetes.md).
+type KubernetesDriversConfig struct {
+	// Kubeconfig is the kubeconfig file soakd talks to the cluster with;
+	// empty: $KUBECONFIG or ~/.kube/config, else the in-cluster service
+	// account (soakd running in a pod).
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Context is the kubeconfig context; empty: its current one.
+	Context string `yaml:"context"`
+	// Namespace is where the Job, its ConfigMap and pods are created.
+	Namespace string `yaml:"namespace"`
+	// Image is the soakd image the driver pods run (the same build as
+	// this soakd: the drivers' messages are versioned).
+	Image string `yaml:"image"`
+	// ImagePullPolicy is the pods' Always, IfNotPresent or Never.
+	ImagePullPolicy string `yaml:"image_pull_policy"`
+	// ServiceAccount is the pods' account: they need no API access.
+	ServiceAccount string `yaml:"service_account"`
+	// ReadyTimeout is how long after the Job is created every pod must
+	// be running and ready: the phase's common start instant is then.
+	ReadyTimeout time.Duration `yaml:"ready_timeout"`
+	// TTL is the Job's ttlSecondsAfterFinished, should soakd die before
+	// it deletes the Job itself.
+	TTL time.Duration `yaml:"ttl"`
+	// CPU and Memory are each pod's requests and limits (Kubernetes
+	// quantities: "1", "500m", "512Mi"); empty: none.
+	CPU    string `yaml:"cpu"`
+	Memory string `yaml:"memory"`
+	// NodeSelector places the pods (a node's labels).
+	NodeSelector map[string]string `yaml:"node_selector"`
+}
+
+// validateKubernetesDrivers checks kubernetes_drivers when a profile uses
+// the Kubernetes backend (used names the first one that does).
+func (k KubernetesDriversConfig) validate(used string) []FieldError {
+	var ps []FieldError
+	bad := func(path, format string, args ...any) {
+		ps = append(ps, FieldError{Path: "kubernetes_drivers." + path, Msg: fmt.Sprintf(format, args...)})
+	}
+	if errs := validation.IsDNS1123Label(k.Namespace); len(errs) > 0 {
+		bad("namespace", "must be a namespace name (got %q: %s)", k.Namespace, errs[0])
+	}
+	if used != "" && k.Image == "" {
+		bad("image", "must name the soakd image the driver pods run (%s sets drivers.backend: kubernetes): the same build as this soakd, e.g. one built from the repository's Dockerfile", used)
+	}
+	switch k.ImagePullPolicy {
+	case "Always", "IfNotPresent", "Never":
+	default:
+		bad("image_pull_policy", "must be Always, IfNotPresent or Never (got %q)", k.ImagePullPolicy)
+	}
+	if k.ServiceAccount != "" {
+		if errs := validation.IsDNS1123Subdomain(k.ServiceAccount); len(errs) > 0 {
+			bad("service_account", "must be a service account name (got %q: %s)", k.ServiceAccount, errs[0])
+		}
+	}
+	if k.ReadyTimeout < time.Second {
+		bad("ready_timeout", "must be at least 1s: the pods' time to be scheduled, pull the image and start (got %s)", k.ReadyTimeout)
+	}
+	if k.TTL < 0 {
+		bad("ttl", "must not be negative (got %s)", k.TTL)
+	}
+	for key, q := range map[string]string{"cpu": k.CPU, "memory": k.Memory} {
+		if q == "" {
+			continue
+		}
+		if v, err := resource.ParseQuantity(q); err != nil || v.Sign() <= 0 {
+			bad(key, "must be a positive Kubernetes quantity such as %s (got %q)", map[string]string{"cpu": `"1" or "500m"`, "memory": `"512Mi"`}[key], q)
+		}
+	}
+	for k := range k.NodeSelector {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			bad("node_selector", "%q is not a label key: %s", k, errs[0])
+		}
+	}
+	return ps
+}
