@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -47,6 +48,11 @@ type KubernetesDriversConfig struct {
 	Memory string `yaml:"memory"`
 	// NodeSelector places the pods (a node's labels).
 	NodeSelector map[string]string `yaml:"node_selector"`
+	// TargetHost, when set, replaces the host of the target's URLs the
+	// pods are given (keeping scheme, port and path): the name by which
+	// pods reach a target soakd serves itself (a Service, say), since
+	// its own listen address means nothing in another pod.
+	TargetHost string `yaml:"target_host"`
 }
 
 // validateKubernetesDrivers checks kubernetes_drivers when a profile uses
@@ -84,6 +90,11 @@ func (k KubernetesDriversConfig) validate(used string) []FieldError {
 		}
 		if v, err := resource.ParseQuantity(q); err != nil || v.Sign() <= 0 {
 			bad(key, "must be a positive Kubernetes quantity such as %s (got %q)", map[string]string{"cpu": `"1" or "500m"`, "memory": `"512Mi"`}[key], q)
+		}
+	}
+	if h := k.TargetHost; h != "" {
+		if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 && net.ParseIP(h) == nil {
+			bad("target_host", "must be a host name or an IP address, without scheme or port (got %q)", h)
 		}
 	}
 	for k := range k.NodeSelector {

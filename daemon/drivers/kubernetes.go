@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +81,33 @@ func NewClient(kc config.KubernetesDriversConfig) (kubernetes.Interface, error) 
 		return nil, fmt.Errorf("kubernetes_drivers: %w", err)
 	}
 	return cs, nil
+}
+
+// PodTarget is the `soakd drive` flags target (flag, URL pairs) as the
+// pods get them: each URL's host replaced by host when it is set. A URL
+// whose host is unspecified (0.0.0.0, ::) is refused without host, since
+// in a pod it would name the pod itself.
+func PodTarget(target []string, host string) ([]string, error) {
+	out := slices.Clone(target)
+	for i := 1; i < len(out); i += 2 {
+		u, err := url.Parse(out[i])
+		if err != nil || u.Host == "" {
+			continue
+		}
+		if host != "" {
+			if port := u.Port(); port != "" {
+				u.Host = net.JoinHostPort(host, port)
+			} else {
+				u.Host = host
+			}
+			out[i] = u.String()
+			continue
+		}
+		if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsUnspecified() {
+			return nil, fmt.Errorf("the target's URL %s (%s) cannot be reached from a driver pod: set kubernetes_drivers.target_host to the name pods reach it by (its Service)", out[i], out[i-1])
+		}
+	}
+	return out, nil
 }
 
 // StartMargin is ready_timeout: the pods' time to be scheduled, pull the

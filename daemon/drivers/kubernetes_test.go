@@ -2,6 +2,7 @@ package drivers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -16,10 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/internal/testkit"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -216,4 +219,86 @@ func shippedRole(t *testing.T, name string) rbacv1.Role {
 	}
 	t.Fatalf("deploy/kubernetes/rbac.yaml has no Role %s", name)
 	return rbacv1.Role{}
+}
+
+// TestPodTarget: target_host replaces every URL's host, keeping the
+// rest; an unspecified listen address without it is refused.
+func TestPodTarget(t *testing.T) {
+	in := []string{"--graphql-url", "http://0.0.0.0:8080/graphql", "--rest-url", "http://0.0.0.0:8080", "--graphql-ws-url", "ws://0.0.0.0:8080/graphql"}
+	got, err := PodTarget(in, "soakd.soak.svc")
+	want := []string{"--graphql-url", "http://soakd.soak.svc:8080/graphql", "--rest-url", "http://soakd.soak.svc:8080", "--graphql-ws-url", "ws://soakd.soak.svc:8080/graphql"}
+	if err != nil || !slices.Equal(got, want) || in[1] != "http://0.0.0.0:8080/graphql" {
+		t.Errorf("got %q %v, want %q (and the input unchanged)", got, err, want)
+	}
+	if _, err := PodTarget(in, ""); err == nil || !strings.Contains(err.Error(), "kubernetes_drivers.target_host") {
+		t.Errorf("0.0.0.0 without target_host: %v", err)
+	}
+	if got, err := PodTarget([]string{"--target", "http://books.soak.svc:80"}, ""); err != nil || got[1] != "http://books.soak.svc:80" {
+		t.Errorf("a Service URL as it is: %q %v", got, err)
+	}
+}
+
+// TestShippedManifests: every object of deploy/kubernetes decodes strictly
+// as the API server would take it, and serve.yaml's soakd.yaml is a valid
+// soakd configuration whose cluster profile uses this backend.
+func TestShippedManifests(t *testing.T) {
+	for _, name := range []string{"rbac.yaml", "serve.yaml"} {
+		raw, err := os.ReadFile("../../deploy/kubernetes/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range strings.Split(string(raw), "\n---\n") {
+			body, err := yaml.YAMLToJSONStrict([]byte(doc))
+			if err != nil {
+				t.Fatalf("%s document %d: %v", name, i, err)
+			}
+			if string(body) == "null" {
+				continue
+			}
+			obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+			if err != nil {
+				t.Fatalf("%s document %d: %v", name, i, err)
+			}
+			strict, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var loose map[string]any
+			_ = json.Unmarshal(body, &loose)
+			if err := unknownFields(loose, strict, gvk.Kind); err != nil {
+				t.Errorf("%s document %d: %v", name, i, err)
+			}
+			if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == "soakd-config" {
+				cfg, err := config.Load(testkit.Defaults(t), []byte(cm.Data["soakd.yaml"]), "serve.yaml soakd.yaml")
+				if err != nil {
+					t.Fatalf("serve.yaml's soakd.yaml: %v", err)
+				}
+				if cfg.Profiles["cluster"].Drivers.Backend != config.BackendKubernetes || cfg.KubernetesDrivers.TargetHost == "" {
+					t.Errorf("serve.yaml's cluster profile: drivers %+v, target_host %q", cfg.Profiles["cluster"].Drivers, cfg.KubernetesDrivers.TargetHost)
+				}
+			}
+		}
+	}
+}
+
+// unknownFields reports a key of loose (the manifest) that the typed
+// object strict dropped: a misspelt field the API server would refuse.
+func unknownFields(loose, strict map[string]any, at string) error {
+	for k, v := range loose {
+		sv, ok := strict[k]
+		if !ok {
+			if k == "status" || k == "stringData" && at == "Secret" {
+				continue
+			}
+			return fmt.Errorf("%s.%s is not a field of the object", at, k)
+		}
+		if lm, ok := v.(map[string]any); ok {
+			if sm, ok := sv.(map[string]any); ok {
+				if err := unknownFields(lm, sm, at+"."+k); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

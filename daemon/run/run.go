@@ -1011,6 +1011,10 @@ func (r *run) newDriverBackend(runID string) (drivers.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	podTarget, err := drivers.PodTarget(r.target.DriverArgs(), kc.TargetHost)
+	if err != nil {
+		return nil, fmt.Errorf("drivers.backend kubernetes: %w", err)
+	}
 	r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("Drivers: the pods of one Kubernetes Indexed Job per phase in namespace %s (image %s), %d per phase; their CPU is what each driver reports of itself (driver_shards), since soakd cannot see their processes.", kc.Namespace, kc.Image, r.prof.Drivers.Count()))
-	return drivers.Kubernetes{Log: r.log, Client: client, Config: kc, Run: runID, Target: r.target.DriverArgs()}, nil
+	return drivers.Kubernetes{Log: r.log, Client: client, Config: kc, Run: runID, Target: podTarget}, nil
 }
