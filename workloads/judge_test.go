@@ -143,3 +143,30 @@ func TestTimelineBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxLoadJudgesFullWindowsOnly: in a max-load phase's first seconds,
+// before one failure.window has passed, a window is neither judged nor a
+// peak: a 3 s p99 rule does not trip on one second of start-up latency,
+// and the peak (the resources' window) is never shorter than the rule's.
+func TestMaxLoadJudgesFullWindowsOnly(t *testing.T) {
+	f := Failure{Window: 3 * time.Second, MaxP99: 20 * time.Millisecond, MinRequests: 100}
+	slow := func(secs float64) WindowStats {
+		return WindowStats{Requests: 500, P99: time.Second, Seconds: secs}
+	}
+	var m maxLoadState
+	start := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	for i, secs := range []float64{1, 2} {
+		m.judge(slow(secs), f, true, time.Duration(i+1)*time.Second, never, 20*(i+1), start, 400)
+		if m.res.Failed || m.havePeak {
+			t.Fatalf("a %gs window of a 3s rule: failed %v, peak %v: want neither", secs, m.res.Failed, m.havePeak)
+		}
+	}
+	m.judge(WindowStats{Requests: 900, P99: time.Millisecond, Seconds: 3}, f, true, 3*time.Second, never, 60, start, 400)
+	if m.res.Failed || !m.havePeak || m.peak.Seconds != 3 {
+		t.Fatalf("a full healthy window: failed %v, peak %+v: want the peak, 3s long", m.res.Failed, m.peak)
+	}
+	m.judge(slow(3), f, true, 4*time.Second, never, 80, start, 400)
+	if !m.res.Failed || m.res.UsersAtFailure != 80 || m.peak.Seconds != 3 {
+		t.Errorf("a full slow window: failed %v at %d users, peak %gs: want the failure at 80 users and the 3s peak kept", m.res.Failed, m.res.UsersAtFailure, m.peak.Seconds)
+	}
+}

@@ -219,6 +219,14 @@ func (e *engine) closeBucket(m *maxLoadState, t, capAt time.Duration, users int)
 // user cap (cap users, reached at capAt) having run for one full window.
 // It is the decision of closeBucket, and of MaxLoadJudge on merged windows.
 func (m *maxLoadState) judge(ws WindowStats, f Failure, failures bool, t, capAt time.Duration, users int, start time.Time, cap int) {
+	if ws.Seconds < f.Window.Seconds()-LoadBucket.Seconds()/2 {
+		// The phase's first seconds, before one full window has passed:
+		// a rule over failure.window judged on one second of start-up
+		// would trip on its noise, and a peak that short holds too few
+		// samples to summarise the target's resources (quick's max load
+		// read "only 2 samples in the 2.0s steady window" on 2 busy cores).
+		return
+	}
 	if reason, detail, failed := Judge(ws, f); failures && failed {
 		m.res.Reason, m.res.Detail, m.res.Failed = reason, fmt.Sprintf("%s with %d users", detail, users), true
 		m.res.UsersAtFailure = users
