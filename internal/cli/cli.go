@@ -60,6 +60,8 @@ type cli struct {
 	defaults       []byte
 	stdout, stderr io.Writer
 	logFormat      string
+	// verbose (-v) logs INFO lines on the console too.
+	verbose bool
 	// started is set once cobra has parsed a command line and handed it
 	// to a command: an error before that is bad usage.
 	started bool
@@ -86,7 +88,7 @@ func (c *cli) warn(log *zap.Logger, warnings []string) {
 // "soakd: ..." line otherwise, with a pointer to --help for bad usage.
 func (c *cli) printError(err error, code exitcode.Code) {
 	if c.logFormat == "json" {
-		log, _ := newLogger("json", c.stderr)
+		log, _ := newLogger("json", c.stderr, zapcore.InfoLevel)
 		log.Error("soakd: command failed", zap.Error(err), zap.Int("exit_code", int(code)))
 		_ = log.Sync()
 		return
@@ -141,6 +143,7 @@ func (c *cli) root() *cobra.Command {
 		return exitcode.With(exitcode.Usage, err)
 	})
 	root.PersistentFlags().StringVar(&c.logFormat, "log-format", "console", "log format on standard error: console (for humans) or json (every line one JSON object)")
+	root.PersistentFlags().BoolVarP(&c.verbose, "verbose", "v", false, "console: log every INFO line of the orchestrator, target and drivers (default: warnings and errors, beside the progress view; json and serve log everything)")
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddGroup(&cobra.Group{ID: "run", Title: "Running suites:"}, &cobra.Group{ID: "client", Title: "Talking to a running soakd serve:"}, &cobra.Group{ID: "tools", Title: "Reports and tools:"})
 	for _, cmd := range []*cobra.Command{c.runCmd(), c.abCmd(), c.serveCmd(), c.soakCmd()} {
@@ -222,7 +225,8 @@ func (o *onceString) Set(v string) error {
 	return nil
 }
 
-func newLogger(format string, stderr io.Writer) (*zap.Logger, error) {
+// newLogger logs at level and above to stderr in format (console or json).
+func newLogger(format string, stderr io.Writer, level zapcore.Level) (*zap.Logger, error) {
 	var enc zapcore.Encoder
 	switch format {
 	case "console":
@@ -234,7 +238,7 @@ func newLogger(format string, stderr io.Writer) (*zap.Logger, error) {
 	default:
 		return nil, exitcode.Usagef("--log-format must be console or json (got %q)", format)
 	}
-	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(stderr), zap.InfoLevel)), nil
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(stderr), level)), nil
 }
 
 // runEnv is what the commands that run load share: a logger, the
@@ -258,9 +262,21 @@ type runEnv struct {
 
 func (e runEnv) close() { _ = e.log.Sync() }
 
-// prepare builds the progress view (--log-format console) and the logger,
-// loads the configuration (logging its warnings) and finds the binary.
-func (c *cli) prepare(configPath string) (runEnv, error) {
+// logLevel is the least level logged: INFO for a daemon (serve), under
+// --log-format json (machines read every line) and with -v; else WARN, so
+// the console shows the progress view, the result and what went wrong,
+// not the orchestrator's, target's and drivers' INFO lines between them.
+func (c *cli) logLevel(daemon bool) zapcore.Level {
+	if daemon || c.verbose || c.logFormat == "json" {
+		return zapcore.InfoLevel
+	}
+	return zapcore.WarnLevel
+}
+
+// prepare builds the progress view (--log-format console) and the logger
+// (logLevel; daemon for serve), loads the configuration (logging its
+// warnings) and finds the binary.
+func (c *cli) prepare(configPath string, daemon bool) (runEnv, error) {
 	var view *progress.View
 	logTo := c.stderr
 	if c.logFormat == "console" {
@@ -271,7 +287,7 @@ func (c *cli) prepare(configPath string) (runEnv, error) {
 		view = progress.New(c.stderr, opts)
 		logTo = view
 	}
-	log, err := newLogger(c.logFormat, logTo)
+	log, err := newLogger(c.logFormat, logTo, c.logLevel(daemon))
 	if err != nil {
 		return runEnv{}, err
 	}

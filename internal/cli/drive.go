@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/soakd/soakd/daemon/builtin"
 	"github.com/soakd/soakd/daemon/config"
@@ -157,7 +158,7 @@ surface (loopback only) answers only requests carrying the token given in
 ` + config.TargetTokenEnv + `. It stops on SIGTERM or Ctrl-C (exit 0).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(c.logFormat, c.stderr)
+			log, err := newLogger(c.logFormat, c.stderr, zapcore.InfoLevel)
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ func (c *cli) runCmd() *cobra.Command {
 			if cmd.Flags().Changed("rounds") && (rounds < 1 || rounds > 100) {
 				return exitcode.Usagef("--rounds %d: must be between 1 and 100 (the interleaved REST/GraphQL rounds; the profile's rounds: when not given)", rounds)
 			}
-			env, err := c.prepare(configPath)
+			env, err := c.prepare(configPath, false)
 			if err != nil {
 				return err
 			}
@@ -125,7 +125,7 @@ simultaneous seconds. It needs at least 2 CPUs and no pinning: keys.`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			env, err := c.prepare(configPath)
+			env, err := c.prepare(configPath, false)
 			if err != nil {
 				return err
 			}
@@ -191,7 +191,7 @@ func (c *cli) serveCmd() *cobra.Command {
 		Short:                 "Serve the target, /metrics and the control API until SIGTERM",
 		Args:                  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, err := c.prepare(configPath)
+			env, err := c.prepare(configPath, true)
 			if err != nil {
 				return err
 			}
@@ -216,7 +216,7 @@ func (c *cli) soakCmd() *cobra.Command {
 			if cycles < 0 || duration < 0 {
 				return exitcode.Usagef("--cycles and --duration must not be negative")
 			}
-			env, err := c.prepare(configPath)
+			env, err := c.prepare(configPath, false)
 			if err != nil {
 				return err
 			}

@@ -81,7 +81,7 @@ func TestNoControlGroup(t *testing.T) {
 
 	// A profile with REST phases: refused up front (exit 2), nothing run.
 	refused := filepath.Join(dir, "refused")
-	_, stderr, code := runSoakd(t, bin, "run", "--config", cfgPath, "--profile", "quick", "--out", refused)
+	_, stderr, code := runSoakd(t, bin, "run", "-v", "--config", cfgPath, "--profile", "quick", "--out", refused)
 	if code != 2 || !strings.Contains(stderr, "profile quick drives the REST twin in phase(s) rest-control#1, rest-control#2, rest-control#3, rest-control#4, max-load-rest") ||
 		!strings.Contains(stderr, "target.rest_url is empty") {
 		t.Errorf("quick without a REST twin: exit %d, want 2 naming the REST phases\n%s", code, stderr)
@@ -92,7 +92,7 @@ func TestNoControlGroup(t *testing.T) {
 	if strings.Contains(stderr, "target command started") {
 		t.Errorf("the target was started for a refused run:\n%s", stderr)
 	}
-	_, stderr, code = runSoakd(t, bin, "soak", "--config", cfgPath, "--profile", "quick", "--cycles", "1")
+	_, stderr, code = runSoakd(t, bin, "soak", "-v", "--config", cfgPath, "--profile", "quick", "--cycles", "1")
 	if code != 2 || !strings.Contains(stderr, "target.rest_url is empty") || strings.Contains(stderr, "target command started") {
 		t.Errorf("soak of quick without a REST twin: exit %d, want 2 before the target starts\n%s", code, stderr)
 	}
