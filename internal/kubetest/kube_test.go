@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,8 +26,12 @@ import (
 // agent (starting one is most of the time), each subtest in a namespace of
 // its own, in parallel.
 func TestKube(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := Start(t, Options{Agent: &AgentOptions{
-		Images:        map[string]string{"busybox": "/bin/sh"},
+		Images:        map[string]string{"busybox": "/bin/sh", "kubetest-helper": self},
 		Unschedulable: func(p *corev1.Pod) bool { return p.Labels["kubetest-unschedulable"] == "yes" },
 		RestartDelay:  200 * time.Millisecond,
 	}})
@@ -262,6 +269,58 @@ func TestKube(t *testing.T) {
 		}
 	})
 
+	t.Run("ReplicasServeOnTheirPodIPs", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		if err := c.Apply(ctx, []byte(listenManifests)); err != nil {
+			t.Fatal(err)
+		}
+		var pods []corev1.Pod
+		if err := waitFor(ctx, 90*time.Second, func() error {
+			list, err := cs.CoreV1().Pods("listen").List(ctx, metav1.ListOptions{LabelSelector: "app=listen"})
+			if err != nil {
+				return err
+			}
+			pods = nil
+			for _, p := range list.Items {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+					pods = append(pods, p)
+				}
+			}
+			if len(pods) != 2 {
+				return fmt.Errorf("%d running pods of 2", len(pods))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		client := &http.Client{Timeout: 5 * time.Second}
+		for _, p := range pods {
+			// Both listen on port 8080, each on its own address.
+			var body string
+			if err := waitFor(ctx, 30*time.Second, func() error {
+				resp, err := client.Get("http://" + net.JoinHostPort(p.Status.PodIP, "8080") + "/")
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				body = string(b)
+				return err
+			}); err != nil || body != p.Name {
+				t.Errorf("GET %s:8080 (pod %s): %q %v, want the pod's name", p.Status.PodIP, p.Name, body, err)
+			}
+		}
+		// The API server's pod proxy refuses loopback pod IPs (it wants a
+		// global unicast address): targets are reached by pod IP here.
+		res := cs.CoreV1().RESTClient().Get().Namespace("listen").Resource("pods").Name(pods[0].Name + ":8080").SubResource("proxy").Do(ctx)
+		var code int
+		body, _ := res.StatusCode(&code).Raw()
+		if code != http.StatusBadRequest || !strings.Contains(string(body), "address not allowed") {
+			t.Errorf("pods/proxy to a loopback pod IP: %d %q, want 400 address not allowed (if the API server now proxies it, update docs/development.md)", code, body)
+		}
+	})
+
 	t.Run("DeletionStopsTheProcessThenThePod", func(t *testing.T) {
 		t.Parallel()
 		ns := namespace(t, c, "delete")
@@ -376,6 +435,55 @@ metadata: {name: logs, namespace: rbac}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pods-and-logs}
 subjects: [{kind: ServiceAccount, name: logs, namespace: rbac}]
 `
+
+// listenManifests run two replicas of this test binary as an HTTP server
+// on $(POD_IP):8080 (TestKubeHelperServe).
+const listenManifests = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: listen}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: listen, namespace: listen}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: listen}}
+  template:
+    metadata: {labels: {app: listen}}
+    spec:
+      containers:
+      - name: serve
+        image: kubetest-helper
+        args: [-test.run=^TestKubeHelperServe$]
+        ports: [{containerPort: 8080}]
+        env:
+        - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+        - {name: KUBETEST_HELPER_LISTEN, value: "$(POD_IP):8080"}
+`
+
+// TestKubeHelperServe is not a test: it is the server TestKube's pods run
+// (this test binary, re-executed by the agent), answering every request
+// with its HOSTNAME (the pod's name) on $KUBETEST_HELPER_LISTEN, and
+// stopping by itself after two minutes should nothing stop it before.
+func TestKubeHelperServe(t *testing.T) {
+	addr := os.Getenv("KUBETEST_HELPER_LISTEN")
+	if addr == "" {
+		t.Skip("the server TestKube's pods run, not a test of its own")
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, os.Getenv("HOSTNAME"))
+	})}
+	stop := time.AfterFunc(2*time.Minute, func() { _ = srv.Close() })
+	defer stop.Stop()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		t.Fatal(err)
+	}
+}
 
 const deploymentManifests = `
 apiVersion: v1
