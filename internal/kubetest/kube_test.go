@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -144,8 +143,8 @@ func TestKube(t *testing.T) {
 		if p.Status.Phase != corev1.PodFailed || len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.Reason != "OOMKilled" || st[0].State.Terminated.ExitCode != 137 {
 			t.Errorf("killed pod: phase %s, statuses %+v; want Failed, terminated OOMKilled exit 137", p.Status.Phase, st)
 		}
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("the killed pod's process %d: %v, want it gone", pid, err)
+		if err := waitFor(ctx, 10*time.Second, func() error { return gone(pid) }); err != nil {
+			t.Errorf("the killed pod's process: %v", err)
 		}
 	})
 
@@ -177,6 +176,30 @@ func TestKube(t *testing.T) {
 		time.Sleep(time.Second) // ten agent passes
 		if err := unschedulable(); err != nil {
 			t.Errorf("later: %v", err)
+		}
+	})
+
+	t.Run("UnknownImageNeverStarts", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, c, "noimage")
+		ctx := t.Context()
+		pod := shPod("noimage", "true")
+		pod.Spec.Containers[0].Image = "nginx:1.27"
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitFor(ctx, 30*time.Second, func() error {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, "noimage", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if st := p.Status.ContainerStatuses; p.Spec.NodeName == NodeName && p.Status.Phase == corev1.PodPending && len(st) == 1 &&
+				st[0].State.Waiting != nil && st[0].State.Waiting.Reason == "ErrImagePull" && strings.Contains(st[0].State.Waiting.Message, `"nginx:1.27"`) {
+				return nil
+			}
+			return fmt.Errorf("pod noimage: node %q, status %+v", p.Spec.NodeName, p.Status)
+		}); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -348,8 +371,36 @@ func TestKube(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("the deleted pod's process %d: %v, want it gone", pid, err)
+		if err := waitFor(ctx, 10*time.Second, func() error { return gone(pid) }); err != nil {
+			t.Errorf("the deleted pod's process: %v", err)
+		}
+	})
+
+	t.Run("BackgroundChildEndsWithThePod", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, c, "orphan")
+		ctx := t.Context()
+		// The shell exits at once; its background child keeps the output
+		// pipe open. As in a container, the child ends with the first
+		// process and the pod succeeds now, not when the child would end.
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, shPod("orphan", `sleep 120 & echo "child $!"`), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitFor(ctx, 20*time.Second, func() error {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, "orphan", metav1.GetOptions{})
+			if err == nil && p.Status.Phase != corev1.PodSucceeded {
+				err = fmt.Errorf("phase %s", p.Status.Phase)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var child int
+		if _, err := fmt.Sscanf(readLogs(t, cs, ns, "orphan", &corev1.PodLogOptions{}), "child %d", &child); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitFor(ctx, 10*time.Second, func() error { return gone(child) }); err != nil {
+			t.Errorf("the background child: %v", err)
 		}
 	})
 
@@ -639,6 +690,23 @@ func waitProcess(t *testing.T, a *Agent, ns, name string) int {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+// gone says whether process pid has ended: no such process, or a zombie
+// (killed, not yet reaped by whoever inherited it).
+func gone(pid int) error {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// The state follows the command name's closing parenthesis.
+	if i := strings.LastIndexByte(string(b), ')'); i > 0 && strings.HasPrefix(string(b[i:]), ") Z") {
+		return nil
+	}
+	return fmt.Errorf("process %d still runs: %s", pid, b)
 }
 
 // readLogs reads pod ns/name's log through the API server to its end.
