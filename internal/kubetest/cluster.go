@@ -16,7 +16,19 @@
 // (AgentOptions.Unschedulable stands in for "no node fits").
 //
 // A test starts a cluster with Start, which skips the test when the
-// binaries are not built (`make kube-binaries`) unless SOAKD_KUBE_E2E=1.
+// binaries are not built (`make kube-binaries`) unless SOAKD_KUBE_E2E=1:
+//
+//	c := kubetest.Start(t, kubetest.Options{Agent: &kubetest.AgentOptions{
+//		Images: map[string]string{"soakd": soakdBinary}, // image → local executable
+//	}})
+//	if err := c.Apply(ctx, manifests); err != nil { … }   // Namespace, ServiceAccount, Role, …
+//	cfg, err := c.ServiceAccountConfig(ctx, "soak", "driver") // that account's RBAC
+//	kubeconfig := c.Kubeconfig(t, cfg)                        // for soakd --kubeconfig
+//	c.Agent.Kill("soak", pod, "OOMKilled")                    // a fault mid-run
+//
+// Everything Start and StartAgent start is stopped and awaited in the
+// test's cleanup; a failed test's log shows the tail of the control
+// plane's logs and of every pod's output.
 package kubetest
 
 import (

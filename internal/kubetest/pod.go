@@ -255,6 +255,9 @@ func (a *Agent) spawn(run *podRun, cr *containerRun) {
 // exitCode is the container's exit code: the process's, or 128 + the
 // signal that ended it, as container runtimes report it.
 func exitCode(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return 128
+	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
