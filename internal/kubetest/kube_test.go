@@ -404,6 +404,32 @@ func TestKube(t *testing.T) {
 		}
 	})
 
+	t.Run("EveryContainerRunsWithItsOwnLog", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, c, "two")
+		ctx := t.Context()
+		pod := shPod("two", "echo from a")
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "b", Image: "busybox", Args: []string{"-c", "echo from b >&2; exit 4"}})
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := waitPhase(t, cs, ns, "two", corev1.PodFailed)
+		codes := map[string]int32{}
+		for _, st := range p.Status.ContainerStatuses {
+			if st.State.Terminated != nil {
+				codes[st.Name] = st.State.Terminated.ExitCode
+			}
+		}
+		if len(codes) != 2 || codes["sh"] != 0 || codes["b"] != 4 {
+			t.Errorf("exit codes %v, want sh 0 and b 4", codes)
+		}
+		for container, want := range map[string]string{"sh": "from a\n", "b": "from b\n"} {
+			if got := readLogs(t, cs, ns, "two", &corev1.PodLogOptions{Container: container}); got != want {
+				t.Errorf("container %s's log %q, want %q", container, got, want)
+			}
+		}
+	})
+
 	t.Run("OnFailureRestarts", func(t *testing.T) {
 		t.Parallel()
 		ns := namespace(t, c, "restart")
