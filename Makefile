@@ -39,11 +39,10 @@ e2e:
 kube-binaries:
 	bash scripts/kube-binaries.sh
 
-## e2e-kubernetes: the Kubernetes tests on a real control plane (internal/kubetest's
-## own, then internal/e2e's TestKube*), alone on the machine; builds the control plane first
+## e2e-kubernetes: the Kubernetes tests on a real control plane (internal/kubetest's TestKube*, then
+## internal/e2e's), alone on the machine (-p 1); builds the control plane first when it is not cached
 e2e-kubernetes: kube-binaries
-	SOAKD_KUBE_E2E=1 $(GO) test -count=1 -p 1 -timeout 30m ./internal/kubetest
-	SOAKD_KUBE_E2E=1 $(GO) test -count=1 -p 1 -timeout 30m -run '^TestKube' ./internal/e2e
+	SOAKD_KUBE_E2E=1 $(GO) test -count=1 -p 1 -timeout 30m ./internal/kubetest ./internal/e2e -run 'Kube'
 
 vet:
 	$(GO) vet $(PKGS)

@@ -22,6 +22,9 @@ import (
 // binary for the image "soakd", the shipped RBAC applied in namespace
 // default, and a kubeconfig of the service account soakd (so the run has
 // the Role's permissions, not an admin's).
+// kubeNS is the shipped manifests' namespace.
+const kubeNS = "soak"
+
 type kubeEnv struct {
 	cluster    *kubetest.Cluster
 	agent      *kubetest.Agent
@@ -31,17 +34,17 @@ type kubeEnv struct {
 
 func startKube(t *testing.T, bin string, unschedulable func(*corev1.Pod) bool) kubeEnv {
 	t.Helper()
-	c := kubetest.Start(t)
-	a := c.StartAgent(t, kubetest.AgentOptions{Images: map[string]string{"soakd": bin}, Unschedulable: unschedulable})
+	c := kubetest.Start(t, kubetest.Options{Agent: &kubetest.AgentOptions{Images: map[string]string{"soakd": bin}, Unschedulable: unschedulable}})
+	a := c.Agent
 	admin := c.Clientset(t, c.AdminConfig())
 	rbac, err := os.ReadFile(filepath.Join(testkit.Root(t), "deploy", "kubernetes", "rbac.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kubetest.Apply(t.Context(), admin, "default", rbac); err != nil {
+	if err := c.Apply(t.Context(), rbac); err != nil {
 		t.Fatalf("deploy/kubernetes/rbac.yaml: %v", err)
 	}
-	sa, err := c.ServiceAccountConfig(t.Context(), "default", "soakd")
+	sa, err := c.ServiceAccountConfig(t.Context(), kubeNS, "soakd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +55,7 @@ func startKube(t *testing.T, bin string, unschedulable func(*corev1.Pod) bool) k
 // backend pointed at env.
 func (env kubeEnv) config(shards, mutations int) string {
 	cfg := strings.Replace(shardedConfig(shards, mutations), fmt.Sprintf("drivers: {shards: %d}", shards), fmt.Sprintf("drivers: {backend: kubernetes, shards: %d}", shards), 1)
-	return cfg + fmt.Sprintf("\nkubernetes_drivers:\n  kubeconfig: %s\n  image: soakd:e2e\n  ready_timeout: 8s\n", env.kubeconfig)
+	return cfg + fmt.Sprintf("\nkubernetes_drivers:\n  kubeconfig: %s\n  namespace: %s\n  image: soakd:e2e\n  ready_timeout: 8s\n", env.kubeconfig, kubeNS)
 }
 
 // noDriversLeft waits until the namespace holds no Job, no driver pod and
@@ -64,9 +67,9 @@ func (env kubeEnv) noDriversLeft(t *testing.T) {
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=soakd-driver"}
 	var left string
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		jobs, err1 := env.admin.BatchV1().Jobs("default").List(ctx, sel)
-		pods, err2 := env.admin.CoreV1().Pods("default").List(ctx, sel)
-		cms, err3 := env.admin.CoreV1().ConfigMaps("default").List(ctx, sel)
+		jobs, err1 := env.admin.BatchV1().Jobs(kubeNS).List(ctx, sel)
+		pods, err2 := env.admin.CoreV1().Pods(kubeNS).List(ctx, sel)
+		cms, err3 := env.admin.CoreV1().ConfigMaps(kubeNS).List(ctx, sel)
 		if err1 != nil || err2 != nil || err3 != nil {
 			t.Fatal(err1, err2, err3)
 		}
@@ -123,7 +126,7 @@ func TestKubeShardedRunMatchesLocal(t *testing.T) {
 			pod, _ := sh["pod"].(string)
 			cpu, _ := sh["load_cpu_seconds"].(float64)
 			t.Logf("  phase %v shard %v: pod %s, %v requests, load CPU %.3f s (%.1f %% of a core)", ph["name"], sh["shard"], pod, sh["requests"], cpu, sh["load_cpu_core_percent"])
-			if !strings.HasPrefix(pod, "default/soakd-drive-") || sh["cpu_seconds"] != nil || sh["cpu_percent"] != nil || cpu <= 0 {
+			if !strings.HasPrefix(pod, kubeNS+"/soakd-drive-") || sh["cpu_seconds"] != nil || sh["cpu_percent"] != nil || cpu <= 0 {
 				t.Errorf("phase %v shard %+v: want its pod, null OS CPU and a positive load CPU", ph["name"], sh)
 			}
 		}
@@ -161,13 +164,13 @@ type kubeResult struct {
 func (env kubeEnv) runningDriverPod(t *testing.T, index string) string {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		pods, err := env.admin.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=soakd-driver"})
+		pods, err := env.admin.CoreV1().Pods(kubeNS).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=soakd-driver"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pods.Items {
 			if p.Annotations["batch.kubernetes.io/job-completion-index"] == index && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				if _, ok := env.agent.Process("default", p.Name); ok {
+				if _, ok := env.agent.Process(kubeNS, p.Name); ok {
 					return p.Name
 				}
 			}
@@ -186,7 +189,7 @@ func TestKubePodKilledMidPhase(t *testing.T) {
 	done := runKubeAsync(t, bin, env.config(3, 20000))
 	pod := env.runningDriverPod(t, "2")
 	time.Sleep(2 * time.Second) // into the load, which starts once all three run
-	if err := env.agent.Kill("default", pod, "OOMKilled"); err != nil {
+	if err := env.agent.Kill(kubeNS, pod, "OOMKilled"); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
@@ -209,7 +212,7 @@ func TestKubePodNeverStarts(t *testing.T) {
 	start := time.Now()
 	r := <-runKubeAsync(t, bin, env.config(3, 300))
 	t.Logf("ended after %s: exit %d, %s", time.Since(start).Round(time.Millisecond), r.code, r.rep.Error)
-	if r.code != 3 || !strings.Contains(r.rep.Error, "shard 1 of 3") || !strings.Contains(r.rep.Error, "unschedulable: 0/1 nodes are available") {
+	if r.code != 3 || !strings.Contains(r.rep.Error, "shard 1 of 3") || !strings.Contains(r.rep.Error, "unschedulable: "+kubetest.UnschedulableMessage) {
 		t.Errorf("exit %d, error %q: want 3, naming shard 1 of 3 and why it cannot be scheduled", r.code, r.rep.Error)
 	}
 	env.noDriversLeft(t)
@@ -231,7 +234,7 @@ func TestKubeDroppedLogStreams(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no graphql-load Job within two minutes")
 		}
-		jobs, err := env.admin.BatchV1().Jobs("default").List(t.Context(), metav1.ListOptions{LabelSelector: "soakd.io/phase=graphql-load"})
+		jobs, err := env.admin.BatchV1().Jobs(kubeNS).List(t.Context(), metav1.ListOptions{LabelSelector: "soakd.io/phase=graphql-load"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +249,7 @@ func TestKubeDroppedLogStreams(t *testing.T) {
 	for _, at := range []time.Duration{time.Second, 2 * time.Second} {
 		time.Sleep(time.Until(startAt.Add(at)))
 		for _, p := range pods {
-			if err := env.agent.DropLogStreams("default", p); err != nil {
+			if err := env.agent.DropLogStreams(kubeNS, p); err != nil {
 				t.Errorf("pod %s ended before its stream could be dropped %s into the load: %v", p, at, err)
 			}
 		}

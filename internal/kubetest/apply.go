@@ -3,84 +3,94 @@ package kubetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
 )
 
-// Apply creates every object of manifests (multi-document YAML) in
-// namespace, as `kubectl apply` of new objects would: ServiceAccounts,
-// Roles, RoleBindings, ConfigMaps and Secrets (the kinds soakd's manifests
-// hold). An unknown field or kind is an error, so a manifest that would
-// not apply on a cluster does not apply here either.
-func Apply(ctx context.Context, cs kubernetes.Interface, namespace string, manifests []byte) error {
+// Apply creates or updates, as the admin, every object of manifests, a
+// multi-document YAML (or JSON) stream, in order: server-side apply with
+// field manager "kubetest", forced, and strict field validation, so that
+// applying the same manifests twice is a no-op and a misspelt field is an
+// error instead of being dropped. Any kind the API server serves works
+// (Namespace, ServiceAccount, Role, RoleBinding, ConfigMap, Deployment,
+// Service, Job, …); a namespaced object without a namespace goes to
+// "default". The first failing document stops Apply; its error names the
+// document's position, kind and name.
+func (c *Cluster) Apply(ctx context.Context, manifests []byte) error {
+	cfg := c.AdminConfig()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	// Deferred: discovery is read once, and again when a kind is not
+	// found (a CRD applied by an earlier document).
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
-	decode := scheme.Codecs.UniversalDeserializer()
-	for n := 0; ; n++ {
-		var raw runtime.RawExtension
-		if err := dec.Decode(&raw); err != nil {
+	for doc := 1; ; doc++ {
+		var obj unstructured.Unstructured
+		if err := dec.Decode(&obj.Object); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			return fmt.Errorf("document %d: %w", n, err)
+			return fmt.Errorf("apply: document %d does not parse: %w", doc, err)
 		}
-		if len(bytes.TrimSpace(raw.Raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw.Raw), []byte("null")) {
-			continue
+		if len(obj.Object) == 0 {
+			continue // an empty document (a trailing ---)
 		}
-		obj, gvk, err := decode.Decode(raw.Raw, nil, nil)
-		if err != nil {
-			return fmt.Errorf("document %d: %w", n, err)
-		}
-		opts := metav1.CreateOptions{FieldValidation: "Strict"}
-		switch o := obj.(type) {
-		case *corev1.ServiceAccount:
-			_, err = cs.CoreV1().ServiceAccounts(namespace).Create(ctx, o, opts)
-		case *rbacv1.Role:
-			_, err = cs.RbacV1().Roles(namespace).Create(ctx, o, opts)
-		case *rbacv1.RoleBinding:
-			for i := range o.Subjects {
-				if o.Subjects[i].Kind == rbacv1.ServiceAccountKind && o.Subjects[i].Namespace == "" {
-					o.Subjects[i].Namespace = namespace // kubectl -n fills it the same way
-				}
-			}
-			_, err = cs.RbacV1().RoleBindings(namespace).Create(ctx, o, opts)
-		case *corev1.ConfigMap:
-			_, err = cs.CoreV1().ConfigMaps(namespace).Create(ctx, o, opts)
-		case *corev1.Secret:
-			_, err = cs.CoreV1().Secrets(namespace).Create(ctx, o, opts)
-		default:
-			return fmt.Errorf("document %d: kind %s is not one Apply creates", n, gvk.Kind)
-		}
-		if err != nil {
-			return fmt.Errorf("document %d (%s): %w", n, gvk.Kind, err)
+		if err := applyOne(ctx, dyn, mapper, &obj); err != nil {
+			return fmt.Errorf("apply: document %d (%s %q): %w", doc, obj.GetKind(), obj.GetName(), err)
 		}
 	}
 }
 
-// ServiceAccountConfig is a client config acting as service account
-// namespace/name, with a token from the TokenRequest API: a test then runs
-// with the permissions RBAC gives that account, not an admin's.
-func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
-	cs, err := kubernetes.NewForConfig(c.AdminConfig())
-	if err != nil {
-		return nil, err
+// applyOne server-side-applies obj.
+func applyOne(ctx context.Context, dyn dynamic.Interface, mapper *restmapper.DeferredDiscoveryRESTMapper, obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return errors.New("no apiVersion or kind: every document needs both")
 	}
-	hour := int64(3600)
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("cannot get a token for service account %s/%s: %w", namespace, name, err)
+	if obj.GetName() == "" {
+		return errors.New("no metadata.name")
 	}
-	cfg := c.AdminConfig()
-	cfg.BearerToken = tr.Status.Token
-	return cfg, nil
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		mapper.Reset()
+		m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return fmt.Errorf("the API server does not serve %s: %w", gvk, err)
+	}
+	res := dyn.Resource(m.Resource)
+	var ri dynamic.ResourceInterface = res
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace("default")
+		}
+		ri = res.Namespace(obj.GetNamespace())
+	}
+	body, err := json.Marshal(obj.Object)
+	if err != nil {
+		return err
+	}
+	force := true
+	_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
+		FieldManager: "kubetest", Force: &force, FieldValidation: metav1.FieldValidationStrict,
+	})
+	return err
 }

@@ -1,56 +1,60 @@
 package kubetest
 
 import (
-	"bytes"
+	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
-// logBuffer is a container's output as the kubelet keeps it: whole lines,
-// each with the time it was written, appended until the process exits.
+// logBuffer is a container instance's output as the kubelet keeps it:
+// whole lines, each with the time it was read and its stream, kept in
+// memory for the pod's life so that a reader can start again from the
+// beginning or from any time.
 type logBuffer struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every append, close and drop
 	lines   []logLine
-	closed  bool
-	drops   int // DropLogStreams calls: a stream opened before one ends
-	partial map[*lineWriter][]byte
+	closed  bool // the process ended: followers get the rest, then EOF
+	drops   int  // DropLogStreams calls: a stream opened before one ends
 }
 
 type logLine struct {
-	at   time.Time
-	text []byte
+	at     time.Time
+	stream string // stdout or stderr
+	text   []byte // with its newline
 }
 
-func newLogBuffer() *logBuffer {
-	return &logBuffer{changed: make(chan struct{}), partial: map[*lineWriter][]byte{}}
-}
+func newLogBuffer() *logBuffer { return &logBuffer{changed: make(chan struct{})} }
 
-// writer is an io.Writer (one per stream: stdout, stderr) appending whole
-// lines to b.
-func (b *logBuffer) writer() *lineWriter { return &lineWriter{b: b} }
-
-type lineWriter struct{ b *logBuffer }
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	b := w.b
+// append adds one line (text ends with a newline).
+func (b *logBuffer) append(stream string, text []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	buf := append(b.partial[w], p...)
-	for {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			break
-		}
-		b.lines = append(b.lines, logLine{at: time.Now().UTC(), text: append([]byte(nil), buf[:i+1]...)})
-		buf = buf[i+1:]
-	}
-	b.partial[w] = append([]byte(nil), buf...)
+	b.lines = append(b.lines, logLine{at: time.Now().UTC(), stream: stream, text: text})
 	b.notify()
-	return len(p), nil
+}
+
+// readFrom appends r's lines until EOF or an error; a last line without
+// a newline gets one, as the kubelet's log files end every line.
+func (b *logBuffer) readFrom(stream string, r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			if line[len(line)-1] != '\n' {
+				line = append(line, '\n')
+			}
+			b.append(stream, line)
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // notify wakes every follower; b.mu is held.
@@ -59,21 +63,15 @@ func (b *logBuffer) notify() {
 	b.changed = make(chan struct{})
 }
 
-// close ends the log: followers get what is left and then EOF.
+// close ends the log.
 func (b *logBuffer) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for w, rest := range b.partial {
-		if len(rest) > 0 {
-			b.lines = append(b.lines, logLine{at: time.Now().UTC(), text: append(rest, '\n')})
-		}
-		delete(b.partial, w)
-	}
 	b.closed = true
 	b.notify()
 }
 
-// drop ends every stream open now, between two lines.
+// drop ends every stream open now, after the line it is writing.
 func (b *logBuffer) drop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -81,43 +79,126 @@ func (b *logBuffer) drop() {
 	b.notify()
 }
 
-// serveLogs answers the kubelet's /containerLogs/{ns}/{pod}/{container}
-// with the query the API server sends for pods/log: follow, timestamps,
-// sinceTime (RFC 3339), sinceSeconds, tailLines and limitBytes.
-func (a *Agent) serveLogs(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	run := a.pods[r.PathValue("ns")+"/"+r.PathValue("pod")]
-	a.mu.Unlock()
-	if run == nil {
-		http.Error(w, fmt.Sprintf("pod %s/%s is not on this node", r.PathValue("ns"), r.PathValue("pod")), http.StatusNotFound)
-		return
+// tail is the last n lines, for a failed test's log.
+func (b *logBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var s strings.Builder
+	for _, l := range b.lines[max(len(b.lines)-n, 0):] {
+		s.Write(l.text)
 	}
-	q := r.URL.Query()
-	follow, _ := strconv.ParseBool(q.Get("follow"))
-	stamps, _ := strconv.ParseBool(q.Get("timestamps"))
-	var since time.Time
-	if s := q.Get("sinceTime"); s != "" {
+	return s.String()
+}
+
+// logQuery is the kubelet's /containerLogs query, as kube-apiserver's
+// pods/log sends it (pkg/registry/core/pod/strategy.go LogLocation).
+type logQuery struct {
+	follow, timestamps, previous bool
+	since                        time.Time // zero: from the start
+	tailLines, limitBytes        int64     // -1: all
+	stream                       string    // "", All, Stdout or Stderr
+}
+
+// parseLogQuery reads q at now (sinceSeconds counts back from it).
+func parseLogQuery(q map[string][]string, now time.Time) (logQuery, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	lq := logQuery{tailLines: -1, limitBytes: -1, stream: get("stream")}
+	for k, dst := range map[string]*bool{"follow": &lq.follow, "timestamps": &lq.timestamps, "previous": &lq.previous} {
+		if s := get(k); s != "" {
+			v, err := strconv.ParseBool(s)
+			if err != nil {
+				return lq, fmt.Errorf("%s=%q: want true or false", k, s)
+			}
+			*dst = v
+		}
+	}
+	if s := get("sinceTime"); s != "" {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
-			http.Error(w, "sinceTime: "+err.Error(), http.StatusBadRequest)
-			return
+			return lq, fmt.Errorf("sinceTime=%q: want RFC 3339: %w", s, err)
 		}
-		since = t
+		lq.since = t
 	}
-	if s := q.Get("sinceSeconds"); s != "" {
-		n, _ := strconv.Atoi(s)
-		since = time.Now().Add(-time.Duration(n) * time.Second)
+	for k, dst := range map[string]*int64{"sinceSeconds": nil, "tailLines": &lq.tailLines, "limitBytes": &lq.limitBytes} {
+		s := get(k)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return lq, fmt.Errorf("%s=%q: want a whole number ≥ 0", k, s)
+		}
+		if dst == nil {
+			lq.since = now.Add(-time.Duration(n) * time.Second)
+		} else {
+			*dst = n
+		}
 	}
-	limit := int64(-1)
-	if s := q.Get("limitBytes"); s != "" {
-		limit, _ = strconv.ParseInt(s, 10, 64)
+	switch lq.stream {
+	case "", "All", "Stdout", "Stderr":
+	default:
+		return lq, fmt.Errorf("stream=%q: want All, Stdout or Stderr", lq.stream)
 	}
-	b := run.logs
+	return lq, nil
+}
+
+// keeps says whether a line is in the query's selection (tailLines aside).
+func (lq logQuery) keeps(l logLine) bool {
+	if !lq.since.IsZero() && l.at.Before(lq.since) {
+		return false
+	}
+	return lq.stream == "" || lq.stream == "All" || strings.EqualFold(lq.stream, l.stream)
+}
+
+// serveLogs answers /containerLogs/{ns}/{pod}/{container}: the container's
+// lines selected by the query, each prefixed with its RFC 3339 (nano) time
+// and a space with timestamps=true, as the kubelet writes them; with
+// follow=true it keeps writing lines as they come, and ends when the
+// process has ended (all written), when DropLogStreams drops it (between
+// two lines), or when the client goes.
+func (a *Agent) serveLogs(w http.ResponseWriter, r *http.Request) {
+	ns, pod, container := r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container")
+	lq, err := parseLogQuery(r.URL.Query(), time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	a.mu.Lock()
+	var b *logBuffer
+	if run := a.pods[ns+"/"+pod]; run != nil {
+		for _, cr := range run.containers {
+			if cr.spec.Name == container {
+				b = cr.logs
+				if lq.previous {
+					b = cr.prevLogs
+				}
+			}
+		}
+	}
+	a.mu.Unlock()
+	if b == nil {
+		what := "container " + container + " of pod " + ns + "/" + pod + " is not on this node"
+		if lq.previous {
+			what = "previous terminated container " + container + " of pod " + ns + "/" + pod + " not found"
+		}
+		http.Error(w, what, http.StatusNotFound)
+		return
+	}
 	b.mu.Lock()
 	next, drops := 0, b.drops
-	if s := q.Get("tailLines"); s != "" {
-		n, _ := strconv.Atoi(s)
-		next = max(len(b.lines)-n, 0)
+	if lq.tailLines >= 0 {
+		// The last tailLines of the selection, counted back from the end.
+		kept := int64(0)
+		for next = len(b.lines); next > 0 && kept < lq.tailLines; next-- {
+			if lq.keeps(b.lines[next-1]) {
+				kept++
+			}
+		}
 	}
 	b.mu.Unlock()
 	w.Header().Set("Content-Type", "text/plain")
@@ -130,14 +211,15 @@ func (a *Agent) serveLogs(w http.ResponseWriter, r *http.Request) {
 		next = len(b.lines)
 		b.mu.Unlock()
 		for _, l := range lines {
-			if l.at.Before(since) {
+			if !lq.keeps(l) {
 				continue
 			}
 			out := l.text
-			if stamps {
+			if lq.timestamps {
 				out = append([]byte(l.at.Format(time.RFC3339Nano)+" "), l.text...)
 			}
-			if limit >= 0 && sent+int64(len(out)) > limit {
+			if lq.limitBytes >= 0 && sent+int64(len(out)) > lq.limitBytes {
+				_, _ = w.Write(out[:lq.limitBytes-sent]) // the kubelet cuts at the byte
 				return
 			}
 			if _, err := w.Write(out); err != nil {
@@ -148,7 +230,7 @@ func (a *Agent) serveLogs(w http.ResponseWriter, r *http.Request) {
 		if flusher != nil {
 			flusher.Flush()
 		}
-		if !follow || closed || dropped {
+		if !lq.follow || closed || dropped {
 			return
 		}
 		select {

@@ -50,7 +50,7 @@ var forbidden = []struct {
 var topLevel = []string{"daemon", "workloads", "control", "profiles", "grafana", "internal", "schemas", "scripts"}
 
 // testOnly are imported by tests alone.
-var testOnly = []string{"internal/testkit", "internal/e2e"}
+var testOnly = []string{"internal/testkit", "internal/e2e", "internal/kubetest"}
 
 func covers(pattern, pkg string) bool {
 	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
