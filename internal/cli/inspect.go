@@ -20,13 +20,16 @@ import (
 
 func (c *cli) configCmd() *cobra.Command {
 	var configPath string
+	var all bool
 	cmd := &cobra.Command{
-		Use:                   "config [--config FILE]",
+		Use:                   "config [--config FILE] [--all]",
 		DisableFlagsInUseLine: true,
-		Short:                 "Validate the configuration and print the effective YAML",
-		Long: `Validate the configuration and print the effective configuration (the
-embedded config.yaml with --config decoded on top) as YAML on standard output:
-a document soakd accepts as --config. api.token is printed as <redacted>.`,
+		Short:                 "Validate the configuration and print what it sets",
+		Long: `Validate the configuration and print, as YAML on standard output, what --config
+sets that differs from the embedded config.yaml (a profile or an operation it
+changes, whole), or with --all the whole effective configuration: either is a
+document soakd accepts as --config and reads back as the same configuration.
+api.token is printed as <redacted>.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(*cobra.Command, []string) error {
 			cfg, err := c.loadConfig(configPath)
@@ -34,20 +37,32 @@ a document soakd accepts as --config. api.token is printed as <redacted>.`,
 				return err
 			}
 			c.warn(nil, cfg.Warnings)
-			out, err := config.EffectiveYAML(cfg)
-			if err != nil {
-				return err
-			}
 			source := "the embedded config.yaml"
 			if configPath != "" {
 				source += " with " + configPath + " on top"
 			}
-			fmt.Fprintf(c.stdout, "# soakd %s: effective configuration (%s); valid; default profile %q\n", buildinfo.Version(), source, cfg.DefaultProfile)
+			var out []byte
+			what := "effective configuration"
+			if all {
+				out, err = config.EffectiveYAML(cfg)
+			} else {
+				var base *config.Config
+				if base, err = c.loadConfig(""); err != nil {
+					return err
+				}
+				out, err = config.ChangedYAML(base, cfg)
+				what = "what differs from the embedded config.yaml (--all prints everything)"
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stdout, "# soakd %s: %s (%s); valid; default profile %q\n", buildinfo.Version(), what, source, cfg.DefaultProfile)
 			_, err = c.stdout.Write(out)
 			return err
 		},
 	}
 	configFlag(cmd, &configPath)
+	cmd.Flags().BoolVar(&all, "all", false, "print the whole effective configuration, defaults included")
 	return cmd
 }
 

@@ -160,8 +160,9 @@ func TestCLIJSONLogsOnlyJSON(t *testing.T) {
 	}
 }
 
-// TestCLIConfigPrintsEffectiveYAML: soakd config prints the merged
-// configuration, which soakd accepts back as --config unchanged; a
+// TestCLIConfigPrintsEffectiveYAML: soakd config prints what the file
+// set, --all the merged configuration; soakd accepts either back as
+// --config as the same configuration; a
 // deprecated control: key is read as api: with a warning; the token is
 // redacted.
 func TestCLIConfigPrintsEffectiveYAML(t *testing.T) {
@@ -174,9 +175,22 @@ func TestCLIConfigPrintsEffectiveYAML(t *testing.T) {
 	if err := os.WriteFile(user, []byte("control:\n  listen: 127.0.0.1:7171\n  token: s3cret\nkpis:\n  cpu_increase_points: 7\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := runSoakd(t, bin, "config", "--config", user)
+	changed, stderr, code := runSoakd(t, bin, "config", "--config", user)
 	if code != 0 {
 		t.Fatalf("config: exit %d\n%s", code, stderr)
+	}
+	// By default only what the file set (4 lines of YAML, not 4,000).
+	for _, want := range []string{"listen: 127.0.0.1:7171", "cpu_increase_points: 7", "token: <redacted>"} {
+		if !strings.Contains(changed, want) {
+			t.Errorf("soakd config lacks %q:\n%s", want, changed)
+		}
+	}
+	if strings.Contains(changed, "quick:") || strings.Count(changed, "\n") > 10 {
+		t.Errorf("soakd config printed more than the file set:\n%s", changed)
+	}
+	stdout, stderr, code := runSoakd(t, bin, "config", "--all", "--config", user)
+	if code != 0 {
+		t.Fatalf("config --all: exit %d\n%s", code, stderr)
 	}
 	for _, want := range []string{"listen: 127.0.0.1:7171", "cpu_increase_points: 7", "token: <redacted>", "profiles:", "quick:", "interval: 1s"} {
 		if !strings.Contains(stdout, want) {
@@ -195,13 +209,21 @@ func TestCLIConfigPrintsEffectiveYAML(t *testing.T) {
 	if err := os.WriteFile(eff, []byte(stdout), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	again, stderr, code := runSoakd(t, bin, "config", "--config", eff)
+	again, stderr, code := runSoakd(t, bin, "config", "--all", "--config", eff)
 	if code != 0 {
 		t.Fatalf("config of its own output: exit %d\n%s", code, stderr)
 	}
 	body := func(s string) string { _, b, _ := strings.Cut(s, "\n"); return b }
 	if body(again) != body(stdout) {
-		t.Error("soakd config's output, fed back, prints a different configuration")
+		t.Error("soakd config --all's output, fed back, prints a different configuration")
+	}
+	// The short form, fed back, is the same configuration too.
+	short := filepath.Join(dir, "changed.yaml")
+	if err := os.WriteFile(short, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if again, _, code := runSoakd(t, bin, "config", "--all", "--config", short); code != 0 || body(again) != body(stdout) {
+		t.Errorf("soakd config's short output, fed back (exit %d), is another configuration", code)
 	}
 }
 
