@@ -7,7 +7,6 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-
 // isWhole reports whether the mapping at path holds entries a file
 // replaces whole.
 func isWhole(path string) bool { return path == "profiles" || path == "operations" }
