@@ -68,12 +68,20 @@ api.token is printed as <redacted>.`,
 
 func (c *cli) reportCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:                   "report DIR",
+		Use:                   "report DIR|FILE|-",
 		DisableFlagsInUseLine: true,
-		Short:                 "Re-render a run's reports from report.json; exit with its verdict",
-		Args:                  exactArgs(1, "one run directory"),
-		RunE: func(_ *cobra.Command, args []string) error {
+		Short:                 "Re-render a run's reports from report.json (exit with its verdict), or render a driver's output",
+		Long: `Given a run directory, re-render its reports from report.json, print its KPI
+table and exit with its verdict. Given a file of a driver's JSON lines (soakd
+drive's output), or - for standard input, print its result for people:
+requests, errors, throughput, latency percentiles, per operation, errors by
+class, subscriptions; exit 0 with a result, 3 without one.`,
+		Args: exactArgs(1, "one run directory, or a driver's output file (- for standard input)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
+			if st, err := os.Stat(dir); dir == "-" || err == nil && !st.IsDir() {
+				return c.driverReport(cmd.Context(), dir)
+			}
 			rep, err := report.Read(filepath.Join(dir, report.JSONFile))
 			if err != nil {
 				return exitcode.With(exitcode.Usage, err)
@@ -93,6 +101,32 @@ func (c *cli) reportCmd() *cobra.Command {
 			return verdictError(rep.Verdict)
 		},
 	}
+}
+
+// driverReport prints the driver output in path (- for standard input):
+// exit 0 with a result, 3 (aborted) without one, 2 when it is not a
+// driver's output.
+func (c *cli) driverReport(ctx context.Context, path string) error {
+	var in io.Reader = os.Stdin // as soakd drive --spec - reads it
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		defer f.Close()
+		in = f
+	}
+	out, err := report.ReadDriverOutput(ctx, in)
+	if err != nil {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("%s is not a driver's output (soakd drive's JSON lines): %w", path, err))
+	}
+	if err := report.WriteDriverText(c.stdout, out); err != nil {
+		return err
+	}
+	if out.Result == nil {
+		return exitcode.With(exitcode.Aborted, errors.New("the driver's output holds no result"))
+	}
+	return nil
 }
 
 // Output formats of soakd compare.
