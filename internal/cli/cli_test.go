@@ -50,8 +50,30 @@ func TestSettleCommand(t *testing.T) {
 		{"ci/soak me.yaml", "gate", "rest,rest", "soakd run --config 'ci/soak me.yaml' --profile gate --arms rest,rest --rounds 9"},
 		{"it's.yaml", "q", "", `soakd run --config 'it'\''s.yaml' --profile q --rounds 9`},
 	} {
-		if got := settleCommand(c.config, c.profile, c.arms, 9); got != c.want {
+		if got := settleCommand(c.config, nil, c.profile, c.arms, 9); got != c.want {
 			t.Errorf("settleCommand(%q, %q, %q) = %s, want %s", c.config, c.profile, c.arms, got, c.want)
 		}
+	}
+}
+
+// TestRunSet: soakd run --set decodes each KEY=VALUE on top of the
+// configuration, validated like a file (an unknown key or a bad value is
+// refused, naming it), and the settle command repeats them.
+func TestRunSet(t *testing.T) {
+	base, err := (&cli{defaults: mustRead(t, "config.yaml")}).loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := withSets(base, []string{"kpis.cpu_increase_points=7", "sampler.interval=500ms"})
+	if err != nil || cfg.KPIs.CPUIncreasePoints != 7 || cfg.Sampler.Interval.String() != "500ms" || base.KPIs.CPUIncreasePoints == 7 {
+		t.Fatalf("--set: %v, cpu %v, interval %v (base changed: %v)", err, cfg.KPIs.CPUIncreasePoints, cfg.Sampler.Interval, base.KPIs.CPUIncreasePoints == 7)
+	}
+	for _, bad := range [][]string{{"kpis.cpu_increase_pionts=7"}, {"sampler.interval=soon"}, {"kpis"}} {
+		if _, err := withSets(base, bad); err == nil {
+			t.Errorf("--set %q was taken", bad)
+		}
+	}
+	if got, want := settleCommand("", []string{"kpis.cpu_increase_points=7", "x=a b"}, "quick", "", 9), "soakd run --set kpis.cpu_increase_points=7 --set 'x=a b' --profile quick --rounds 9"; got != want {
+		t.Errorf("settle command %s, want %s", got, want)
 	}
 }

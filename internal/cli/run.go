@@ -20,8 +20,9 @@ import (
 func (c *cli) runCmd() *cobra.Command {
 	var configPath, profile, out, arms string
 	var rounds int
+	var sets []string
 	cmd := &cobra.Command{
-		Use:                   "run [--config FILE] [--profile NAME] [--rounds N] [--out DIR] [--arms A,B]",
+		Use:                   "run [--config FILE] [--set KEY=VALUE]... [--profile NAME] [--rounds N] [--out DIR] [--arms A,B]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Run a suite once on the target (built-in unless target.kind says otherwise); exit with its verdict",
 		Args:                  exactArgs(0, "no arguments"),
@@ -38,6 +39,9 @@ func (c *cli) runCmd() *cobra.Command {
 				return err
 			}
 			defer env.close()
+			if env.cfg, err = withSets(env.cfg, sets); err != nil {
+				return err
+			}
 			rep, err := run.RunSuite(cmd.Context(), env.cfg, run.RunOptions{
 				Profile:      profile,
 				OutDir:       out,
@@ -56,7 +60,7 @@ func (c *cli) runCmd() *cobra.Command {
 					// Two lines, so the summary stays within 100 columns
 					// and the command is one line to copy.
 					fmt.Fprintf(c.stdout, "to settle it: %s\n  (the interval rule estimates about %d rounds in all; this run had %d)\n",
-						settleCommand(configPath, rep.Profile, arms, n), n, max(len(rep.Rounds), 1))
+						settleCommand(configPath, sets, rep.Profile, arms, n), n, max(len(rep.Rounds), 1))
 				}
 			}
 			return err
@@ -64,6 +68,7 @@ func (c *cli) runCmd() *cobra.Command {
 	}
 	configFlag(cmd, &configPath)
 	cmd.Flags().StringVar(&arms, "arms", "rest,graphql", "compared arms: rest,graphql; or rest,rest / graphql,graphql to measure the machine's noise floor")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override KEY=VALUE on top of --config (repeatable; the key a dotted path as in config.yaml, the value YAML), e.g. --set kpis.cpu_increase_points=7")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to run (default: the config's default_profile)")
 	cmd.Flags().IntVar(&rounds, "rounds", 0, "interleaved REST/GraphQL rounds, 1 to 100, replacing the profile's rounds (an inconclusive run names the count that would settle it)")
 	cmd.Flags().StringVar(&out, "out", "", "run directory for the reports (default: runs/<UTC timestamp>)")
@@ -72,16 +77,34 @@ func (c *cli) runCmd() *cobra.Command {
 
 // settleCommand is the `soakd run` command line that repeats a run with n
 // rounds: its config, profile and arms as given, shell-quoted where needed.
-func settleCommand(configPath, profile, arms string, n int) string {
+func settleCommand(configPath string, sets []string, profile, arms string, n int) string {
 	args := []string{"soakd", "run"}
 	if configPath != "" {
 		args = append(args, "--config", shellQuote(configPath))
+	}
+	for _, kv := range sets {
+		args = append(args, "--set", shellQuote(kv))
 	}
 	args = append(args, "--profile", shellQuote(profile))
 	if arms != "" && arms != "rest,graphql" {
 		args = append(args, "--arms", shellQuote(arms))
 	}
 	return strings.Join(append(args, "--rounds", strconv.Itoa(n)), " ")
+}
+
+// withSets is cfg with every --set KEY=VALUE decoded on top, in order,
+// and validated as a --config file would be (a key path as in
+// config.yaml, the value YAML: --set kpis.cpu_increase_points=7). A local
+// run may set any key; soakd start's daemon refuses some.
+func withSets(cfg *config.Config, sets []string) (*config.Config, error) {
+	if len(sets) == 0 {
+		return cfg, nil
+	}
+	doc, err := config.MergeOverrides(nil, sets)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Overlay([]byte(doc), "--set")
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but
