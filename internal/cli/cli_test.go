@@ -50,7 +50,7 @@ func TestSettleCommand(t *testing.T) {
 		{"ci/soak me.yaml", "gate", "rest,rest", "soakd run --config 'ci/soak me.yaml' --profile gate --arms rest,rest --rounds 9"},
 		{"it's.yaml", "q", "", `soakd run --config 'it'\''s.yaml' --profile q --rounds 9`},
 	} {
-		if got := settleCommand(c.config, nil, c.profile, c.arms, 9); got != c.want {
+		if got := settleCommand(c.config, nil, 1, c.profile, c.arms, 9); got != c.want {
 			t.Errorf("settleCommand(%q, %q, %q) = %s, want %s", c.config, c.profile, c.arms, got, c.want)
 		}
 	}
@@ -73,7 +73,7 @@ func TestRunSet(t *testing.T) {
 			t.Errorf("--set %q was taken", bad)
 		}
 	}
-	if got, want := settleCommand("", []string{"kpis.cpu_increase_points=7", "x=a b"}, "quick", "", 9), "soakd run --set kpis.cpu_increase_points=7 --set 'x=a b' --profile quick --rounds 9"; got != want {
+	if got, want := settleCommand("", []string{"kpis.cpu_increase_points=7", "x=a b"}, 0.5, "quick", "", 9), "soakd run --set kpis.cpu_increase_points=7 --set 'x=a b' --profile quick --scale 0.5 --rounds 9"; got != want {
 		t.Errorf("settle command %s, want %s", got, want)
 	}
 }

@@ -21,8 +21,9 @@ func (c *cli) runCmd() *cobra.Command {
 	var configPath, profile, out, arms string
 	var rounds int
 	var sets []string
+	var scale float64
 	cmd := &cobra.Command{
-		Use:                   "run [--config FILE] [--set KEY=VALUE]... [--profile NAME] [--rounds N] [--out DIR] [--arms A,B]",
+		Use:                   "run [--config FILE] [--set KEY=VALUE]... [--profile NAME] [--rounds N] [--scale F] [--out DIR] [--arms A,B]",
 		DisableFlagsInUseLine: true,
 		Short:                 "Run a suite once on the target (built-in unless target.kind says otherwise); exit with its verdict",
 		Args:                  exactArgs(0, "no arguments"),
@@ -42,6 +43,11 @@ func (c *cli) runCmd() *cobra.Command {
 			if env.cfg, err = withSets(env.cfg, sets); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("scale") {
+				if env.cfg, err = env.cfg.WithScaled(profile, scale); err != nil {
+					return exitcode.With(exitcode.Usage, err)
+				}
+			}
 			rep, err := run.RunSuite(cmd.Context(), env.cfg, run.RunOptions{
 				Profile:      profile,
 				OutDir:       out,
@@ -60,7 +66,7 @@ func (c *cli) runCmd() *cobra.Command {
 					// Two lines, so the summary stays within 100 columns
 					// and the command is one line to copy.
 					fmt.Fprintf(c.stdout, "to settle it: %s\n  (the interval rule estimates about %d rounds in all; this run had %d)\n",
-						settleCommand(configPath, sets, rep.Profile, arms, n), n, max(len(rep.Rounds), 1))
+						settleCommand(configPath, sets, scale, rep.Profile, arms, n), n, max(len(rep.Rounds), 1))
 				}
 			}
 			return err
@@ -68,6 +74,7 @@ func (c *cli) runCmd() *cobra.Command {
 	}
 	configFlag(cmd, &configPath)
 	cmd.Flags().StringVar(&arms, "arms", "rest,graphql", "compared arms: rest,graphql; or rest,rest / graphql,graphql to measure the machine's noise floor")
+	cmd.Flags().Float64Var(&scale, "scale", 1, "multiply every phase's length (closed iterations, durations) by F, keeping its users and rates: 0.25 is a quarter as long at the same load")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override KEY=VALUE on top of --config (repeatable; the key a dotted path as in config.yaml, the value YAML), e.g. --set kpis.cpu_increase_points=7")
 	cmd.Flags().StringVar(&profile, "profile", "", "profile to run (default: the config's default_profile)")
 	cmd.Flags().IntVar(&rounds, "rounds", 0, "interleaved REST/GraphQL rounds, 1 to 100, replacing the profile's rounds (an inconclusive run names the count that would settle it)")
@@ -77,7 +84,7 @@ func (c *cli) runCmd() *cobra.Command {
 
 // settleCommand is the `soakd run` command line that repeats a run with n
 // rounds: its config, profile and arms as given, shell-quoted where needed.
-func settleCommand(configPath string, sets []string, profile, arms string, n int) string {
+func settleCommand(configPath string, sets []string, scale float64, profile, arms string, n int) string {
 	args := []string{"soakd", "run"}
 	if configPath != "" {
 		args = append(args, "--config", shellQuote(configPath))
@@ -86,6 +93,9 @@ func settleCommand(configPath string, sets []string, profile, arms string, n int
 		args = append(args, "--set", shellQuote(kv))
 	}
 	args = append(args, "--profile", shellQuote(profile))
+	if scale != 1 && scale != 0 {
+		args = append(args, "--scale", strconv.FormatFloat(scale, 'g', -1, 64))
+	}
 	if arms != "" && arms != "rest,graphql" {
 		args = append(args, "--arms", shellQuote(arms))
 	}
