@@ -437,7 +437,7 @@ func TestExamplesLoad(t *testing.T) {
 			t.Errorf("%s looks like a soakd ab side file: name its --config in abSideBase", f)
 			continue
 		}
-		stdout, stderr, code := runSoakd(t, bin, "config", "--config", f)
+		stdout, stderr, code := runSoakd(t, bin, "config", "--all", "--config", f)
 		if code != 0 {
 			t.Errorf("soakd config --config %s: exit %d\n%s", f, code, stderr)
 			continue
