@@ -15,6 +15,9 @@ type Sample struct {
 	PID int32 `json:"pid,omitempty"`
 	// Endpoint is the URL scraped ("" when none was given).
 	Endpoint string `json:"endpoint,omitempty"`
+	// Replicas is the number of a service's replicas the sample sums
+	// (SumReplicas); 0 for a sample of one process.
+	Replicas int `json:"replicas,omitempty"`
 	// OS is the operating system's view of the process.
 	OS OSFigures `json:"os"`
 	// Runtime is the runtime's figures from the endpoint.
@@ -107,7 +110,14 @@ func Between(first, last Sample, cores int) (Window, error) {
 	const cpuDef = "user+system CPU seconds the process used in the window, from the OS"
 	user := delta("user_cpu_seconds", "seconds", first.OS.UserCPUSeconds, last.OS.UserCPUSeconds)
 	sys := delta("system_cpu_seconds", "seconds", first.OS.SystemCPUSeconds, last.OS.SystemCPUSeconds)
+	self := delta("cpu_seconds", "seconds", first.ExtraFigure(selfCPUFigure), last.ExtraFigure(selfCPUFigure))
 	switch {
+	case first.Replicas > 0 && last.Replicas > 0 && self.Measured:
+		// No process to read (a service's replicas, SumReplicas): the
+		// target's own count of its CPU is the figure.
+		w.CPUSeconds = measured("cpu_seconds", "seconds", self.Source, "user+system CPU seconds the target counted for itself in the window ("+selfCPUSeries+")", self.Value)
+	case first.Replicas > 0 && last.Replicas > 0:
+		w.CPUSeconds = notMeasured("cpu_seconds", "seconds", self.Source, cpuDef, "no process to read by PID, and the target's own "+selfCPUSeries+": "+self.Reason)
 	case first.PID != last.PID:
 		w.CPUSeconds = notMeasured("cpu_seconds", "seconds", last.OS.UserCPUSeconds.Source, cpuDef,
 			fmt.Sprintf("the window's samples are of different processes (pid %d, pid %d)", first.PID, last.PID))
