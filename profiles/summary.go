@@ -113,7 +113,8 @@ type Summary struct {
 	// NotMeasured names the figures above that were not measured, with the
 	// reason: their fields are 0 and mean nothing. The keys are figures, each
 	// standing for the fields derived from it: cpu_seconds (every cpu_
-	// field), gc_percent, gc_cycles (and the gc_interval_ fields),
+	// field; cpu_machine_percent alone for a service's replicas without CPU
+	// limits), gc_percent, gc_cycles (and the gc_interval_ fields),
 	// gc_forced_cycles (and gc_automatic_cycles), gc_pauses, gc_pause_p50_ms,
 	// gc_pause_p99_ms, gc_pause_max_ms, alloc_bytes (and its rate),
 	// alloc_objects (and its rate), heap_live_bytes (_max and _last),

@@ -9,23 +9,26 @@ import (
 // notMeasuredFields gives, for each key of Summary.NotMeasured, the JSON
 // fields derived from that figure: MarshalJSON writes them as null.
 var notMeasuredFields = map[string][]string{
-	"cpu_seconds":      {"cpu_seconds", "cpu_machine_percent", "cpu_core_percent"},
-	"gc_percent":       {"gc_percent"},
-	"gc_cycles":        {"gc_cycles", "gc_interval_mean_seconds", "gc_interval_max_seconds"},
-	"gc_forced_cycles": {"gc_forced_cycles", "gc_automatic_cycles"},
-	"gc_pauses":        {"gc_pauses"},
-	"gc_pause_p50_ms":  {"gc_pause_p50_ms"},
-	"gc_pause_p99_ms":  {"gc_pause_p99_ms"},
-	"gc_pause_max_ms":  {"gc_pause_max_ms"},
-	"alloc_bytes":      {"alloc_bytes", "alloc_bytes_per_second"},
-	"alloc_objects":    {"alloc_objects", "alloc_objects_per_second"},
-	"heap_live_bytes":  {"heap_live_bytes_max", "heap_live_bytes_last"},
-	"heap_goal_bytes":  {"heap_goal_bytes_max"},
-	"heap_objects":     {"heap_objects_last"},
-	"rss_bytes":        {"rss_bytes_max"},
-	"goroutines":       {"goroutines_max"},
-	"fds":              {"fds_max"},
-	"threads":          {"threads_max"},
+	"cpu_seconds": {"cpu_seconds", "cpu_machine_percent", "cpu_core_percent"},
+	// A service's replicas (target.kind kubernetes) without CPU limits:
+	// their CPU is measured, its share of "the machine" is not.
+	"cpu_machine_percent": {"cpu_machine_percent"},
+	"gc_percent":          {"gc_percent"},
+	"gc_cycles":           {"gc_cycles", "gc_interval_mean_seconds", "gc_interval_max_seconds"},
+	"gc_forced_cycles":    {"gc_forced_cycles", "gc_automatic_cycles"},
+	"gc_pauses":           {"gc_pauses"},
+	"gc_pause_p50_ms":     {"gc_pause_p50_ms"},
+	"gc_pause_p99_ms":     {"gc_pause_p99_ms"},
+	"gc_pause_max_ms":     {"gc_pause_max_ms"},
+	"alloc_bytes":         {"alloc_bytes", "alloc_bytes_per_second"},
+	"alloc_objects":       {"alloc_objects", "alloc_objects_per_second"},
+	"heap_live_bytes":     {"heap_live_bytes_max", "heap_live_bytes_last"},
+	"heap_goal_bytes":     {"heap_goal_bytes_max"},
+	"heap_objects":        {"heap_objects_last"},
+	"rss_bytes":           {"rss_bytes_max"},
+	"goroutines":          {"goroutines_max"},
+	"fds":                 {"fds_max"},
+	"threads":             {"threads_max"},
 }
 
 // NullableFields lists every Summary field MarshalJSON may write as null
@@ -36,7 +39,7 @@ func NullableFields() []string {
 		out = append(out, fs...)
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // summaryFields is Summary without its methods.

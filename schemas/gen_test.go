@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
@@ -130,7 +131,9 @@ func enums() map[string][]any {
 		"report.Check.group":             strs("memory", "delivery", "errors", "rest"),
 		"report.Phase.arm":               strs("rest", "graphql"),
 		"report.Phase.model":             models,
-		"report.TargetInfo.kind":         strs(report.TargetBuiltin, report.TargetAttach, report.TargetCommand),
+		"report.TargetInfo.kind":         strs(report.TargetBuiltin, report.TargetAttach, report.TargetCommand, report.TargetKubernetes),
+		"report.ReplicaEvent.event":      strs("restarted", "left", "joined"),
+		"report.TargetInfo.scrape_via":   strs(config.ScrapeViaAPIServer, config.ScrapeViaPodIP),
 		"kpi.Result.delta_unit":          strs("points", "percent"),
 		"kpi.Result.gate":                strs(kpi.GateInterval),
 		"kpi.Knee.attribution":           strs(kpi.KneeTarget, kpi.KneeDriverBound, kpi.KneeMachineBound, kpi.KneeNone),

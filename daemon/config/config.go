@@ -132,11 +132,50 @@ type TargetConfig struct {
 	// AllowNonLoopback permits URLs off loopback: load and scrapes then
 	// leave this machine, so it takes this explicit opt-in.
 	AllowNonLoopback bool `yaml:"allow_non_loopback"`
+	// Kubernetes (kind kubernetes) finds the service's replicas.
+	Kubernetes KubeTargetConfig `yaml:"kubernetes"`
+}
+
+// Scrape paths of a Kubernetes target's replicas (target.kubernetes.scrape_via).
+const (
+	// ScrapeViaAPIServer reaches each pod's metrics endpoint through the
+	// API server's pod proxy (pods/proxy): soakd outside the cluster.
+	ScrapeViaAPIServer = "api_server"
+	// ScrapeViaPodIP scrapes each pod's IP directly: soakd in the cluster
+	// (or on a node), where pod IPs are routable.
+	ScrapeViaPodIP = "pod_ip"
+)
+
+// KubeTargetConfig (target.kind kubernetes) is a service that runs as
+// replicas in a cluster: the load goes to its Service URLs (graphql_url,
+// rest_url), its figures come from every replica's Prometheus endpoint,
+// found by label selector, summed per phase. The cluster is the one
+// kubernetes_drivers.kubeconfig and .context name.
+type KubeTargetConfig struct {
+	// Namespace is the replicas' namespace.
+	Namespace string `yaml:"namespace"`
+	// Selector is the label selector of the replicas' pods ("app=books").
+	Selector string `yaml:"selector"`
+	// MetricsPort is the replicas' metrics port: a number, or the name of
+	// a container port.
+	MetricsPort string `yaml:"metrics_port"`
+	// MetricsPath is the metrics endpoint's path on that port.
+	MetricsPath string `yaml:"metrics_path"`
+	// ScrapeVia is api_server (through the API server's pod proxy) or
+	// pod_ip (straight to each pod's IP).
+	ScrapeVia string `yaml:"scrape_via"`
+	// MinReplicas is how many replicas must be running and ready when the
+	// run starts (within target.ready_timeout).
+	MinReplicas int `yaml:"min_replicas"`
+	// AllowRestarts keeps the run going when a replica restarts or the
+	// set of replicas changes: the windows across the change are then not
+	// measured. False: the run stops with the replica and the reason.
+	AllowRestarts bool `yaml:"allow_restarts"`
 }
 
 // External reports whether the target is a server soakd does not host.
 func (t TargetConfig) External() bool {
-	return t.Kind == report.TargetAttach || t.Kind == report.TargetCommand
+	return t.Kind == report.TargetAttach || t.Kind == report.TargetCommand || t.Kind == report.TargetKubernetes
 }
 
 // Built-in target scenarios (target.scenario).
@@ -1359,9 +1398,9 @@ func (c *Config) validateTarget() []FieldError {
 	}
 	t := c.Target
 	switch t.Kind {
-	case report.TargetBuiltin, report.TargetAttach, report.TargetCommand:
+	case report.TargetBuiltin, report.TargetAttach, report.TargetCommand, report.TargetKubernetes:
 	default:
-		bad("target.kind", "must be builtin, attach or command (got %q)", t.Kind)
+		bad("target.kind", "must be builtin, attach, command or kubernetes (got %q)", t.Kind)
 		return ps
 	}
 	switch t.Scenario {
@@ -1391,13 +1430,16 @@ func (c *Config) validateTarget() []FieldError {
 			bad(path, "is read only for target.kind %s; target.kind is %s", strings.Join(kinds, " or "), t.Kind)
 		}
 	}
-	ext := []string{report.TargetAttach, report.TargetCommand}
+	ext := []string{report.TargetAttach, report.TargetCommand, report.TargetKubernetes}
 	only("target.graphql_url", t.GraphQLURL != "", ext...)
 	only("target.graphql_ws_url", t.GraphQLWSURL != "", ext...)
 	only("target.rest_url", t.RESTURL != "", ext...)
-	only("target.metrics_url", t.MetricsURL != "", ext...)
-	only("target.pprof_url", t.PprofURL != "", ext...)
+	only("target.metrics_url", t.MetricsURL != "", report.TargetAttach, report.TargetCommand)
+	only("target.pprof_url", t.PprofURL != "", report.TargetAttach, report.TargetCommand)
 	only("target.allow_non_loopback", t.AllowNonLoopback, ext...)
+	only("target.kubernetes.selector", t.Kubernetes.Selector != "", report.TargetKubernetes)
+	only("target.kubernetes.metrics_port", t.Kubernetes.MetricsPort != "", report.TargetKubernetes)
+	only("target.kubernetes.allow_restarts", t.Kubernetes.AllowRestarts, report.TargetKubernetes)
 	only("target.in_process", t.InProcess, report.TargetBuiltin)
 	only("target.pid", t.PID != 0, report.TargetAttach)
 	only("target.pid_file", t.PIDFile != "", report.TargetAttach)
@@ -1459,6 +1501,8 @@ func (c *Config) validateTarget() []FieldError {
 			}
 		}
 		url("target.ready_url", t.ReadyURL, true, "http", "https")
+	case report.TargetKubernetes:
+		ps = append(ps, t.Kubernetes.validate()...)
 	}
 	// The built-in target's settings mean nothing for another server:
 	// refuse those that would silently do nothing.

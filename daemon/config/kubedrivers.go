@@ -3,9 +3,12 @@ package config
 import (
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -101,6 +104,41 @@ func (k KubernetesDriversConfig) validate(used string) []FieldError {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			bad("node_selector", "%q is not a label key: %s", k, errs[0])
 		}
+	}
+	return ps
+}
+
+// validate checks target.kubernetes (target.kind kubernetes).
+func (k KubeTargetConfig) validate() []FieldError {
+	var ps []FieldError
+	bad := func(path, format string, args ...any) {
+		ps = append(ps, FieldError{Path: "target.kubernetes." + path, Msg: fmt.Sprintf(format, args...)})
+	}
+	if errs := validation.IsDNS1123Label(k.Namespace); len(errs) > 0 {
+		bad("namespace", "must be a namespace name (got %q: %s)", k.Namespace, errs[0])
+	}
+	if sel, err := labels.Parse(k.Selector); err != nil {
+		bad("selector", "must be a label selector such as app=books (got %q: %v)", k.Selector, err)
+	} else if sel.Empty() {
+		bad("selector", "must select the service's pods by label, such as app=books: an empty selector would take every pod of the namespace as a replica")
+	}
+	if n, err := strconv.Atoi(k.MetricsPort); err == nil {
+		if n < 1 || n > 65535 {
+			bad("metrics_port", "must be a port number 1 … 65535 or a container port's name (got %d)", n)
+		}
+	} else if errs := validation.IsValidPortName(k.MetricsPort); len(errs) > 0 {
+		bad("metrics_port", "must be the replicas' metrics port: a number, or a container port's name (got %q: %s)", k.MetricsPort, errs[0])
+	}
+	if !strings.HasPrefix(k.MetricsPath, "/") || strings.ContainsAny(k.MetricsPath, "?# ") {
+		bad("metrics_path", "must be a path such as /metrics, without query or fragment (got %q)", k.MetricsPath)
+	}
+	switch k.ScrapeVia {
+	case ScrapeViaAPIServer, ScrapeViaPodIP:
+	default:
+		bad("scrape_via", "must be %s (through the API server's pod proxy: soakd outside the cluster) or %s (straight to each pod: soakd in the cluster) (got %q)", ScrapeViaAPIServer, ScrapeViaPodIP, k.ScrapeVia)
+	}
+	if k.MinReplicas < 1 || k.MinReplicas > 1000 {
+		bad("min_replicas", "must be between 1 and 1000 (got %d)", k.MinReplicas)
 	}
 	return ps
 }

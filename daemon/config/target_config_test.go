@@ -79,7 +79,7 @@ target:
 // its key, all at once.
 func TestTargetConfigRefuses(t *testing.T) {
 	ps := problems(t, "target:\n  kind: remote\n")
-	has(t, ps, "target.kind", 2, "must be builtin, attach or command")
+	has(t, ps, "target.kind", 2, "must be builtin, attach, command or kubernetes")
 
 	// Keys of another kind are refused, not ignored.
 	ps = problems(t, `

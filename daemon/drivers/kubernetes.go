@@ -24,9 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/internal/kubeclient"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -67,20 +67,8 @@ type Kubernetes struct {
 // (empty: $KUBECONFIG or ~/.kube/config, else the in-cluster service
 // account) and context.
 func NewClient(kc config.KubernetesDriversConfig) (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kc.Kubeconfig != "" {
-		rules.ExplicitPath = kc.Kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kc.Context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes_drivers: cannot load the cluster's client config (kubeconfig %q, context %q): %w", kc.Kubeconfig, kc.Context, err)
-	}
-	cfg.UserAgent = "soakd"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes_drivers: %w", err)
-	}
-	return cs, nil
+	_, cs, err := kubeclient.Connect(kc.Kubeconfig, kc.Context, "kubernetes_drivers")
+	return cs, err
 }
 
 // PodTarget is the `soakd drive` flags target (flag, URL pairs) as the

@@ -954,6 +954,9 @@ func (p *phaseProgress) done(res workloads.Result, ok, interrupted bool) {
 // target (Go's collector, sampled from inside) with what holds for a
 // server sampled from outside.
 func externalNotes(info report.TargetInfo, notes []string) []string {
+	if info.Kind == report.TargetKubernetes {
+		return replicaNotes(info, notes)
+	}
 	out := []string{fmt.Sprintf("The target is a server soakd does not host (kind %s, pid %d), sampled from outside: its OS figures summed over pid %d and every process under it (from /proc), its runtime figures scraped from %s. "+
 		"target.figures names every resource figure's source and definition; a figure the target does not expose is not measured, with the reason, never 0.",
 		info.Kind, info.PID, info.PID, cmp.Or(info.MetricsURL, "no metrics endpoint (so no runtime figures)"))}
@@ -967,6 +970,32 @@ func externalNotes(info report.TargetInfo, notes []string) []string {
 			continue // about the built-in target's runtime
 		}
 		out = append(out, n)
+	}
+	return out
+}
+
+// replicaNotes are what the report says about a service's replicas
+// (target.kind kubernetes) in place of externalNotes' process.
+func replicaNotes(info report.TargetInfo, notes []string) []string {
+	pods := make([]string, len(info.Replicas))
+	for i, r := range info.Replicas {
+		pods[i] = r.Pod
+	}
+	capacity := "no CPU limit on every replica, so cpu_machine_percent (a share of the replicas' limits) is not measured"
+	if c := info.CPUCapacityCores; c != nil {
+		capacity = fmt.Sprintf("cpu_machine_percent is a share of their CPU limits, %.3g cores in all", *c)
+	}
+	out := []string{
+		fmt.Sprintf("The target is a service's %d replicas in a cluster (pods %s in namespace %s: %s), loaded through %s: every resource figure is the sum over the replicas of what each one's metrics endpoint gives (reached via %s), "+
+			"its CPU their own process_cpu_seconds_total; %s. target.figures names every figure's source; a figure a replica does not expose is not measured, never 0.",
+			len(info.Replicas), info.Selector, info.Namespace, strings.Join(pods, ", "), info.GraphQLURL, info.ScrapeVia, capacity),
+		"The replicas' OS figures (RSS, threads, file descriptors) are not measured: soakd reads no process on their nodes. A window across a replica that restarted, left or joined is not measured (target.replica_events).",
+		"No GC can be forced in a target soakd does not host: phases start from whatever heap the replicas left, and the return-to-rest checks read the live heap as of each replica's own last GC cycle.",
+	}
+	for _, n := range notes {
+		if !strings.HasPrefix(n, "Go's collector is concurrent") {
+			out = append(out, n)
+		}
 	}
 	return out
 }

@@ -40,10 +40,13 @@ import (
 // figures scraped from its Prometheus endpoint. soakd cannot force its GC
 // nor profile it in process.
 type External struct {
-	cfg      config.TargetConfig
-	pid      int
-	ep       workloads.Endpoints
-	sampler  *extsample.Sampler
+	cfg     config.TargetConfig
+	pid     int
+	ep      workloads.Endpoints
+	sampler ringSampler
+	// replicas is the service's replica set (kind kubernetes; then also
+	// sampler, and pid is 0); nil for a process.
+	replicas *replicaSet
 	interval time.Duration
 	m        *metrics.Metrics
 	log      *zap.Logger
@@ -64,6 +67,14 @@ type External struct {
 
 var _ Target = (*External)(nil)
 
+// ringSampler takes an external target's samples and keeps them:
+// *extsample.Sampler for a process, *replicaSet for a service's replicas.
+type ringSampler interface {
+	SampleNow(ctx context.Context) (extsample.Sample, error)
+	Samples(from, to time.Time) []extsample.Sample
+	Last() (extsample.Sample, bool)
+}
+
 // openExternal opens a target soakd does not host: for attach, the
 // process named by target.pid or target.pid_file; for command, a process it
 // starts (its output kept in logDir) and waits for until target.ready_url
@@ -78,6 +89,9 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 	ep.GraphQLWS = ws
 	t := &External{cfg: tc, ep: ep, interval: cfg.Sampler.Interval, log: log.Named("target"), failed: failsig.New(),
 		m: metrics.New(prometheus.NewRegistry())}
+	if tc.Kind == report.TargetKubernetes {
+		return t.openReplicas(ctx, cfg)
+	}
 	gql, err := socketFor(ctx, tc.GraphQLURL)
 	t.local = err == nil
 	if err != nil && !errors.Is(err, errNotLocal) {
@@ -142,7 +156,7 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 	if tc.Runtime != "auto" {
 		rt = extsample.Runtime(tc.Runtime)
 	}
-	sampler, err := extsample.New(ctx, extsample.Options{
+	proc, err := extsample.New(ctx, extsample.Options{
 		PID: int32(t.pid), Tree: true, Endpoint: tc.MetricsURL, Runtime: rt, Interval: cfg.Sampler.Interval,
 		// A scrape may take longer than a short interval on a loaded
 		// machine; the next tick then waits for it.
@@ -156,8 +170,8 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 		}
 		return nil, fmt.Errorf("cannot sample the target: %w", err)
 	}
-	t.sampler = sampler
-	if s, err := sampler.SampleNow(ctx); err != nil {
+	t.sampler = proc
+	if s, err := proc.SampleNow(ctx); err != nil {
 		if errors.Is(err, extsample.ErrExited) {
 			t.stopProcess()
 			return nil, fmt.Errorf("the target process %d exited before the run started: %w", t.pid, t.exitErr(err))
@@ -167,7 +181,7 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	t.stop = stop
 	t.wg.Go(func() {
-		err := sampler.Run(sctx)
+		err := proc.Run(sctx)
 		if err == nil || !errors.Is(err, extsample.ErrExited) || (t.proc != nil && t.proc.stopping.Load()) {
 			return
 		}
@@ -244,6 +258,10 @@ func (t *External) Info() report.TargetInfo {
 		info.Argv = slices.Clone(t.cfg.Argv)
 		info.Exit = t.proc.exitStatus()
 	}
+	if t.replicas != nil {
+		info.PID, info.Processes = 0, nil
+		t.replicaInfo(&info)
+	}
 	if t.sampler == nil {
 		return info
 	}
@@ -255,7 +273,11 @@ func (t *External) Info() report.TargetInfo {
 	if rt := last.Runtime.Runtime; rt != extsample.RuntimeUnknown {
 		info.Runtime, info.RuntimeBasis = string(rt), last.Runtime.RuntimeBasis
 	}
-	info.Figures = figureSources(all, runtime.NumCPU())
+	cores := runtime.NumCPU()
+	if t.replicas != nil {
+		cores = 1 // no machine: the share of the replicas' limits is per phase (shareOfLimits)
+	}
+	info.Figures = figureSources(all, cores)
 	return info
 }
 
@@ -410,8 +432,14 @@ func cmpOr(a, b string) string {
 // window (and a max-load Phase's peak window).
 func (t *External) Phase(res workloads.Result, cores int) report.Phase {
 	var win *extsample.Window
+	if t.replicas != nil {
+		cores = 1
+	}
 	p := newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) {
 		sum, w, err := extsample.Summarize(t.sampler.Samples(from, to), to.Sub(from), cores, config.MinSteadySamples)
+		if t.replicas != nil {
+			shareOfLimits(sum, w, t.replicas.capacityCores())
+		}
 		if win == nil {
 			win = w // the steady window's, summarised first
 		}
@@ -425,7 +453,13 @@ func (t *External) MemoryData(p report.Phase) MemoryData {
 	return externalMemoryData(t.sampler.Samples(p.SteadyStart, p.SteadyEnd))
 }
 
+// CPUReadings are the process's CPU readings; none for a service's
+// replicas, whose share of a machine's CPUs means nothing (a knee is then
+// attributed without the target's share).
 func (t *External) CPUReadings(from, to time.Time) []CPUReading {
+	if t.replicas != nil {
+		return nil
+	}
 	ss := t.sampler.Samples(from, to)
 	out := make([]CPUReading, len(ss))
 	for i, smp := range ss {
@@ -444,6 +478,9 @@ func (t *External) SamplesSince(from time.Time) *report.Samples {
 // control of when it starts and stops, so none is taken.
 func (t *External) Captures(ctx context.Context) Captures {
 	base := t.cfg.PprofURL
+	if t.replicas != nil {
+		return Captures{Missing: "no pprof files: target.kind kubernetes reads each replica's metrics endpoint only (its profiles are per replica, and not fetched)"}
+	}
 	if base == "" {
 		return Captures{Missing: "no pprof files: soakd does not host the target and target.pprof_url is not set"}
 	}

@@ -74,6 +74,7 @@ const maxAllocPerRequest = 16 << 20
 type options struct {
 	port, books int
 	pidFile     string
+	host        string // the address to listen on
 	// allocPerRequest is the extra heap, in bytes, every GraphQL query or
 	// mutation allocates and holds until its answer is written: a
 	// regressed build's cost, 0 for none.
@@ -86,7 +87,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs := flag.NewFlagSet("gobooks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&o.port, "port", 4000, "TCP `port` to listen on, on 127.0.0.1")
+	fs.IntVar(&o.port, "port", 4000, "TCP `port` to listen on")
+	fs.StringVar(&o.host, "host", "127.0.0.1", "`address` to listen on (a pod's IP, in a cluster)")
 	fs.IntVar(&o.books, "books", 1000, "seeded books, ids \"1\" to this `number`")
 	fs.StringVar(&o.pidFile, "pid-file", "", "write the process ID to this `file` once listening (removed at exit)")
 	fs.IntVar(&o.allocPerRequest, "alloc-per-request", 0,
@@ -115,7 +117,7 @@ func serve(o options, log *slog.Logger) error {
 		return err
 	}
 	defer s.cancelWS()
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, strconv.Itoa(o.port)))
 	if err != nil {
 		return fmt.Errorf("cannot listen: %w", err)
 	}

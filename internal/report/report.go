@@ -388,6 +388,9 @@ const (
 	TargetAttach = "attach"
 	// TargetCommand is a server soakd started from a command line.
 	TargetCommand = "command"
+	// TargetKubernetes is a service's replicas in a cluster, found by
+	// label selector.
+	TargetKubernetes = "kubernetes"
 )
 
 // TargetInfo describes the server a run measured.
@@ -443,6 +446,52 @@ type TargetInfo struct {
 	// where it comes from and what it is; a figure the target does not give
 	// is not measured, with the reason.
 	Figures []FigureSource `json:"figures"`
+
+	// Namespace and Selector (kind kubernetes) find the service's
+	// replicas: the pods the label selector matches in the namespace.
+	Namespace string `json:"namespace,omitempty"`
+	Selector  string `json:"selector,omitempty"`
+	// ScrapeVia (kind kubernetes) is how each replica's metrics endpoint
+	// was reached: api_server (the API server's pod proxy) or pod_ip.
+	ScrapeVia string `json:"scrape_via,omitempty"`
+	// Replicas (kind kubernetes) are the pods sampled at the run's end
+	// (at its start when the report is written before): every resource
+	// figure is the sum over them.
+	Replicas []ReplicaInfo `json:"replicas,omitempty"`
+	// ReplicaEvents (kind kubernetes) are the replicas that restarted,
+	// left or joined during the run: a window across one is not measured.
+	ReplicaEvents []ReplicaEvent `json:"replica_events,omitempty"`
+	// CPUCapacityCores (kind kubernetes) is the sum of the replicas' CPU
+	// limits, in cores: what cpu_machine_percent is a share of. Absent
+	// when a replica has no CPU limit (the share is then not measured).
+	CPUCapacityCores *float64 `json:"cpu_capacity_cores,omitempty"`
+}
+
+// ReplicaInfo is one replica of a kind kubernetes target.
+type ReplicaInfo struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	UID       string `json:"uid"`
+	// Node is the node the pod runs on, PodIP its address.
+	Node  string `json:"node,omitempty"`
+	PodIP string `json:"pod_ip,omitempty"`
+	// MetricsURL is the URL its figures were scraped from.
+	MetricsURL string `json:"metrics_url"`
+	// Restarts is the sum of its containers' restart counts, last seen.
+	Restarts int32 `json:"restarts"`
+	// CPULimitCores is the sum of its containers' CPU limits, in cores; 0
+	// when a container has none.
+	CPULimitCores float64 `json:"cpu_limit_cores"`
+}
+
+// ReplicaEvent is a change of a kind kubernetes target's replica set.
+type ReplicaEvent struct {
+	Time time.Time `json:"time"`
+	Pod  string    `json:"pod"`
+	// Event is restarted, left or joined.
+	Event string `json:"event"`
+	// Detail says what was seen (the restart count, the pod's phase).
+	Detail string `json:"detail"`
 }
 
 // ProcessInfo is one process of a target's sampled tree.
@@ -886,6 +935,7 @@ func (p Phase) Figures() kpi.Figures {
 		kpis   []string
 	}{
 		{"cpu_seconds", []string{"cpu_machine_percent", "cpu_core_percent", "cpu_us_per_request"}},
+		{"cpu_machine_percent", []string{"cpu_machine_percent"}},
 		{"gc_percent", []string{"gc_percent"}},
 		{"alloc_bytes", []string{"alloc_bytes_per_request"}},
 		{"gc_pause_p99_ms", []string{"gc_pause_p99_ms"}},
