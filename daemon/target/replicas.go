@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/extsample"
 	"github.com/soakd/soakd/internal/nofollow"
@@ -39,11 +40,14 @@ const replicaCheckEvery = time.Second
 // unless target.kubernetes.allow_restarts. It offers the sampler methods
 // External reads (SampleNow, Samples, Last).
 type replicaSet struct {
-	cs       kubernetes.Interface
-	kc       config.KubeTargetConfig
-	rt       extsample.Runtime
-	interval time.Duration
-	timeout  time.Duration
+	cs kubernetes.Interface
+	kc config.KubeTargetConfig
+	// offLoopback is target.allow_non_loopback: scrapes of pod IPs off
+	// loopback (scrape_via pod_ip) need it, as every other URL does.
+	offLoopback bool
+	rt          extsample.Runtime
+	interval    time.Duration
+	timeout     time.Duration
 	// endpoint gives a pod's metrics URL and the client that reaches it.
 	endpoint func(p *corev1.Pod, port int) (string, *http.Client)
 	log      *zap.Logger
@@ -78,7 +82,7 @@ func (r *replica) name() string {
 // sampler on each.
 func openReplicaSet(ctx context.Context, cfg *config.Config, restCfg *rest.Config, cs kubernetes.Interface, log *zap.Logger) (*replicaSet, error) {
 	tc := cfg.Target
-	rs := &replicaSet{cs: cs, kc: tc.Kubernetes, interval: cfg.Sampler.Interval, log: log,
+	rs := &replicaSet{cs: cs, kc: tc.Kubernetes, offLoopback: tc.AllowNonLoopback, interval: cfg.Sampler.Interval, log: log,
 		timeout: min(max(cfg.Sampler.Interval, 500*time.Millisecond), extsample.DefaultTimeout),
 		cap:     min(cmpOrInt(cfg.Sampler.MaxSamples, extsample.DefaultMaxSamples), extsample.MaxMaxSamples)}
 	if tc.Runtime != "auto" {
@@ -250,6 +254,9 @@ func (rs *replicaSet) open(p *corev1.Pod) (*replica, error) {
 	port, err := metricsPort(p, rs.kc.MetricsPort)
 	if err != nil {
 		return nil, err
+	}
+	if rs.kc.ScrapeVia == config.ScrapeViaPodIP && !rs.offLoopback && !api.IsLoopback(p.Status.PodIP) {
+		return nil, fmt.Errorf("target.kubernetes.scrape_via pod_ip: pod %s/%s's IP %s is not on loopback: soakd would scrape off this machine; set target.allow_non_loopback: true", p.Namespace, p.Name, p.Status.PodIP)
 	}
 	url, client := rs.endpoint(p, port)
 	s, err := extsample.New(context.Background(), extsample.Options{Endpoint: url, Client: client, Runtime: rs.rt,

@@ -34,7 +34,14 @@ type kubeEnv struct {
 
 func startKube(t *testing.T, bin string, unschedulable func(*corev1.Pod) bool) kubeEnv {
 	t.Helper()
-	c := kubetest.Start(t, kubetest.Options{Agent: &kubetest.AgentOptions{Images: map[string]string{"soakd": bin}, Unschedulable: unschedulable}})
+	return startKubeWith(t, map[string]string{"soakd": bin}, unschedulable)
+}
+
+// startKubeWith is startKube with the agent's images given (image name to
+// executable).
+func startKubeWith(t *testing.T, images map[string]string, unschedulable func(*corev1.Pod) bool) kubeEnv {
+	t.Helper()
+	c := kubetest.Start(t, kubetest.Options{Agent: &kubetest.AgentOptions{Images: images, Unschedulable: unschedulable}})
 	a := c.Agent
 	admin := c.Clientset(t, c.AdminConfig())
 	rbac, err := os.ReadFile(filepath.Join(testkit.Root(t), "deploy", "kubernetes", "rbac.yaml"))
