@@ -183,3 +183,42 @@ func TestTargetOverrideRefused(t *testing.T) {
 		t.Errorf("override of target.kind: %v", err)
 	}
 }
+
+// TestKubernetesTargetConfig: a kind kubernetes target loads with its
+// Service URLs and selector; each problem of target.kubernetes is named by
+// its key, and the keys of a process target are refused for it.
+func TestKubernetesTargetConfig(t *testing.T) {
+	cfg, err := Load(defaults(t), []byte(`
+target:
+  kind: kubernetes
+  graphql_url: http://books.shop.svc:4000/graphql
+  rest_url: http://books.shop.svc:4000
+  allow_non_loopback: true
+  kubernetes: {namespace: shop, selector: "app=books,tier in (api)", metrics_port: metrics, scrape_via: pod_ip, min_replicas: 3}
+`), "user.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := cfg.Target.Kubernetes; k.MetricsPath != "/metrics" || k.MinReplicas != 3 || !cfg.Target.External() {
+		t.Errorf("target.kubernetes %+v", k)
+	}
+	ps := problems(t, `
+target:
+  kind: kubernetes
+  graphql_url: http://127.0.0.1:4000/graphql
+  metrics_url: http://127.0.0.1:4000/metrics
+  pid: 3
+  kubernetes: {namespace: Shop, selector: "", metrics_port: "99999", metrics_path: metrics, scrape_via: proxy, min_replicas: 0}
+`)
+	has(t, ps, "target.metrics_url", 5, "is read only for target.kind attach or command")
+	has(t, ps, "target.pid", 6, "is read only for target.kind attach")
+	for key, msg := range map[string]string{
+		"namespace": "must be a namespace name", "selector": "an empty selector would take every pod",
+		"metrics_port": "must be a port number 1 … 65535", "metrics_path": "must be a path such as /metrics",
+		"scrape_via": "must be api_server", "min_replicas": "must be between 1 and 1000",
+	} {
+		has(t, ps, "target.kubernetes."+key, 0, msg)
+	}
+	ps = problems(t, "target:\n  kind: attach\n  pid: 3\n  graphql_url: http://127.0.0.1:1/graphql\n  kubernetes: {selector: app=x}\n")
+	has(t, ps, "target.kubernetes.selector", 0, "is read only for target.kind kubernetes")
+}
