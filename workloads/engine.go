@@ -270,6 +270,61 @@ type TimelinePoint struct {
 	// ArrivalRPS is, in a ramping-rate phase, the intended arrival rate at
 	// the bucket's end (Users is then the requests in flight); 0 otherwise.
 	ArrivalRPS float64 `json:"arrival_rps,omitempty"`
+	// DriverCPUShare is, for shards on machines of their own (the pods of
+	// the Kubernetes backend), the busiest shard's CPU demand over the
+	// bucket (CPU time plus run-queue wait) ÷ (bucket seconds × its
+	// DriverCPUs), 0..1: the first driver to saturate stops the load, and
+	// CPUs on other nodes do not add up. Nil for one driver or shards
+	// sharing one machine (the share is then DriverCPUSeconds over
+	// DriverCPUs) and when a shard's CPU time was not read.
+	DriverCPUShare *float64 `json:"driver_cpu_share,omitempty"`
+}
+
+// SetBusiestShardShares sets res's timeline points' DriverCPUShare from
+// the shards' own points at the same instant (shards on machines of their
+// own); a point some shard lacks, or lacks its CPU time at, is left nil.
+func SetBusiestShardShares(res *Result, shards []Result) {
+	if res.MaxLoad == nil {
+		return
+	}
+	bucket := LoadBucket.Seconds()
+	for i := range res.MaxLoad.Timeline {
+		pt := &res.MaxLoad.Timeline[i]
+		var busiest float64
+		ok := len(shards) > 0
+		for _, s := range shards {
+			share, found := shardShare(s.MaxLoad, pt.TSeconds, bucket)
+			if !found {
+				ok = false
+				break
+			}
+			busiest = max(busiest, share)
+		}
+		if ok {
+			pt.DriverCPUShare = &busiest
+		}
+	}
+}
+
+// shardShare is one shard's CPU demand share at its timeline point t.
+func shardShare(ml *MaxLoadResult, t, bucket float64) (float64, bool) {
+	if ml == nil || ml.DriverCPUs < 1 {
+		return 0, false
+	}
+	for _, p := range ml.Timeline {
+		if p.TSeconds != t {
+			continue
+		}
+		if p.DriverCPUSeconds == nil {
+			return 0, false
+		}
+		demand := *p.DriverCPUSeconds
+		if p.DriverWaitSeconds != nil {
+			demand += *p.DriverWaitSeconds
+		}
+		return demand / (bucket * float64(ml.DriverCPUs)), true
+	}
+	return 0, false
 }
 
 // MaxTimelinePoints caps MaxLoadResult.Timeline: one hour of 1 s points,
@@ -676,10 +731,13 @@ func processCPUTime() (time.Duration, bool) {
 // allowedCPUs is the number of CPUs this process may run on (its affinity
 // mask; all of them when it cannot be read).
 func allowedCPUs() int {
+	n := runtime.NumCPU()
 	if cpus, err := pin.Current(); err == nil && len(cpus) > 0 {
-		return len(cpus)
+		n = len(cpus)
 	}
-	return runtime.NumCPU()
+	// In a container with a CPU limit, Go (1.25+) sets GOMAXPROCS to the
+	// limit: the driver's Go code cannot use more CPUs than that at once.
+	return max(1, min(n, runtime.GOMAXPROCS(0)))
 }
 
 // runClosed plays a closed-model phase. A shard runs the users it owns

@@ -103,6 +103,10 @@ func PodTarget(target []string, host string) ([]string, error) {
 // known instant rather than whenever its pod came up.
 func (k Kubernetes) StartMargin(int) time.Duration { return k.Config.ReadyTimeout }
 
+// SeparateMachines: each driver is a pod, with its own CPUs (its limit,
+// which its GOMAXPROCS follows), wherever it is scheduled.
+func (Kubernetes) SeparateMachines() bool { return true }
+
 // Open creates the phase's Job and then its ConfigMap (owned by the Job,
 // so deleting the Job deletes both) and starts watching the Job's pods.
 func (k Kubernetes) Open(ctx context.Context, spec workloads.Phase, n int) (Phase, error) {

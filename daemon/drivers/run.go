@@ -130,8 +130,16 @@ func Run(ctx context.Context, log *zap.Logger, b Backend, n int, spec workloads.
 	if err != nil {
 		return workloads.Result{}, usages, fmt.Errorf("cannot merge the %d shards' results: %w", n, err)
 	}
+	if s, ok := b.(separate); ok && s.SeparateMachines() {
+		workloads.SetBusiestShardShares(&res, results)
+	}
 	return res, usages, nil
 }
+
+// separate is a Backend whose drivers run on machines of their own (a
+// pod each), so a phase's driver saturation is its busiest shard's, not
+// the shards' CPU summed over one machine's CPUs.
+type separate interface{ SeparateMachines() bool }
 
 // where names a driver in an error: its pod, else its pid.
 func (u Usage) where() string {

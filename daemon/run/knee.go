@@ -64,7 +64,10 @@ func kneeOf(ml *workloads.MaxLoadResult, start time.Time, samples []target.CPURe
 	for i, tp := range ml.Timeline {
 		p := kpi.KneePoint{TSeconds: tp.TSeconds, Users: tp.Users, ArrivalRPS: tp.ArrivalRPS, RPS: tp.RPS, P99Ms: tp.P99Ms, ErrorRatio: tp.ErrorRatio}
 		bucket := workloads.LoadBucket.Seconds()
-		if tp.DriverCPUSeconds != nil && driverCPUs > 0 {
+		if tp.DriverCPUShare != nil {
+			v := *tp.DriverCPUShare // the busiest of shards on machines of their own
+			p.DriverCPUShare = &v
+		} else if tp.DriverCPUSeconds != nil && driverCPUs > 0 {
 			demand := *tp.DriverCPUSeconds
 			if tp.DriverWaitSeconds != nil {
 				demand += *tp.DriverWaitSeconds // ready to run, but no CPU free
