@@ -59,6 +59,28 @@ func TestKneeOfJoinsBothSides(t *testing.T) {
 	}
 }
 
+// TestKneeOfReadsTheBusiestPod: with driver pods (DriverCPUShare set by
+// the merge), the drivers' share is the busiest pod's, not the summed CPU
+// over the orchestrator's machine: one pod at 97 % bends the load.
+func TestKneeOfReadsTheBusiestPod(t *testing.T) {
+	start := time.Unix(1000, 0)
+	f := func(v float64) *float64 { return &v }
+	ml := &workloads.MaxLoadResult{
+		Reason: workloads.ReasonP99Latency, Failed: true, FailureAt: start.Add(3 * time.Second), DriverCPUs: 8,
+		Timeline: []workloads.TimelinePoint{
+			{TSeconds: 1, Users: 2, RPS: 100, DriverCPUSeconds: f(0.9), DriverCPUShare: f(0.4)},
+			{TSeconds: 2, Users: 4, RPS: 200, DriverCPUSeconds: f(1.2), DriverCPUShare: f(0.97)},
+			{TSeconds: 3, Users: 6, RPS: 200, DriverCPUSeconds: f(1.3), DriverCPUShare: f(0.98)},
+		},
+	}
+	chart, _ := kneeOf(ml, start, nil, cpuLayout{Machine: 8}, 2*time.Second)
+	for i, want := range []float64{0.4, 0.97, 0.98} {
+		if c := chart[i].DriverCPUShare; c == nil || !near(*c, want) {
+			t.Errorf("point %d: driver share %v, want the busiest pod's %v (the summed CPU over 8 CPUs would read %v)", i, c, want, *ml.Timeline[i].DriverCPUSeconds/8)
+		}
+	}
+}
+
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
 // TestCPUShareAtAddsRunqueueWait: a target using 85 % of its CPU while its
