@@ -567,8 +567,8 @@ func duetSecondsRow(name string, rounds [][]kpi.DuetSecond, l CompareLimits, row
 		}
 		return row
 	}
-	row.Basis = fmt.Sprintf("%d batches of %d s of simultaneous seconds over %d rounds; lag-one correlation of the seconds %.2f, of the batches %.2f (variance × %.2f)",
-		est.Batches, est.BatchSeconds, len(rounds), est.SecondsCorrelation, est.BatchCorrelation, 1+2*est.BatchCorrelation)
+	row.Basis = fmt.Sprintf("%d batches of %d s of simultaneous seconds over %d rounds; lag-one correlation of the seconds %.2f (from their lag-two correlation; %.2f read directly, biased down by shared boundaries), of the batches %.2f (variance × %.2f)",
+		est.Batches, est.BatchSeconds, len(rounds), est.SecondsCorrelation, est.SecondsLagOne, est.BatchCorrelation, 1+2*est.BatchCorrelation)
 	iv := est.Interval
 	row.Interval = &iv
 	row.Outcome = kpi.Decide(iv, lim, kpi.AtMost)
