@@ -8,6 +8,13 @@
 #   5. `soakd ab` sessions (two builds in one session, rounds paired): N A/A sessions (one build on both
 #      sides: no fail expected), N with the CPU regression on the new side and N with the allocation
 #      regression (fail expected every time).
+#   6. (PARTS=duet) `soakd ab` sequential and `soakd ab --duet` on the same build, side by side: N A/A
+#      sessions and N each with GraphQL CPU +5 % and +10 % (CPU5_US, CPU10_US µs per request) and
+#      allocation +5 % (ALLOC5_BYTES per request) on the new side, with the limits at 2 % (DUET_LIMIT), on a
+#      quiet machine and again with a competing CPU load (a second process burning one core at nice 0,
+#      started and stopped by this script); per session the verdict, the interval of GraphQL CPU per request
+#      (the duet's per-second row, the sequential session's per-round row) and its half-width, and the
+#      session's wall time. Needs jq. About 8 × 2 × N × 3.5 minutes (N=1: ~1 h).
 # All traffic stays on loopback. Parts 1-4 take about 4 × N × 2.5 minutes on 2 cores (N=5: ~50 min), part 5
 # about 3 × N × 5 minutes (N=5: ~75 min); PARTS selects them.
 # Usage: scripts/gate-check.sh [OUTDIR]   (env: N=5, CPU_US=25, ALLOC_BYTES=4096, PROFILE=quick, PARTS="runs ab",
@@ -20,7 +27,11 @@ ALLOC_BYTES=${ALLOC_BYTES:-4096}
 PROFILE=${PROFILE:-quick}
 PARTS=${PARTS:-runs ab}
 AB_PROFILE=${AB_PROFILE:-gate}
-case " $PARTS " in *" runs "*|*" ab "*) ;; *) echo "PARTS must name runs, ab or both (got '$PARTS')" >&2; exit 2 ;; esac
+case " $PARTS " in *" runs "*|*" ab "*|*" duet "*) ;; *) echo "PARTS must name runs, ab or duet (got '$PARTS')" >&2; exit 2 ;; esac
+CPU5_US=${CPU5_US:-9}
+CPU10_US=${CPU10_US:-18}
+ALLOC5_BYTES=${ALLOC5_BYTES:-700}
+DUET_LIMIT=${DUET_LIMIT:-2}
 out=${1:-gate-check/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
 go build -o bin/soakd .
@@ -57,6 +68,29 @@ ab() { # ab NAME [soakd ab args...] → the paired comparison's verdict and its 
 printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU_US" >"$out/inject-cpu.yaml"
 printf 'inject:\n  graphql_alloc_bytes_per_request: %d\n' "$ALLOC_BYTES" >"$out/inject-alloc.yaml"
 
+printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU5_US" >"$out/inject-cpu5.yaml"
+printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU10_US" >"$out/inject-cpu10.yaml"
+printf 'inject:\n  graphql_alloc_bytes_per_request: %d\n' "$ALLOC5_BYTES" >"$out/inject-alloc5.yaml"
+printf 'compare:\n  cpu_per_request_increase_percent: %s\n  alloc_per_request_increase_percent: %s\n' "$DUET_LIMIT" "$DUET_LIMIT" >"$out/limits.yaml"
+
+# duet_ab NAME [soakd ab args...] → verdict, the GraphQL CPU-per-request interval (percent), its
+# half-width and the session's seconds, tab-separated.
+duet_ab() {
+  local name=$1; shift
+  local code=0 t0 t1
+  t0=$(date +%s)
+  "$bin" ab --profile "$AB_PROFILE" --config "$out/limits.yaml" --out "$out/$name" --log-format json "$@" >"$out/$name.out" 2>"$out/$name.log" || code=$?
+  t1=$(date +%s)
+  case $code in 0|1|4) ;; *) echo "ab $name exited $code; see $out/$name.log" >&2; exit 1 ;; esac
+  local v iv
+  v=$(grep -E '^comparison ' "$out/$name.out" | tail -1 | awk '{print $NF}')
+  # The duet's gated row is cpu_us_per_request_seconds; a sequential session's is cpu_us_per_request.
+  iv=$(jq -r '[.rows[] | select(.phase == "graphql-load" and (.metric == "cpu_us_per_request_seconds" or .metric == "cpu_us_per_request") and .interval != null)]
+      | (map(select(.metric == "cpu_us_per_request_seconds")) + map(select(.metric == "cpu_us_per_request")))[0]
+      | if . == null then "not measured\t-" else "\(.interval.center * 100 | round / 100) [\(.interval.lo * 100 | round / 100), \(.interval.hi * 100 | round / 100)]\t\((.interval.hi - .interval.lo) / 2 * 100 | round / 100)" end' "$out/$name/compare.json")
+  printf '%s\t%s\t%s\n' "$v" "$iv" "$((t1 - t0))"
+}
+
 table="$out/table.md"
 {
   echo "# gate-check $(date -u +%FT%TZ) on $(nproc) cores, N=$N, parts: $PARTS (runs: profile $PROFILE; ab sessions: profile $AB_PROFILE)"
@@ -90,6 +124,45 @@ for i in $(seq 1 "$N"); do
   set -- $(ab "abcpu-$i" --new "$out/inject-cpu.yaml"); row "CPU injected, A/B session" "abcpu-$i" "$1" "${*:2}"
   set -- $(ab "aballoc-$i" --new "$out/inject-alloc.yaml"); row "alloc injected, A/B session" "aballoc-$i" "$1" "${*:2}"
 done
+fi
+if [[ " $PARTS " == *" duet "* ]]; then
+  command -v jq >/dev/null || { echo "PARTS=duet needs jq (apt-get install -y jq)" >&2; exit 2; }
+  duet="$out/duet.md"
+  {
+    echo "# duet vs sequential, $(date -u +%FT%TZ), $(nproc) cores, N=$N, profile $AB_PROFILE, limits +${DUET_LIMIT} %"
+    echo
+    echo "| machine | session | sequential verdict | sequential CPU/req change [95 %] | ± | s | duet verdict | duet CPU/req change [95 %] | ± | s |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+  } >"$duet"
+  burner=""
+  stop_burner() { if [[ -n $burner ]]; then kill "$burner" 2>/dev/null || true; wait "$burner" 2>/dev/null || true; burner=""; fi; }
+  trap stop_burner EXIT
+  for machine in quiet competing; do
+    if [[ $machine == competing ]]; then
+      nice -n 0 bash -c 'while :; do :; done' &
+      burner=$!
+    fi
+    for i in $(seq 1 "$N"); do
+      for kind in aa cpu5 cpu10 alloc5; do
+        args=()
+        [[ $kind != aa ]] && args=(--new "$out/inject-$kind.yaml")
+        IFS=$'\t' read -r sv siv sh ss < <(duet_ab "seq-$machine-$kind-$i" "${args[@]}")
+        IFS=$'\t' read -r dv div dh ds < <(duet_ab "duet-$machine-$kind-$i" --duet "${args[@]}")
+        echo "| $machine | $kind-$i | $sv | $siv | $sh | $ss | $dv | $div | $dh | $ds |" | tee -a "$duet"
+      done
+    done
+    stop_burner
+  done
+  {
+    echo
+    for m in quiet competing; do
+      for mode in sequential duet; do
+        col=$([[ $mode == sequential ]] && echo 5 || echo 9)
+        vcol=$([[ $mode == sequential ]] && echo 4 || echo 8)
+        echo "- $m, $mode: A/A fails $(awk -F' \\| ' -v m="$m" -v c="$vcol" '$1 == "| "m && $2 ~ /^aa-/ && $c == "FAIL"' "$duet" | wc -l) of $N; +5 % CPU fails $(awk -F' \\| ' -v m="$m" -v c="$vcol" '$1 == "| "m && $2 ~ /^cpu5-/ && $c == "FAIL"' "$duet" | wc -l) of $N; median ± of CPU/req $(awk -F' \\| ' -v m="$m" -v c="$col" '$1 == "| "m && $c != "-" {print $c}' "$duet" | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)] " %"; else print "none"}')"
+      done
+    done
+  } | tee -a "$duet"
 fi
 {
   echo
