@@ -21,6 +21,7 @@ import (
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/internal/termtext"
 	"github.com/soakd/soakd/profiles"
 )
 
@@ -230,6 +231,11 @@ func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error)
 		if err := s.write(); err != nil {
 			return s.finish(err)
 		}
+		if v := opts.View; v != nil {
+			fmt.Fprintln(v, cycleLine(c, s.rep.Drift))
+		} else {
+			s.log.Info("soak cycle done", zap.String("line", cycleLine(c, s.rep.Drift)))
+		}
 		if removed, err := s.store.Prune(s.cfg.Retention.KeepLast, s.cfg.Retention.MaxAge, time.Now()); err != nil {
 			s.log.Warn("retention", zap.Error(err))
 		} else if len(removed) > 0 {
@@ -240,6 +246,49 @@ func (s *soaker) run(ctx context.Context, opts SoakOptions) (*SoakReport, error)
 		}
 	}
 	return s.finish(nil)
+}
+
+// cycleLine is a finished cycle's permanent line: its verdict, the
+// figures the drift rules read (each "not measured" when it was not), and
+// the drift rules' outcome over the cycles so far, those not passing named.
+func cycleLine(c Cycle, drift []kpi.DriftRule) string {
+	fig := func(field, format string, v float64) string {
+		if _, ok := c.NotMeasured[field]; ok {
+			return "not measured"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	verdict := string(c.Verdict)
+	switch {
+	case c.Interrupted:
+		verdict = "interrupted (not judged)"
+	case c.Verdict != kpi.OutcomePass:
+		verdict = strings.ToUpper(verdict)
+	}
+	heap := "not measured"
+	if _, ok := c.NotMeasured["heap_live_bytes"]; !ok {
+		heap = termtext.Bytes(c.HeapLiveBytes)
+	}
+	line := fmt.Sprintf("◆ cycle %d  %s  live heap %s  gc %s  cpu %s", c.Cycle, verdict,
+		heap, fig("gc_percent", "%.2f %%", c.GCPercent), fig("cpu_us_per_request", "%.1f µs/req", c.CPUMicrosPerRequest))
+	if c.Error != "" {
+		line += "  (" + c.Error + ")"
+	}
+	var open []string
+	for _, d := range drift {
+		if d.Outcome != kpi.OutcomePass {
+			open = append(open, d.Name+" "+strings.ToUpper(string(d.Outcome)))
+		}
+	}
+	switch {
+	case len(drift) == 0:
+		line += "  drift: not judged yet"
+	case len(open) == 0:
+		line += "  drift: pass"
+	default:
+		line += "  drift: " + strings.Join(open, ", ")
+	}
+	return line
 }
 
 // stoppedEarly ends a soak stopped before its bound (SIGTERM, Ctrl-C,

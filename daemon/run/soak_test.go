@@ -52,3 +52,23 @@ func TestCycleWritesNotMeasuredAsNull(t *testing.T) {
 		t.Errorf("measured fields changed: %s", b)
 	}
 }
+
+// TestCycleLine: a finished cycle's line gives its verdict, the figures
+// the drift rules read ("not measured" where it was not, never 0) and the
+// drift rules that do not pass so far.
+func TestCycleLine(t *testing.T) {
+	c := Cycle{CycleFigures: kpi.CycleFigures{Cycle: 3, HeapLiveBytes: 12.5 * (1 << 20), GCPercent: 1.234, CPUMicrosPerRequest: 150.26,
+		NotMeasured: map[string]string{"gc_percent": "no GC cycle ended"}}, Verdict: kpi.OutcomeInconclusive}
+	got := cycleLine(c, []kpi.DriftRule{{Name: "heap_live", Outcome: kpi.OutcomePass}, {Name: "rss", Outcome: kpi.OutcomeInconclusive}})
+	for _, want := range []string{"◆ cycle 3  INCONCLUSIVE", "live heap 12.5 MiB", "gc not measured", "cpu 150.3 µs/req", "drift: rss INCONCLUSIVE"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("line %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "heap_live") {
+		t.Errorf("line %q names a passing rule", got)
+	}
+	if got := cycleLine(Cycle{CycleFigures: kpi.CycleFigures{Cycle: 1}, Verdict: kpi.OutcomePass}, nil); !strings.Contains(got, "drift: not judged yet") {
+		t.Errorf("first cycle: %q", got)
+	}
+}

@@ -17,7 +17,9 @@ import (
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/progress"
 	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/internal/termtext"
 )
 
 // client is what a control API command needs: the API client and where the
@@ -286,23 +288,37 @@ verdict's code, as soakd run does: a CI job can gate on a daemon.`,
 		if !wait {
 			return nil
 		}
-		return cl.wait(ctx, c.stdout, sum.ID, poll)
+		return cl.wait(ctx, c.stdout, c.stderr, sum.ID, poll)
 	}
 	return cmd
 }
 
 // wait polls run id every poll until it is no longer running, then prints
-// it and returns its verdict as an exit code.
-func (cl client) wait(ctx context.Context, w io.Writer, id string, poll time.Duration) error {
+// it and returns its verdict as an exit code. Meanwhile it writes to
+// progress a line per phase the run finished since the last poll (the
+// phases of its report.json, which the daemon rewrites after each), and
+// at most every heartbeatEvery a line saying it still runs.
+func (cl client) wait(ctx context.Context, w, progress io.Writer, id string, poll time.Duration) error {
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	shown, lastLine := 0, time.Now()
 	for {
-		r, _, err := cl.Get(ctx, id)
+		r, rep, err := cl.Get(ctx, id)
 		if err != nil {
 			return cl.clientError(err)
 		}
+		done := finishedPhases(rep)
+		for _, d := range done[min(shown, len(done)):] {
+			fmt.Fprintln(progress, progressLine(d))
+			lastLine = time.Now()
+		}
+		shown = max(shown, len(done))
 		if r.Status != "running" {
 			break
+		}
+		if time.Since(lastLine) >= heartbeatEvery {
+			fmt.Fprintf(progress, "run %s: running, %d phases done, %s since it started\n", id, shown, termtext.Duration(time.Since(r.StartedAt)))
+			lastLine = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -316,3 +332,41 @@ func (cl client) wait(ctx context.Context, w io.Writer, id string, poll time.Dur
 	}
 	return verdictError(r.Verdict)
 }
+
+// heartbeatEvery is the longest `soakd start --wait` stays silent while a
+// phase runs.
+const heartbeatEvery = 30 * time.Second
+
+// finishedPhases are the finished phases of a report.json (nil when there
+// is none or it does not decode), as the progress view's lines.
+func finishedPhases(rep json.RawMessage) []progress.Done {
+	if len(rep) == 0 {
+		return nil
+	}
+	var r struct {
+		Phases []struct {
+			Name            string  `json:"name"`
+			Requests        int64   `json:"requests"`
+			Errors          int64   `json:"errors"`
+			ThroughputRPS   float64 `json:"throughput_rps"`
+			DurationSeconds float64 `json:"duration_seconds"`
+			Aborted         bool    `json:"aborted"`
+			LatencyMs       struct {
+				P99 float64 `json:"p99"`
+			} `json:"latency_ms"`
+		} `json:"phases"`
+	}
+	if json.Unmarshal(rep, &r) != nil {
+		return nil
+	}
+	out := make([]progress.Done, len(r.Phases))
+	for i, p := range r.Phases {
+		out[i] = progress.Done{Name: p.Name, Requests: p.Requests, Errors: p.Errors, RPS: p.ThroughputRPS, P99Ms: p.LatencyMs.P99,
+			Elapsed: time.Duration(p.DurationSeconds * float64(time.Second)), Interrupted: p.Aborted}
+	}
+	return out
+}
+
+// progressLine is a finished phase's line, as soakd run prints it without
+// a terminal.
+func progressLine(d progress.Done) string { return progress.DoneLine(d, 1<<20) }

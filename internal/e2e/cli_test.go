@@ -258,9 +258,27 @@ func TestCLIStartWait(t *testing.T) {
 			Name      string   `json:"name"`
 			Threshold *float64 `json:"threshold"`
 		} `json:"kpis"`
+		Phases []struct {
+			Name string `json:"name"`
+		} `json:"phases"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
+	}
+	// --wait streamed a line per finished phase, in order, each once.
+	var lines []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "✓ ") || strings.HasPrefix(l, "✗ ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != len(rep.Phases) || len(lines) == 0 {
+		t.Errorf("start --wait printed %d phase lines for %d phases:\n%s", len(lines), len(rep.Phases), stderr)
+	}
+	for i := range min(len(lines), len(rep.Phases)) {
+		if f := strings.Fields(lines[i]); len(f) < 3 || f[1] != rep.Phases[i].Name || !strings.Contains(lines[i], " req/s  p99 ") {
+			t.Errorf("phase line %d %q: want phase %s with its requests, rate and p99", i, lines[i], rep.Phases[i].Name)
+		}
 	}
 	found := false
 	for _, k := range rep.KPIs {
