@@ -187,6 +187,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		}
 	}
 	var order strings.Builder
+	steps, took := sessionSteps(sessionPlans), map[string]time.Duration{}
 	for i, pl := range sessionPlans {
 		if duet {
 			break
@@ -196,9 +197,12 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		if (i%2 == 1) == oldFirst {
 			pair[0], pair[1] = pair[1], pair[0]
 		}
-		for _, s := range pair {
+		for k, s := range pair {
 			order.WriteString(strings.ToUpper(s.name[:1]))
+			opts.View.SetPosition(position(steps, 2*i+k, 0, took, s.r.prof.Settle, start))
+			began := time.Now()
 			c, err := s.r.runPhase(ctx, pl.spec, pl.role)
+			took[planKey(pl)] = time.Since(began)
 			if c != nil {
 				s.captures[pl.spec.Name] = c
 			}
@@ -358,4 +362,15 @@ func writeComparisonFiles(dir string, c report.Comparison) error {
 		return fmt.Errorf("cannot write %s: %w", ABCompareMarkdown, err)
 	}
 	return nil
+}
+
+// sessionSteps are the steps of a sequential A/B session, for its
+// position line: every phase of the plan once per side, one after the
+// other.
+func sessionSteps(plans []planned) []planned {
+	steps := make([]planned, 0, 2*len(plans))
+	for _, pl := range plans {
+		steps = append(steps, pl, pl)
+	}
+	return steps
 }

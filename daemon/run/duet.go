@@ -84,7 +84,11 @@ func duetLayout(halves [2][]int, pl planned, i int, oldFirst bool) (old, new []i
 func runDuet(ctx context.Context, sides []*abSide, plans []planned, halves [2][]int, oldFirst bool, log *zap.Logger) ([]report.DuetPlacement, report.DuetSeconds, *abSide, error) {
 	var places []report.DuetPlacement
 	seconds := report.DuetSeconds{}
+	took, started := map[string]time.Duration{}, time.Now()
 	for i, pl := range plans {
+		// The session's position: both sides run phase i at once.
+		sides[0].r.opts.View.SetPosition(position(plans, i, 0, took, sides[0].r.prof.Settle, started))
+		began := time.Now()
 		oldCPUs, newCPUs := duetLayout(halves, pl, i, oldFirst)
 		places = append(places, report.DuetPlacement{Phase: pl.spec.Name, OldCPUs: oldCPUs, NewCPUs: newCPUs})
 		for _, s := range sides {
@@ -114,6 +118,7 @@ func runDuet(ctx context.Context, sides []*abSide, plans []planned, halves [2][]
 			})
 		}
 		wg.Wait()
+		took[planKey(pl)] = time.Since(began)
 		for j, s := range sides {
 			if errs[j] != nil {
 				return places, seconds, s, errs[j]

@@ -37,3 +37,19 @@ func TestPositionCountsPhasesRoundsAndTimeLeft(t *testing.T) {
 		t.Errorf("started: %v", pos.Started)
 	}
 }
+
+// TestSessionPosition: a sequential A/B session's position counts every
+// phase once per side; the second side's run of a phase is timed by the
+// first's.
+func TestSessionPosition(t *testing.T) {
+	r1 := planned{spec: workloads.Phase{Name: "rest#1"}, round: 1, base: "rest"}
+	g1 := planned{spec: workloads.Phase{Name: "gql#1"}, round: 1, base: "gql"}
+	r2 := planned{spec: workloads.Phase{Name: "rest#2"}, round: 2, base: "rest"}
+	g2 := planned{spec: workloads.Phase{Name: "gql#2"}, round: 2, base: "gql"}
+	steps := sessionSteps([]planned{r1, g1, g2, r2})
+	took := map[string]time.Duration{"rest": 10 * time.Second, "gql": 20 * time.Second}
+	pos := position(steps, 5, 0, took, time.Second, time.Unix(0, 0)) // g2 on its second side
+	if pos.Phase != 6 || pos.Phases != 8 || pos.Round != 2 || pos.Rounds != 2 || !pos.AfterKnown || pos.After != 20*time.Second {
+		t.Errorf("session position %+v: want phase 6 of 8, round 2 of 2, 20 s after (rest#2 on both sides)", pos)
+	}
+}

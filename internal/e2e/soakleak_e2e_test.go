@@ -128,6 +128,12 @@ func TestSoakLeakSwitchDrift(t *testing.T) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			t.Fatal(err)
 		}
+		// A line per finished cycle, as it finished (a json log line here).
+		for n := 1; n <= cycles; n++ {
+			if !strings.Contains(stderr, fmt.Sprintf(`"line":"◆ cycle %d  `, n)) {
+				t.Errorf("%s: no line for cycle %d on stderr", name, n)
+			}
+		}
 		t.Logf("%s (leak %d B per GraphQL request, %d cycles in %s), exit %d:", name, leakBytes, cycles, time.Since(start).Round(time.Second), code)
 		for _, line := range strings.Split(stdout, "\n") {
 			if strings.Contains(line, "drift ") || strings.Contains(line, "live heap") || strings.HasPrefix(line, "soak verdict") {
