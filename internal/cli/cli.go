@@ -146,7 +146,7 @@ func (c *cli) root() *cobra.Command {
 	root.PersistentFlags().BoolVarP(&c.verbose, "verbose", "v", false, "console: log every INFO line of the orchestrator, target and drivers (default: warnings and errors, beside the progress view; json and serve log everything)")
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddGroup(&cobra.Group{ID: "run", Title: "Running suites:"}, &cobra.Group{ID: "client", Title: "Talking to a running soakd serve:"}, &cobra.Group{ID: "tools", Title: "Reports and tools:"})
-	for _, cmd := range []*cobra.Command{c.runCmd(), c.abCmd(), c.serveCmd(), c.soakCmd()} {
+	for _, cmd := range []*cobra.Command{c.runCmd(), c.checkCmd(), c.abCmd(), c.serveCmd(), c.soakCmd()} {
 		cmd.GroupID = "run"
 		root.AddCommand(cmd)
 	}
