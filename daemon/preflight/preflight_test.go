@@ -44,4 +44,3 @@ func TestPlan(t *testing.T) {
 		t.Errorf("query's timeout %s, want its phase's 2s", plan[2].Phase.RequestTimeout)
 	}
 }
-
