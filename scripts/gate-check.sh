@@ -14,7 +14,9 @@
 #      quiet machine and again with a competing CPU load (a second process burning one core at nice 0,
 #      started and stopped by this script); per session the verdict, the interval of GraphQL CPU per request
 #      (the duet's per-second row, the sequential session's per-round row) and its half-width, and the
-#      session's wall time. Needs jq. About 8 × 2 × N × 3.5 minutes (N=1: ~1 h).
+#      session's wall time. DUET_PROFILE (duet: gate's pair by duration, so that each round fills the duet's
+#      5 s batches) is both modes' profile; KINDS and MACHINES pick a subset. Needs jq. About
+#      4 × 2 × N × 11 minutes (N=1: ~1 h 30 min).
 # All traffic stays on loopback. Parts 1-4 take about 4 × N × 2.5 minutes on 2 cores (N=5: ~50 min), part 5
 # about 3 × N × 5 minutes (N=5: ~75 min); PARTS selects them.
 # Usage: scripts/gate-check.sh [OUTDIR]   (env: N=5, CPU_US=25, ALLOC_BYTES=4096, PROFILE=quick, PARTS="runs ab",
@@ -79,7 +81,7 @@ duet_ab() {
   local name=$1; shift
   local code=0 t0 t1
   t0=$(date +%s)
-  "$bin" ab --profile "$AB_PROFILE" --config "$out/limits.yaml" --out "$out/$name" --log-format json "$@" >"$out/$name.out" 2>"$out/$name.log" || code=$?
+  "$bin" ab --profile "${DUET_PROFILE:-duet}" --config "$out/limits.yaml" --out "$out/$name" --log-format json "$@" >"$out/$name.out" 2>"$out/$name.log" || code=$?
   t1=$(date +%s)
   case $code in 0|1|4) ;; *) echo "ab $name exited $code; see $out/$name.log" >&2; exit 1 ;; esac
   local v iv
@@ -129,7 +131,7 @@ if [[ " $PARTS " == *" duet "* ]]; then
   command -v jq >/dev/null || { echo "PARTS=duet needs jq (apt-get install -y jq)" >&2; exit 2; }
   duet="$out/duet.md"
   {
-    echo "# duet vs sequential, $(date -u +%FT%TZ), $(nproc) cores, N=$N, profile $AB_PROFILE, limits +${DUET_LIMIT} %"
+    echo "# duet vs sequential, $(date -u +%FT%TZ), $(nproc) cores, N=$N, profile ${DUET_PROFILE:-duet}, limits +${DUET_LIMIT} %"
     echo
     echo "| machine | session | sequential verdict | sequential CPU/req change [95 %] | ± | s | duet verdict | duet CPU/req change [95 %] | ± | s |"
     echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -137,13 +139,13 @@ if [[ " $PARTS " == *" duet "* ]]; then
   burner=""
   stop_burner() { if [[ -n $burner ]]; then kill "$burner" 2>/dev/null || true; wait "$burner" 2>/dev/null || true; burner=""; fi; }
   trap stop_burner EXIT
-  for machine in quiet competing; do
+  for machine in ${MACHINES:-quiet competing}; do
     if [[ $machine == competing ]]; then
       nice -n 0 bash -c 'while :; do :; done' &
       burner=$!
     fi
     for i in $(seq 1 "$N"); do
-      for kind in aa cpu5 cpu10 alloc5; do
+      for kind in ${KINDS:-aa cpu5 cpu10 alloc5}; do
         args=()
         [[ $kind != aa ]] && args=(--new "$out/inject-$kind.yaml")
         IFS=$'\t' read -r sv siv sh ss < <(duet_ab "seq-$machine-$kind-$i" "${args[@]}")
