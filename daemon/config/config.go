@@ -933,6 +933,23 @@ func decodeStrict(doc []byte, cfg *Config, source string) (map[string]int, error
 	if err != nil {
 		return nil, err
 	}
+	var seen []string
+	if abs, err := filepath.Abs(source); err == nil {
+		seen = []string{abs}
+	}
+	return decodeNode(body, cfg, source, seen)
+}
+
+// decodeNode is decodeStrict of a parsed document: its include: files
+// decoded first (seen the files being included), its profiles' extends:
+// expanded, then checked and decoded.
+func decodeNode(body *yaml.Node, cfg *Config, source string, seen []string) (map[string]int, error) {
+	if err := includes(body, cfg, source, seen); err != nil {
+		return nil, err
+	}
+	if err := extends(body, cfg, source); err != nil {
+		return nil, err
+	}
 	if warn, problem := renameDeprecated(body); problem != nil {
 		return nil, &ConfigError{Source: source, Problems: []FieldError{*problem}}
 	} else if warn != "" {
