@@ -128,7 +128,7 @@ func enums() map[string][]any {
 		"report.Report.arms":             strs("rest,graphql", "rest,rest", "graphql,graphql"),
 		"report.Report.gate":             strs(kpi.GateInterval),
 		"report.Round.verdict":           judged,
-		"report.Check.group":             strs("memory", "delivery", "errors", "rest"),
+		"report.Check.group":             strs("memory", "delivery", "errors", "rest", "absolute"),
 		"report.Phase.arm":               strs("rest", "graphql"),
 		"report.Phase.model":             models,
 		"report.TargetInfo.kind":         strs(report.TargetBuiltin, report.TargetAttach, report.TargetCommand, report.TargetKubernetes),

@@ -318,6 +318,24 @@ type KPIConfig struct {
 	// (0.95: a build exactly on a limit fails by chance at most 2.5 % of
 	// the time).
 	Confidence float64 `yaml:"confidence"`
+	// Absolute are limits on the GraphQL arm's own figures, with or
+	// without a control group: the gate a GraphQL-only target has.
+	Absolute AbsoluteLimits `yaml:"absolute"`
+}
+
+// AbsoluteLimits (kpis.absolute) bound the compared GraphQL phase's own
+// figures, judged over its rounds as a check each (the interval of the
+// mean across rounds wholly within the limit: pass; wholly beyond: fail;
+// else inconclusive). 0 turns a limit off.
+type AbsoluteLimits struct {
+	// P99LatencyMs: the phase's p99 latency at most this, in ms.
+	P99LatencyMs float64 `yaml:"p99_latency_ms"`
+	// ErrorRatio: failed requests ÷ requests at most this (0.001: 0.1 %).
+	ErrorRatio float64 `yaml:"error_ratio"`
+	// CPUMicrosPerRequest: the target's CPU µs per request at most this.
+	CPUMicrosPerRequest float64 `yaml:"cpu_us_per_request"`
+	// ThroughputRPS: the steady throughput at least this, in requests/s.
+	ThroughputRPS float64 `yaml:"throughput_rps"`
 }
 
 // MemoryConfig holds the memory-profile verdict's limits (seed 002's
@@ -1236,6 +1254,13 @@ func (c *Config) Validate() []FieldError {
 	nonNegative("kpis.cpu_increase_points", c.KPIs.CPUIncreasePoints)
 	nonNegative("kpis.gc_increase_points", c.KPIs.GCIncreasePoints)
 	nonNegative("kpis.gc_pause_p99_floor_ms", c.KPIs.GCPauseP99FloorMs)
+	a := c.KPIs.Absolute
+	nonNegative("kpis.absolute.p99_latency_ms", a.P99LatencyMs)
+	nonNegative("kpis.absolute.cpu_us_per_request", a.CPUMicrosPerRequest)
+	nonNegative("kpis.absolute.throughput_rps", a.ThroughputRPS)
+	if a.ErrorRatio < 0 || a.ErrorRatio >= 1 {
+		bad("kpis.absolute.error_ratio", "must be a share of requests from 0 (off) up to below 1, e.g. 0.001 for 0.1 %% (got %g)", a.ErrorRatio)
+	}
 	if v := c.KPIs.Confidence; !(v >= 0.5 && v < 1) {
 		bad("kpis.confidence", "must be at least 0.5 and below 1, e.g. 0.95 (got %g)", v)
 	}

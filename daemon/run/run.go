@@ -535,6 +535,7 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 		compared[p.Name] = true
 	}
 	rep.Checks = checks(rep.Phases, compared)
+	rep.Checks = append(rep.Checks, absoluteChecks(gqlBy, r.cfg.KPIs.Absolute, s.LookConfidence())...)
 	if name := r.prof.MemoryPhase; name != "" {
 		if p, ok := rep.PhaseNamed(name); ok {
 			rep.Checks = append(rep.Checks, memoryChecks(p, r.target.MemoryData(p), r.cfg.Memory)...)

@@ -1,8 +1,10 @@
 package run
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/daemon/target"
@@ -232,4 +234,107 @@ func measuredOutcome(ok bool) kpi.Outcome {
 		return kpi.OutcomePass
 	}
 	return kpi.OutcomeNotMeasured
+}
+
+// absoluteChecks judge the compared GraphQL phase's own figures, by round
+// (gql), against kpis.absolute (l): one check per limit set, its value the
+// mean across rounds, pass when the interval of that mean (at confidence)
+// is wholly within the limit, fail when wholly beyond, inconclusive
+// otherwise; with one round the point value decides. A round that did not
+// measure the figure makes the check not measured.
+func absoluteChecks(gql map[int]report.Phase, l config.AbsoluteLimits, confidence float64) []report.Check {
+	type rule struct {
+		name, title, unit string
+		limit             float64
+		bound             kpi.Bound
+		value             func(p report.Phase) (float64, string)
+		def               string
+	}
+	rules := []rule{
+		{"p99_latency_ms", "p99 latency", "ms", l.P99LatencyMs, kpi.AtMost, func(p report.Phase) (float64, string) {
+			if p.Requests-p.Errors <= 0 {
+				return 0, "no request succeeded"
+			}
+			return p.LatencyMs.P99, ""
+		}, "the 99th percentile latency of the phase's successful requests (HDR histogram), mean over the rounds"},
+		{"error_ratio", "Error ratio", "", l.ErrorRatio, kpi.AtMost, func(p report.Phase) (float64, string) {
+			if p.Requests <= 0 {
+				return 0, "no request completed"
+			}
+			return float64(p.Errors) / float64(p.Requests), ""
+		}, "failed requests (HTTP status, payload, GraphQL errors, transport) ÷ requests, mean over the rounds"},
+		{"cpu_us_per_request", "CPU per request", "µs", l.CPUMicrosPerRequest, kpi.AtMost, func(p report.Phase) (float64, string) {
+			f := p.Figures()
+			if why, ok := f.NotMeasured["cpu_us_per_request"]; ok {
+				return 0, why
+			}
+			return f.CPUMicrosPerRequest, ""
+		}, "the target's CPU seconds over the steady window ÷ the requests completed in it, in µs, mean over the rounds"},
+		{"throughput_rps", "Throughput", "req/s", l.ThroughputRPS, kpi.AtLeast, func(p report.Phase) (float64, string) {
+			f := p.Figures()
+			if why, ok := f.NotMeasured["throughput_rps"]; ok {
+				return 0, why
+			}
+			return f.ThroughputRPS, ""
+		}, "requests completed and validated per second in the steady window, mean over the rounds"},
+	}
+	var cs []report.Check
+	for _, ru := range rules {
+		if ru.limit <= 0 {
+			continue
+		}
+		c := report.Check{Group: "absolute", Name: ru.name, Title: ru.title, Unit: ru.unit, Limit: ru.limit, Definition: ru.def}
+		var xs []float64
+		var why string
+		for r := 1; r <= len(gql); r++ {
+			p, ok := gql[r]
+			if !ok {
+				continue
+			}
+			c.Phase = strings.TrimSuffix(p.Name, fmt.Sprintf("#%d", r))
+			v, w := ru.value(p)
+			if w != "" {
+				why = fmt.Sprintf("round %d: %s", r, w)
+				break
+			}
+			xs = append(xs, v)
+		}
+		rel := "at most"
+		if ru.bound == kpi.AtLeast {
+			rel = "at least"
+		}
+		switch {
+		case why != "" || len(xs) == 0:
+			c.Outcome = kpi.OutcomeNotMeasured
+			c.Detail = "not measured: " + cmp.Or(why, "no round of the GraphQL phase")
+		case len(xs) == 1:
+			c.Value = xs[0]
+			c.Pass = (ru.bound == kpi.AtMost && c.Value <= ru.limit) || (ru.bound == kpi.AtLeast && c.Value >= ru.limit)
+			c.Outcome = kpi.OutcomeFail
+			if c.Pass {
+				c.Outcome = kpi.OutcomePass
+			}
+			c.Detail = fmt.Sprintf("%s in one round (no interval), limit %s %s", absFigure(c.Value, ru.unit), rel, absFigure(ru.limit, ru.unit))
+		default:
+			iv := kpi.MeanInterval(xs, confidence)
+			c.Value = iv.Center
+			c.Outcome = kpi.Decide(iv, ru.limit, ru.bound)
+			c.Pass = c.Outcome == kpi.OutcomePass
+			c.Detail = fmt.Sprintf("%s [%s, %s] over %d rounds (%.0f %%), limit %s %s", absFigure(iv.Center, ru.unit), absFigure(iv.Lo, ru.unit), absFigure(iv.Hi, ru.unit),
+				len(xs), confidence*100, rel, absFigure(ru.limit, ru.unit))
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// absFigure writes an absolute check's figure in its unit.
+func absFigure(v float64, unit string) string {
+	switch unit {
+	case "":
+		return fmt.Sprintf("%.4g %%", v*100)
+	case "req/s":
+		return fmt.Sprintf("%.0f req/s", v)
+	}
+	return fmt.Sprintf("%.3g %s", v, unit)
 }

@@ -1,7 +1,9 @@
 package run
 
 import (
+	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -238,5 +240,44 @@ func TestMemoryChecksNotMeasured(t *testing.T) {
 	rel := checks([]report.Phase{p}, map[string]bool{})
 	if len(rel) != 1 || rel[0].Name != "released" || rel[0].Outcome != kpi.OutcomeNotMeasured || !strings.Contains(rel[0].Detail, "gives no goroutines figure") {
 		t.Errorf("released: %+v", rel)
+	}
+}
+
+// TestAbsoluteChecks: each set limit is one check over the GraphQL
+// phase's rounds, decided by the interval of the mean; an unset limit is
+// no check; a round without the figure makes it not measured.
+func TestAbsoluteChecks(t *testing.T) {
+	gql := map[int]report.Phase{}
+	for r, p99 := range []float64{4.0, 4.2, 3.9, 4.1} {
+		gql[r+1] = report.Phase{Name: fmt.Sprintf("graphql-load#%d", r+1), Requests: 10000, Errors: int64(r % 2), ThroughputRPS: 1500 + float64(r),
+			LatencyMs: workloads.Latency{P99: p99}}
+	}
+	cs := absoluteChecks(gql, config.AbsoluteLimits{P99LatencyMs: 5, ErrorRatio: 0.00001, ThroughputRPS: 1501}, 0.95)
+	got := map[string]report.Check{}
+	for _, c := range cs {
+		got[c.Name] = c
+		t.Logf("%s %s: %s (%s)", c.Phase, c.Name, c.Outcome, c.Detail)
+		if c.Group != "absolute" || c.Phase != "graphql-load" {
+			t.Errorf("%s: group %q phase %q", c.Name, c.Group, c.Phase)
+		}
+	}
+	if len(cs) != 3 {
+		t.Fatalf("%d checks, want one per set limit (3)", len(cs))
+	}
+	if c := got["p99_latency_ms"]; c.Outcome != kpi.OutcomePass || math.Abs(c.Value-4.05) > 1e-9 {
+		t.Errorf("p99: %s %v, want pass at 4.05 ms", c.Outcome, c.Value)
+	}
+	// 0.5 errors in 10,000 a round on average, 5e-5 against a 1e-5 limit.
+	if c := got["error_ratio"]; c.Outcome == kpi.OutcomePass {
+		t.Errorf("error ratio: %s, want it not to pass (mean 5e-5 over a 1e-5 limit)", c.Outcome)
+	}
+	// 1500…1503 req/s against at least 1501: the interval straddles it.
+	if c := got["throughput_rps"]; c.Outcome != kpi.OutcomeInconclusive {
+		t.Errorf("throughput: %s (%s), want inconclusive", c.Outcome, c.Detail)
+	}
+	// A round without resources: CPU per request not measured, never 0.
+	cs = absoluteChecks(gql, config.AbsoluteLimits{CPUMicrosPerRequest: 100}, 0.95)
+	if len(cs) != 1 || cs[0].Outcome != kpi.OutcomeNotMeasured || !strings.Contains(cs[0].Detail, "round 1") {
+		t.Errorf("cpu per request without resources: %+v", cs)
 	}
 }

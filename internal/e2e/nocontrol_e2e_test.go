@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -123,6 +124,36 @@ func TestNoControlGroup(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "## GraphQL without a control group") || !strings.Contains(string(md), "| — |") {
 		t.Errorf("report.md does not say there is no control group:\n%.2000s", md)
+	}
+
+	// Absolute limits gate it: generous ones pass, so the run can pass; an
+	// impossible throughput fails it (exit 1), naming the check.
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want map[string]string
+		code int
+	}{
+		{"generous", []string{"kpis.absolute.p99_latency_ms=2000", "kpis.absolute.error_ratio=0.5"}, map[string]string{"p99_latency_ms": "pass", "error_ratio": "pass"}, -1},
+		{"impossible", []string{"kpis.absolute.throughput_rps=1e9"}, map[string]string{"throughput_rps": "fail"}, 1},
+	} {
+		out := filepath.Join(dir, "abs-"+tc.name)
+		args := []string{"run", "--config", cfgPath, "--out", out, "--log-format", "json"}
+		for _, kv := range tc.sets {
+			args = append(args, "--set", kv)
+		}
+		_, stderr, code := runSoakd(t, bin, args...)
+		rep, raw := readNodeReport(t, out)
+		got := map[string]string{}
+		for _, c := range rep.Checks {
+			if c.Group == "absolute" {
+				got[c.Name] = c.outcome()
+				t.Logf("%s: absolute %s %s: %s", tc.name, c.Name, c.outcome(), c.Detail)
+			}
+		}
+		if !maps.Equal(got, tc.want) || (tc.code >= 0 && code != tc.code) {
+			t.Errorf("%s: exit %d, absolute checks %v, want %v (exit %d)\n%.2000s\n%s", tc.name, code, got, tc.want, tc.code, raw, stderr)
+		}
 	}
 
 	// It compares with another run (here itself) phase by phase.

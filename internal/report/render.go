@@ -467,6 +467,7 @@ func (r *Report) checkGroups() []checkGroup {
 		{"Memory profile verdict", "memory", "Seed 002's memory expectations, measured: steady allocation with no extreme spikes, little to nothing surviving each GC cycle, and a return to the pre-test state."},
 		{"Subscription delivery", "delivery", "Every subscription must receive each event of its id exactly once."},
 		{"Compared phases", "errors", "The compared phases must be error-free and measured."},
+		{"Absolute limits", "absolute", "The compared GraphQL phase's own figures against kpis.absolute, over its rounds: the interval of the mean wholly within the limit passes, wholly beyond fails."},
 		{"Return to rest", "rest", restIntro},
 	} {
 		cg := checkGroup{Title: g.title, Intro: g.intro}
