@@ -2,6 +2,27 @@
 // #soakd-data (see report/htmlcharts.go for its shape). Each chart goes in
 // the element whose data-chart is its id; a chart that cannot be drawn is
 // named in #charts-not-drawn, which stays hidden when every chart was drawn.
+// The section bar (#sections) links every h2 of the page, each given an
+// id from its text: it stays at the top while the page scrolls.
+(function () {
+  "use strict";
+  var nav = document.getElementById("sections");
+  if (!nav) return;
+  var used = {};
+  document.querySelectorAll("h2").forEach(function (h) {
+    if (!h.id) {
+      var base = "s-" + h.textContent.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, ""), id = base, n = 2;
+      while (used[id] || document.getElementById(id)) id = base + "-" + n++;
+      h.id = id;
+    }
+    used[h.id] = true;
+    var a = document.createElement("a");
+    a.href = "#" + h.id;
+    a.textContent = h.textContent;
+    nav.appendChild(a);
+  });
+  nav.hidden = nav.children.length === 0;
+})();
 (function () {
   "use strict";
   var errBox = document.getElementById("charts-not-drawn");

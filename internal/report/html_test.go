@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -921,6 +922,28 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	if miss := missingSections(r.Markdown(), dom); len(miss) > 0 {
 		t.Errorf("the rendered page lacks sections %q", miss)
+	}
+	// The section bar links every section, each heading given its id.
+	heads := regexp.MustCompile(`<h2 id="([^"]+)">`).FindAllStringSubmatch(dom, -1)
+	nav := regexp.MustCompile(`(?s)<nav id="sections" aria-label="Sections">(.*?)</nav>`).FindStringSubmatch(dom)
+	if nav == nil || len(heads) < 5 || strings.Count(nav[1], "<a href=") != len(heads) {
+		t.Errorf("section bar %.300q links %d of %d headings", nav, strings.Count(fmt.Sprint(nav), "<a href="), len(heads))
+	}
+	for _, h := range heads {
+		if nav != nil && !strings.Contains(nav[1], `href="#`+h[1]+`"`) {
+			t.Errorf("the section bar has no link to #%s", h[1])
+		}
+	}
+	// At 800 px no chart is wider than the window.
+	narrow, _ := run("--window-size=800,2000", "--dump-dom")
+	canvases := canvasTag.FindAllStringSubmatch(string(narrow), -1)
+	if len(canvases) < len(drawn) {
+		t.Errorf("at 800 px %d canvases, want one per chart (%d)", len(canvases), len(drawn))
+	}
+	for _, c := range canvases {
+		if w, _ := strconv.Atoi(c[1]); w > 800 {
+			t.Errorf("at 800 px a chart's canvas is %d px wide", w)
+		}
 	}
 	if !strings.Contains(dom, "mem&lt;&amp;&gt;\"ory") {
 		t.Errorf("DOM: the escaped phase name did not come back as text")
