@@ -229,6 +229,7 @@ func generate(name string) (out []byte, used map[string]bool, err error) {
 	}
 	top := map[string]any{
 		"$schema":     "https://json-schema.org/draft/2020-12/schema",
+		"$id":         schemas.ID(name),
 		"title":       doc.title,
 		"description": doc.description + " Generated from the Go types (go test ./schemas -update).",
 		"$ref":        root["$ref"],

@@ -49,6 +49,12 @@ func Names() []string { return []string{Report, Soak, Compare, Driver} }
 // File is the file name of schema name, e.g. "report.schema.json".
 func File(name string) string { return name + ".schema.json" }
 
+// ID is schema name's $id: where the repository publishes it, so that a
+// consumer can name (and fetch) the schema a document is checked against.
+func ID(name string) string {
+	return "https://raw.githubusercontent.com/soakd/soakd/main/schemas/" + File(name)
+}
+
 // Read returns the text of schema name.
 func Read(name string) ([]byte, error) {
 	if !slices.Contains(Names(), name) {
@@ -74,7 +80,7 @@ func Compile(name string) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
-	url := "file:///soakd/schemas/" + File(name)
+	url := ID(name)
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("cannot load schema %s: %w", name, err)
 	}
