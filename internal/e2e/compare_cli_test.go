@@ -123,7 +123,7 @@ func TestCompareBaselineFormats(t *testing.T) {
 		t.Errorf("junit: exit %d, want 1 and a failing cpu case\n%s", code, out)
 	}
 	out, _, code = compare("--format", "markdown", "accepted", "slower")
-	if code != 1 || !strings.Contains(out, "# soakd comparison accepted → slower") || !strings.Contains(out, "**Verdict: FAIL**") {
+	if code != 1 || !strings.HasPrefix(out, "<!-- soakd-comparison -->\n## soakd comparison: FAIL") || !strings.Contains(out, "Old: `accepted`; new: `slower`") || !strings.Contains(out, "**Verdict: FAIL**") || !strings.Contains(out, "Why:") {
 		t.Errorf("markdown: exit %d\n%s", code, out)
 	}
 	out, _, code = compare("baseline", "slower")

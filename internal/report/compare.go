@@ -868,19 +868,77 @@ func (c Comparison) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Markdown renders the comparison as a Markdown section: the verdict, one
-// table row per phase and metric, and the notes.
+// MarkdownMarker opens every Markdown comparison, hidden when rendered: a
+// bot posting it as a pull request comment finds its own comment by it and
+// updates it in place instead of adding one per push.
+const MarkdownMarker = "<!-- soakd-comparison -->"
+
+// metricTitles are the metrics' names for people.
+var metricTitles = map[string]string{
+	metricThroughput:   "Throughput",
+	metricCPU:          "CPU per request",
+	metricAlloc:        "Heap allocated per request",
+	metricGC:           "GC % time",
+	metricP99:          "p99 latency",
+	metricHeapLive:     "Largest live heap",
+	metricCPUVsControl: "CPU per request ÷ REST control's",
+	MetricCPUSeconds:   "CPU per request, simultaneous seconds",
+}
+
+// metricTitle is a metric's name for people ("CPU per request"), the
+// metric's own name when it has none.
+func metricTitle(m string) string {
+	if t, ok := metricTitles[m]; ok {
+		return t
+	}
+	return m
+}
+
+// Markdown renders the comparison for a pull request comment: the hidden
+// marker, the verdict and both runs, the reasons for the verdict (every
+// gated row that did not pass, with its numbers), then every row in a
+// collapsed table (metrics by their titles) and the notes.
 func (c Comparison) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# soakd comparison %s → %s\n\n", mdText(c.Old), mdText(c.New))
-	fmt.Fprintf(&b, "**Verdict: %s**. Change is NEW − OLD, in points for GC %% and in percent of OLD otherwise.\n\n", c.Verdict.Word())
+	b.WriteString(MarkdownMarker + "\n")
+	fmt.Fprintf(&b, "## soakd comparison: %s\n\n", c.Verdict.Word())
+	kind := "run"
+	switch {
+	case len(c.Duet) > 0:
+		kind = "duet A/B session"
+	case c.Paired:
+		kind = "A/B session"
+	}
+	fmt.Fprintf(&b, "**Verdict: %s** (%s). Old: `%s`; new: `%s`. Change is NEW − OLD, in points for GC %% and in percent of OLD otherwise.\n\n",
+		c.Verdict.Word(), kind, mdText(c.Old), mdText(c.New))
+	var why []string
+	for _, r := range c.Rows {
+		if !r.Gated || r.Pass {
+			continue
+		}
+		cells := compareCells(r)
+		line := fmt.Sprintf("**%s** %s %s: %s → %s, change %s, limit %s", strings.ToUpper(string(r.Outcome)), mdText(r.Phase), mdText(metricTitle(r.Metric)),
+			mdText(cells[0]), mdText(cells[1]), mdText(cells[2]), mdText(cells[3]))
+		if r.Reason != "" {
+			line += ": " + mdText(r.Reason)
+		}
+		why = append(why, line)
+	}
+	if len(why) > 0 {
+		b.WriteString("Why:\n\n")
+		for _, w := range why {
+			fmt.Fprintf(&b, "- %s\n", w)
+		}
+		b.WriteString("\n")
+	}
 	if len(c.Rows) > 0 {
+		fmt.Fprintf(&b, "<details><summary>All %d rows</summary>\n\n", len(c.Rows))
 		b.WriteString("| Phase | Metric | Old | New | Change | Limit | Result |\n|---|---|---:|---:|---:|---:|---|\n")
 		for _, r := range c.Rows {
 			cells := compareCells(r)
-			b.WriteString(mdRow(mdTexts(append([]string{r.Phase, r.Metric}, cells[:5]...))...))
+			b.WriteString(mdRow(mdTexts(append([]string{r.Phase, metricTitle(r.Metric)}, cells[:5]...))...))
 		}
-		b.WriteString("\n")
+		b.WriteString("\n</details>\n\n")
 	}
 	if len(c.Notes) > 0 {
 		b.WriteString("Notes:\n\n")

@@ -443,3 +443,28 @@ func TestComparePairedSession(t *testing.T) {
 		t.Errorf("a round without its partner was paired: %+v", r)
 	}
 }
+
+// TestCompareMarkdownForAPullRequest: the marker first (a bot updates its
+// comment by it), then the verdict and the reasons, the rows collapsed
+// under <details>, metrics by their titles.
+func TestCompareMarkdownForAPullRequest(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	c := Comparison{Old: "a-old", New: "a-new", Verdict: kpi.OutcomeFail, Paired: true, Rows: []CompareRow{
+		{Phase: "graphql-load", Metric: metricCPU, Unit: "µs", Old: f(161.7), New: f(186.6), Change: f(15.4), ChangeUnit: "percent", Limit: f(10),
+			Gated: true, Outcome: kpi.OutcomeFail, Interval: &kpi.Interval{Lo: 12.1, Hi: 18.9, N: 6}},
+		{Phase: "graphql-load", Metric: metricThroughput, Unit: "req/s", Old: f(1000), New: f(990), Change: f(-1), ChangeUnit: "percent", Limit: f(10), Gated: true, Pass: true, Outcome: kpi.OutcomePass},
+	}}
+	md := c.Markdown()
+	why, details := strings.Index(md, "Why:"), strings.Index(md, "<details><summary>All 2 rows</summary>")
+	if !strings.HasPrefix(md, MarkdownMarker+"\n## soakd comparison: FAIL") || why < 0 || details < why {
+		t.Fatalf("layout:\n%s", md)
+	}
+	for _, want := range []string{"(A/B session)", "Old: `a-old`; new: `a-new`", "**FAIL** graphql-load CPU per request: 161.7 µs → 186.6 µs, change +15.4 % \\[+12.1, +18.9\\] %, limit ≤ +10 %", "| graphql-load | Throughput |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md[why:details], "Throughput") {
+		t.Errorf("a passing row is among the reasons:\n%s", md)
+	}
+}
