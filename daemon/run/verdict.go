@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"strings"
 
 	"github.com/soakd/soakd/daemon/config"
@@ -335,6 +336,9 @@ func absFigure(v float64, unit string) string {
 		return fmt.Sprintf("%.4g %%", v*100)
 	case "req/s":
 		return fmt.Sprintf("%.0f req/s", v)
+	}
+	if math.Abs(v) >= 1000 {
+		return fmt.Sprintf("%.0f %s", v, unit)
 	}
 	return fmt.Sprintf("%.3g %s", v, unit)
 }
