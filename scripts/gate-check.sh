@@ -160,7 +160,7 @@ if [[ " $PARTS " == *" duet "* ]]; then
     for m in quiet competing; do
       for mode in sequential duet; do
         col=$([[ $mode == sequential ]] && echo 5 || echo 9)
-        vcol=$([[ $mode == sequential ]] && echo 4 || echo 8)
+        vcol=$([[ $mode == sequential ]] && echo 3 || echo 7)
         echo "- $m, $mode: A/A fails $(awk -F' \\| ' -v m="$m" -v c="$vcol" '$1 == "| "m && $2 ~ /^aa-/ && $c == "FAIL"' "$duet" | wc -l) of $N; +5 % CPU fails $(awk -F' \\| ' -v m="$m" -v c="$vcol" '$1 == "| "m && $2 ~ /^cpu5-/ && $c == "FAIL"' "$duet" | wc -l) of $N; median ± of CPU/req $(awk -F' \\| ' -v m="$m" -v c="$col" '$1 == "| "m && $c != "-" {print $c}' "$duet" | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)] " %"; else print "none"}')"
       done
     done
