@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -181,44 +180,7 @@ func TestShippedRoleIsLeastPrivilege(t *testing.T) {
 		}
 		used[res+" "+a.GetVerb()] = true
 	}
-	granted := map[string]bool{}
-	for _, r := range shippedRole(t, "soakd-drivers").Rules {
-		for _, res := range r.Resources {
-			for _, v := range r.Verbs {
-				granted[res+" "+v] = true
-			}
-		}
-	}
-	for u := range used {
-		if !granted[u] {
-			t.Errorf("the backend calls %s, which the shipped Role soakd-drivers does not grant", u)
-		}
-	}
-	for g := range granted {
-		if !used[g] {
-			t.Errorf("the shipped Role soakd-drivers grants %s, which the backend never calls", g)
-		}
-	}
-}
-
-// shippedRole is the Role name of deploy/kubernetes/rbac.yaml.
-func shippedRole(t *testing.T, name string) rbacv1.Role {
-	t.Helper()
-	raw, err := os.ReadFile("../../deploy/kubernetes/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		var r rbacv1.Role
-		if err := yaml.UnmarshalStrict([]byte(doc), &r); err != nil {
-			continue // another kind
-		}
-		if r.Kind == "Role" && r.Name == name {
-			return r
-		}
-	}
-	t.Fatalf("deploy/kubernetes/rbac.yaml has no Role %s", name)
-	return rbacv1.Role{}
+	testkit.LeastPrivilege(t, "soakd-drivers", used)
 }
 
 // TestPodTarget: target_host replaces every URL's host, keeping the

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -91,7 +92,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (Result, error) {
 	name := cmp.Or(o.Profile, cfg.DefaultProfile)
 	prof, ok := cfg.Profiles[name]
 	if !ok {
-		return Result{}, exitcode.Usagef("profile %q is not defined (the config defines %v)", name, slices.Sorted(mapsKeys(cfg.Profiles)))
+		return Result{}, exitcode.Usagef("profile %q is not defined (the config defines %v)", name, slices.Sorted(maps.Keys(cfg.Profiles)))
 	}
 	specs := cfg.Phases(prof, "check")
 	dir, err := os.MkdirTemp("", "soakd-check-")
@@ -125,17 +126,6 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (Result, error) {
 		return res, exitcode.With(exitcode.Fail, fmt.Errorf("%d of %d checks failed", n, len(res.Checks)))
 	}
 	return res, nil
-}
-
-// mapsKeys is the keys of m.
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // Spec is one check's phase: one user sending one request of an
@@ -243,7 +233,7 @@ func firstError(r workloads.Result) string {
 	if r.Requests == 0 {
 		return "no request completed"
 	}
-	for _, class := range slices.Sorted(mapsKeys(r.ErrorsByClass)) {
+	for _, class := range slices.Sorted(maps.Keys(r.ErrorsByClass)) {
 		if ex := r.ErrorExamples[class]; len(ex) > 0 {
 			return class + ": " + strings.TrimSpace(ex[0])
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,15 +12,14 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/internal/testkit"
 )
 
 // replicaPod is a running, ready replica of app=books with a metrics port
@@ -106,24 +104,7 @@ func TestReplicaSetThroughThePodProxy(t *testing.T) {
 	for _, a := range cs.Actions() {
 		used[a.GetResource().Resource+" "+a.GetVerb()] = true
 	}
-	granted := map[string]bool{}
-	for _, r := range shippedRole(t, "soakd-target").Rules {
-		for _, res := range r.Resources {
-			for _, v := range r.Verbs {
-				granted[res+" "+v] = true
-			}
-		}
-	}
-	for u := range used {
-		if !granted[u] {
-			t.Errorf("target.kind kubernetes calls %s, which the shipped Role soakd-target does not grant", u)
-		}
-	}
-	for g := range granted {
-		if !used[g] {
-			t.Errorf("the shipped Role soakd-target grants %s, which target.kind kubernetes never calls", g)
-		}
-	}
+	testkit.LeastPrivilege(t, "soakd-target", used)
 }
 
 // TestPodProxyScrapeFollowsNoRedirect: a pod proxy that answers 302 is not
@@ -210,21 +191,4 @@ func TestReplicaSetNotReady(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1 of the 2 replicas") || !strings.Contains(err.Error(), "books-b Pending") {
 		t.Errorf("err %v: want 1 of 2 ready, naming books-b Pending", err)
 	}
-}
-
-// shippedRole is the Role name of deploy/kubernetes/rbac.yaml.
-func shippedRole(t *testing.T, name string) rbacv1.Role {
-	t.Helper()
-	raw, err := os.ReadFile("../../deploy/kubernetes/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		var r rbacv1.Role
-		if err := yaml.UnmarshalStrict([]byte(doc), &r); err == nil && r.Kind == "Role" && r.Name == name {
-			return r
-		}
-	}
-	t.Fatalf("deploy/kubernetes/rbac.yaml has no Role %s", name)
-	return rbacv1.Role{}
 }

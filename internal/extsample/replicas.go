@@ -1,6 +1,7 @@
 package extsample
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,7 +74,7 @@ func SumReplicas(at time.Time, rs []Replica) Sample {
 		for _, r := range rs {
 			g := get(r.Sample.Runtime)
 			if !g.Measured {
-				return f.withReason(r.Name + ": " + cmpOr(g.Reason, "not given"))
+				return f.withReason(r.Name + ": " + cmp.Or(g.Reason, "not given"))
 			}
 		}
 		f.Value = 0
@@ -138,11 +139,11 @@ func SumReplicas(at time.Time, rs []Replica) Sample {
 func withRuntimeMismatch(out Sample, rs []Replica) Sample {
 	var parts []string
 	for _, r := range rs {
-		parts = append(parts, fmt.Sprintf("%s is %s", r.Name, cmpOr(string(r.Sample.Runtime.Runtime), "unknown")))
+		parts = append(parts, fmt.Sprintf("%s is %s", r.Name, cmp.Or(string(r.Sample.Runtime.Runtime), "unknown")))
 	}
 	why := "the replicas run different runtimes (" + strings.Join(parts, ", ") + "): their figures do not add up"
 	out.Runtime = runtimeNotMeasured(RuntimeUnknown, "", why)
-	out.Error = cmpOr(out.Error, why)
+	out.Error = cmp.Or(out.Error, why)
 	return out
 }
 
@@ -165,12 +166,4 @@ func sumPauses(rs []Replica) *PauseHistogram {
 		out.Count += h.Count
 	}
 	return out
-}
-
-// cmpOr returns the first non-empty string.
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -159,9 +159,6 @@ func secondsCorrelation(rounds [][]DuetSecond) (rho, lagOne float64) {
 	return max(0, lagOne, math.Sqrt(max(0, lagCorrelation(rounds, 2)))), lagOne
 }
 
-// lagOneCorrelation is lagCorrelation at lag 1.
-func lagOneCorrelation(rounds [][]DuetSecond) float64 { return lagCorrelation(rounds, 1) }
-
 // lagCorrelation is the lag-k autocorrelation of the per-second log
 // ratios of CPU per request, pairs taken within rounds only, about their
 // overall mean; 0 with fewer than three usable seconds.

@@ -138,7 +138,7 @@ func TestDuetBatchCorrelation(t *testing.T) {
 	// The seconds' correlation is measured within rounds: a simulated
 	// ρ = 0.5 reads near 0.5.
 	rng := rand.New(rand.NewPCG(25, 4))
-	if r := lagOneCorrelation(duetSession(rng, 20, 50, 0, 0.5, 0.05)); math.Abs(r-0.5) > 0.08 {
+	if r := lagCorrelation(duetSession(rng, 20, 50, 0, 0.5, 0.05), 1); math.Abs(r-0.5) > 0.08 {
 		t.Errorf("measured lag-one correlation %.3f, want near 0.5", r)
 	}
 }

@@ -12,8 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/kpi"
@@ -110,5 +114,48 @@ func WriteRun(t testing.TB, dataDir, id, profile string, started time.Time, cpuU
 	}
 	if err := os.WriteFile(filepath.Join(dir, report.JSONFile), b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ShippedRole is the Role name of deploy/kubernetes/rbac.yaml.
+func ShippedRole(t testing.TB, name string) rbacv1.Role {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(Root(t), "deploy", "kubernetes", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var r rbacv1.Role
+		if err := yaml.UnmarshalStrict([]byte(doc), &r); err == nil && r.Kind == "Role" && r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("deploy/kubernetes/rbac.yaml has no Role %s", name)
+	return rbacv1.Role{}
+}
+
+// LeastPrivilege fails t for every "resource verb" in used (what the code
+// under test called) that the shipped Role role does not grant, and every
+// one it grants that used lacks: each rule names only the verbs the code
+// calls.
+func LeastPrivilege(t testing.TB, role string, used map[string]bool) {
+	t.Helper()
+	granted := map[string]bool{}
+	for _, r := range ShippedRole(t, role).Rules {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				granted[res+" "+v] = true
+			}
+		}
+	}
+	for u := range used {
+		if !granted[u] {
+			t.Errorf("the code calls %s, which the shipped Role %s does not grant", u, role)
+		}
+	}
+	for g := range granted {
+		if !used[g] {
+			t.Errorf("the shipped Role %s grants %s, which the code never calls", role, g)
+		}
 	}
 }
