@@ -552,7 +552,20 @@ type CompareConfig struct {
 	// builds under the same load at the same instant, on halves of the
 	// CPUs swapped between rounds.
 	Duet bool `yaml:"duet"`
+	// DuetLayout is how a duet places the two sides on the CPUs:
+	// DuetLayoutHalves (each target and its driver on half of the CPUs,
+	// the halves swapped between rounds) or DuetLayoutShared (both sides
+	// on every CPU, left to the kernel's scheduler, so that interference
+	// from the rest of the machine lands on both at the same instant
+	// wherever it runs). Empty is halves.
+	DuetLayout string `yaml:"duet_layout"`
 }
+
+// Duet layouts (compare.duet_layout).
+const (
+	DuetLayoutHalves = "halves"
+	DuetLayoutShared = "shared"
+)
 
 // Limits converts the config into the comparison's limits.
 func (c CompareConfig) Limits() report.CompareLimits {
@@ -1328,6 +1341,11 @@ func (c *Config) Validate() []FieldError {
 		if terr == nil && derr == nil && slices.ContainsFunc(t, func(cpu int) bool { return slices.Contains(d, cpu) }) {
 			bad("pinning", "target CPUs %v and driver CPUs %v overlap; they must be disjoint", t, d)
 		}
+	}
+	switch c.Compare.DuetLayout {
+	case "", DuetLayoutHalves, DuetLayoutShared:
+	default:
+		bad("compare.duet_layout", "must be %s (each side on half of the CPUs, swapped between rounds) or %s (both sides on every CPU) (got %q)", DuetLayoutHalves, DuetLayoutShared, c.Compare.DuetLayout)
 	}
 	for path, v := range map[string]float64{
 		"compare.cpu_per_request_increase_percent":   c.Compare.CPUPerRequestPercent,

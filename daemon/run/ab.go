@@ -43,6 +43,9 @@ type ABOptions struct {
 	// Duet (--duet, or the base's compare.duet) runs both builds at the
 	// same time instead of one after the other (runDuet).
 	Duet bool
+	// DuetLayout (--duet-layout) overrides the base's
+	// compare.duet_layout: config.DuetLayoutHalves or DuetLayoutShared.
+	DuetLayout string
 }
 
 // ABResult is what an A/B session produced: each side's report (nil when
@@ -107,7 +110,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		return nil, err
 	}
 	duet := opts.Duet || base.Compare.Duet
-	var halves [2][]int
+	var lay duetCPUs
 	if duet {
 		if err := duetRefusal(base, opts.Old, opts.New); err != nil {
 			return nil, err
@@ -116,8 +119,15 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		if err != nil {
 			return nil, exitcode.Usagef("--duet (compare.duet) cannot read the CPUs this process may run on: %v", err)
 		}
-		if halves, err = duetHalves(allowed); err != nil {
+		if lay.halves, err = duetHalves(allowed); err != nil {
 			return nil, err
+		}
+		switch l := cmp.Or(opts.DuetLayout, base.Compare.DuetLayout, config.DuetLayoutHalves); l {
+		case config.DuetLayoutHalves:
+		case config.DuetLayoutShared:
+			lay.shared = slices.Sorted(slices.Values(allowed))
+		default:
+			return nil, exitcode.Usagef("--duet-layout must be %s or %s (got %q)", config.DuetLayoutHalves, config.DuetLayoutShared, l)
 		}
 		// Both sides' phases run at once: the view draws a bar for
 		// each, named old <phase> and new <phase>.
@@ -175,7 +185,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		var places []report.DuetPlacement
 		var failed *abSide
 		var err error
-		places, seconds, failed, err = runDuet(ctx, sides, sessionPlans, halves, oldFirst, log)
+		places, seconds, failed, err = runDuet(ctx, sides, sessionPlans, lay, oldFirst, log)
 		if err != nil {
 			res.Old, res.New = sideReports(sides)
 			return res, abAbort(sides, failed, err)
@@ -183,7 +193,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		for _, s := range sides {
 			_, pinned := s.r.target.(target.Pinnable)
 			s.r.rep.Pinning = nil // per phase, in ab.duet
-			s.r.rep.Notes = append(s.r.rep.Notes, duetNote(session, s.name, s.r.rep.AB.Other, places, pinned))
+			s.r.rep.Notes = append(s.r.rep.Notes, duetNote(session, s.name, s.r.rep.AB.Other, places, pinned, lay.shared != nil))
 		}
 	}
 	var order strings.Builder
@@ -230,6 +240,9 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	lim := base.Compare.Limits()
 	lim.Confidence = base.KPIs.Confidence
 	if duet {
+		if err := report.WriteDuetSeconds(res.Dir, session, seconds); err != nil {
+			return res, exitcode.With(exitcode.Aborted, err)
+		}
 		res.Comparison = report.CompareDuet(res.Old, res.New, lim, seconds)
 	} else {
 		res.Comparison = report.CompareRuns(res.Old, res.New, lim)

@@ -58,13 +58,25 @@ func duetRefusal(sides ...*config.Config) error {
 	return nil
 }
 
+// duetCPUs is a duet's layout: the two halves of the CPUs, and with
+// compare.duet_layout: shared every CPU this process may run on, which
+// both sides then share.
+type duetCPUs struct {
+	halves [2][]int
+	shared []int
+}
+
 // duetLayout is the CPUs of each side for the phase at index i of the
-// session's plan: the halves swapped from round to round (a phase outside
-// the rounds, such as a warm-up, alternates by its place), so that a
-// faster core or an interrupt-heavy CPU favours neither build. oldFirst
-// (drawn at random per session) gives the old side the lower half in
-// round 1.
-func duetLayout(halves [2][]int, pl planned, i int, oldFirst bool) (old, new []int) {
+// session's plan. Halves: swapped from round to round (a phase outside the
+// rounds, such as a warm-up, alternates by its place), so that a faster
+// core or an interrupt-heavy CPU favours neither build; oldFirst (drawn at
+// random per session) gives the old side the lower half in round 1.
+// Shared: both sides on every CPU, always.
+func duetLayout(lay duetCPUs, pl planned, i int, oldFirst bool) (old, new []int) {
+	if lay.shared != nil {
+		return lay.shared, lay.shared
+	}
+	halves := lay.halves
 	k := i
 	if pl.round > 0 {
 		k = pl.round - 1
@@ -81,7 +93,7 @@ func duetLayout(halves [2][]int, pl planned, i int, oldFirst bool) (old, new []i
 // duetLead ahead), and waits for both phases to end. It returns the
 // placements and the simultaneous seconds of the compared GraphQL arm, by
 // phase base name and round.
-func runDuet(ctx context.Context, sides []*abSide, plans []planned, halves [2][]int, oldFirst bool, log *zap.Logger) ([]report.DuetPlacement, report.DuetSeconds, *abSide, error) {
+func runDuet(ctx context.Context, sides []*abSide, plans []planned, lay duetCPUs, oldFirst bool, log *zap.Logger) ([]report.DuetPlacement, report.DuetSeconds, *abSide, error) {
 	var places []report.DuetPlacement
 	seconds := report.DuetSeconds{}
 	took, started := map[string]time.Duration{}, time.Now()
@@ -89,7 +101,7 @@ func runDuet(ctx context.Context, sides []*abSide, plans []planned, halves [2][]
 		// The session's position: both sides run phase i at once.
 		sides[0].r.opts.View.SetPosition(position(plans, i, 0, took, sides[0].r.prof.Settle, started))
 		began := time.Now()
-		oldCPUs, newCPUs := duetLayout(halves, pl, i, oldFirst)
+		oldCPUs, newCPUs := duetLayout(lay, pl, i, oldFirst)
 		places = append(places, report.DuetPlacement{Phase: pl.spec.Name, OldCPUs: oldCPUs, NewCPUs: newCPUs})
 		for _, s := range sides {
 			cpus := oldCPUs
@@ -220,10 +232,14 @@ func interpolate(ps []cumPoint, t time.Time) (float64, bool) {
 }
 
 // duetNote says, in each side's report, how the duet ran.
-func duetNote(session, side, other string, places []report.DuetPlacement, pinnedTargets bool) string {
+func duetNote(session, side, other string, places []report.DuetPlacement, pinnedTargets, shared bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Duet A/B session %s: this is its %s side; the %s side is %s. Both builds ran every phase at the same time, started together (one start_at for both drivers), each target with its own driver on its half of the CPUs, the halves swapped between rounds: ",
-		session, side, report.OtherSide(side), other)
+	layout := "each target with its own driver on its half of the CPUs, the halves swapped between rounds"
+	if shared {
+		layout = "both targets and both drivers on every CPU (compare.duet_layout: shared), placed by the kernel's scheduler"
+	}
+	fmt.Fprintf(&b, "Duet A/B session %s: this is its %s side; the %s side is %s. Both builds ran every phase at the same time, started together (one start_at for both drivers), %s: ",
+		session, side, report.OtherSide(side), other, layout)
 	for i, p := range places {
 		if i > 0 {
 			b.WriteString("; ")

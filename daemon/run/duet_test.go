@@ -49,7 +49,7 @@ func TestDuetLayoutSwaps(t *testing.T) {
 	for _, oldFirst := range []bool{true, false} {
 		var got []int
 		for i, pl := range plans {
-			o, n := duetLayout(halves, pl, i, oldFirst)
+			o, n := duetLayout(duetCPUs{halves: halves}, pl, i, oldFirst)
 			if o[0] == n[0] {
 				t.Fatalf("phase %d: both sides on CPU %d", i, o[0])
 			}
@@ -61,6 +61,13 @@ func TestDuetLayoutSwaps(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("oldFirst %v: old side's CPU per phase %v, want %v", oldFirst, got, want)
+		}
+	}
+	// Shared: both sides on every CPU in every phase.
+	for i, pl := range plans {
+		o, n := duetLayout(duetCPUs{halves: halves, shared: []int{0, 1}}, pl, i, true)
+		if !slices.Equal(o, []int{0, 1}) || !slices.Equal(n, []int{0, 1}) {
+			t.Errorf("shared, phase %d: old on %v, new on %v, want both on 0,1", i, o, n)
 		}
 	}
 }

@@ -174,6 +174,19 @@ markdown a section for a pull request.`,
 			lim := cfg.Compare.Limits()
 			lim.Confidence = cfg.KPIs.Confidence
 			cmp := report.CompareRuns(reps[0], reps[1], lim)
+			if report.DuetRuns(reps[0], reps[1]) {
+				// The sides of one duet session: its simultaneous
+				// seconds are in the session's directory, beside both.
+				secs, ok, err := duetSecondsBeside(args[0], args[1], reps[1].AB.Session)
+				if err != nil {
+					return exitcode.With(exitcode.Usage, err)
+				}
+				if ok {
+					cmp = report.CompareDuet(reps[0], reps[1], lim, secs)
+				} else {
+					cmp.Notes = append(cmp.Notes, fmt.Sprintf("Duet session %s's simultaneous seconds (%s in the session's directory, beside old/ and new/) were not found: GraphQL CPU per request is judged from its rounds only, not as the session judged it.", reps[1].AB.Session, report.DuetSecondsFile))
+				}
+			}
 			if err := writeComparison(c.stdout, cmp, format); err != nil {
 				return err
 			}
@@ -184,6 +197,33 @@ markdown a section for a pull request.`,
 	apiFlag(cmd, &base)
 	cmd.Flags().StringVar(&format, "format", formatText, "output: text (a table), json, junit (junit.xml) or markdown")
 	return cmd
+}
+
+// duetSecondsBeside reads a duet session's seconds from the directory
+// that holds both sides' run directories (old and new given as run
+// directories or their report.json files); ok is false when the sides are
+// not on disk in one directory or it has no seconds of session.
+func duetSecondsBeside(old, new, session string) (report.DuetSeconds, bool, error) {
+	var parents [2]string
+	for i, arg := range []string{old, new} {
+		st, err := os.Stat(arg)
+		if err != nil {
+			return nil, false, nil
+		}
+		dir := arg
+		if !st.IsDir() {
+			dir = filepath.Dir(arg)
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, false, nil
+		}
+		parents[i] = filepath.Dir(abs)
+	}
+	if parents[0] != parents[1] {
+		return nil, false, nil
+	}
+	return report.ReadDuetSeconds(parents[0], session)
 }
 
 // baselineArg is the compare argument that names the daemon's baseline run.

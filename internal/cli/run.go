@@ -129,6 +129,7 @@ func shellQuote(s string) string {
 func (c *cli) abCmd() *cobra.Command {
 	var configPath, profile, out, oldFile, newFile, format string
 	var duet bool
+	var duetLayout string
 	cmd := &cobra.Command{
 		Use:                   "ab [--config FILE] [--old FILE] [--new FILE] [--profile NAME] [--out DIR] [--duet] [--format text|json|junit|markdown]",
 		DisableFlagsInUseLine: true,
@@ -187,7 +188,7 @@ simultaneous seconds. It needs at least 2 CPUs and no pinning: keys.`,
 			}
 			res, err := run.RunAB(cmd.Context(), run.ABOptions{
 				RunOptions: run.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, View: env.view, Colour: env.colour},
-				Old:        oldCfg, New: newCfg, Base: env.cfg, Duet: duet,
+				Old:        oldCfg, New: newCfg, Base: env.cfg, Duet: duet, DuetLayout: duetLayout,
 			})
 			if res == nil || res.Old == nil || res.New == nil || res.Comparison.Verdict == "" {
 				return err
@@ -213,6 +214,7 @@ simultaneous seconds. It needs at least 2 CPUs and no pinning: keys.`,
 	cmd.Flags().StringVar(&out, "out", "", "session directory (default: runs/<UTC timestamp>)")
 	cmd.Flags().StringVar(&format, "format", formatText, "printed comparison: text (a table), json, junit (junit.xml) or markdown")
 	cmd.Flags().BoolVar(&duet, "duet", false, "run both builds at the same time, each on its half of the CPUs, swapped between rounds (compare.duet)")
+	cmd.Flags().StringVar(&duetLayout, "duet-layout", "", "with --duet: halves (each side on half of the CPUs) or shared (both sides on every CPU) (compare.duet_layout)")
 	return cmd
 }
 

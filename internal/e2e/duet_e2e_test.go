@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
 
@@ -62,6 +63,26 @@ func TestDuetSession(t *testing.T) {
 	if !alloc256 || cmp.Verdict != "fail" || len(cmp.Duet) != 6 {
 		t.Errorf("compare.json: alloc row failed %v, verdict %s, %d placements; want a paired fail, fail, 6 placements:\n%s", alloc256, cmp.Verdict, len(cmp.Duet), raw)
 	}
+	// soakd compare of the two sides judges them as the session did: it
+	// finds the simultaneous seconds beside them.
+	if _, err := os.Stat(filepath.Join(out, report.DuetSecondsFile)); err != nil {
+		t.Errorf("the session wrote no %s: %v", report.DuetSecondsFile, err)
+	}
+	again, stderr2, code2 := runSoakd(t, bin, "compare", "--config", cfg, "--format", "json", filepath.Join(out, "old"), filepath.Join(out, "new"))
+	var recmp report.Comparison
+	if err := json.Unmarshal([]byte(again), &recmp); err != nil || code2 != 1 {
+		t.Fatalf("soakd compare of the sides: exit %d, %v\n%s\n%s", code2, err, again, stderr2)
+	}
+	rowsOf := func(c report.Comparison) []string {
+		var rs []string
+		for _, r := range c.Rows {
+			rs = append(rs, r.Phase+"/"+r.Metric+"="+string(r.Outcome))
+		}
+		return rs
+	}
+	if !slices.Equal(rowsOf(recmp), rowsOf(cmp)) || recmp.Verdict != cmp.Verdict || !slices.Contains(rowsOf(cmp), "graphql-load/"+report.MetricCPUSeconds+"="+string(rowOutcome(cmp, report.MetricCPUSeconds))) {
+		t.Errorf("soakd compare of the sides gave %v (%s), the session %v (%s)", rowsOf(recmp), recmp.Verdict, rowsOf(cmp), cmp.Verdict)
+	}
 	sides := map[string]*report.Report{}
 	for _, side := range []string{"old", "new"} {
 		rep, err := report.Read(filepath.Join(out, side, report.JSONFile))
@@ -99,4 +120,14 @@ func TestDuetSession(t *testing.T) {
 	if !slices.ContainsFunc(sides["old"].Notes, func(s string) bool { return strings.HasPrefix(s, "Duet A/B session ") }) {
 		t.Errorf("old/report.json has no duet note: %v", sides["old"].Notes)
 	}
+}
+
+// rowOutcome is the outcome of graphql-load's row of metric in c.
+func rowOutcome(c report.Comparison, metric string) kpi.Outcome {
+	for _, r := range c.Rows {
+		if r.Phase == "graphql-load" && r.Metric == metric {
+			return r.Outcome
+		}
+	}
+	return "absent"
 }

@@ -3,6 +3,8 @@ package kpi
 import (
 	"fmt"
 	"math"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // DuetSecond is one wall-clock second of a duet round (soakd ab --duet:
@@ -11,8 +13,10 @@ import (
 // requests its driver completed over it (count, fractional where a
 // progress report fell inside the second).
 type DuetSecond struct {
-	OldCPUSeconds, NewCPUSeconds float64
-	OldRequests, NewRequests     float64
+	OldCPUSeconds float64 `json:"old_cpu_seconds"`
+	NewCPUSeconds float64 `json:"new_cpu_seconds"`
+	OldRequests   float64 `json:"old_requests"`
+	NewRequests   float64 `json:"new_requests"`
 }
 
 // Batch means of a duet's per-second pairs.
@@ -97,7 +101,7 @@ func duetRoundBatches(rounds [][]DuetSecond, batchSeconds int) [][]float64 {
 // pairs.
 type DuetEstimate struct {
 	// Interval is the percent change's interval (Center, Lo, Hi in
-	// percent; N the batches, DF batches − 1).
+	// percent; N the batches, or the rounds when RoundLevel; DF N − 1).
 	Interval Interval
 	// Batches is the number of batches used; BatchSeconds their length.
 	Batches, BatchSeconds int
@@ -109,14 +113,38 @@ type DuetEstimate struct {
 	// is the lag-one correlation read directly, which the seconds' shared
 	// boundaries bias down (kept for the report).
 	SecondsCorrelation, BatchCorrelation, SecondsLagOne float64
+	// Rounds is the number of rounds with a batch. RoundF is the test of
+	// a round effect: the variance of the mean estimated from the rounds'
+	// own means over the one estimated from the batches (1 expected when
+	// the rounds differ only by the batches' noise), and RoundFLimit the
+	// F quantile (DuetRoundPoolLevel) above which the rounds are taken to
+	// differ: then RoundLevel, and the interval is built from the rounds'
+	// means (Rounds − 1 degrees of freedom) instead of the batches.
+	Rounds              int
+	RoundF, RoundFLimit float64
+	RoundLevel          bool
 }
+
+// DuetRoundPoolLevel is the level of the preliminary test of a round
+// effect (DuetChangeInterval). Something that lasts a whole round and
+// favours one side, such as a competing process that the scheduler keeps
+// on one side's CPUs, shifts all of that round's batches together: the
+// batches are then not independent across rounds, and an interval built
+// from them as if they were is too narrow (TestDuetRoundEffectCoverage).
+// The rounds' means carry that variation whole, but with few degrees of
+// freedom. The rule of Bancroft ("sometimes pool", Bozivich, Bancroft and
+// Hartley, Ann. Math. Statist. 27, 1956) pools, that is uses the batches,
+// unless the round-level variance is larger at the 25 % level, which keeps
+// the coverage near the nominal level with or without a round effect.
+const DuetRoundPoolLevel = 0.25
 
 // DuetChangeInterval is the interval of the percent change of CPU per
 // request from the old build to the new one over a duet's per-second
 // pairs (rounds[r] the simultaneous seconds of round r, in order), by
-// batch means of DuetBatchSeconds with the correction described there.
-// why is "" when the interval was built, otherwise what was short (fewer
-// than DuetMinBatches batches).
+// batch means of DuetBatchSeconds with the correction described there,
+// or from the rounds' means when they differ beyond the batches' noise
+// (DuetRoundPoolLevel). why is "" when the interval was built, otherwise
+// what was short (fewer than DuetMinBatches batches).
 func DuetChangeInterval(rounds [][]DuetSecond, confidence float64) (est DuetEstimate, why string) {
 	l, skipped := DuetBatchRatios(rounds, DuetBatchSeconds)
 	est = DuetEstimate{Batches: len(l), BatchSeconds: DuetBatchSeconds}
@@ -134,6 +162,29 @@ func DuetChangeInterval(rounds [][]DuetSecond, confidence float64) (est DuetEsti
 		d.SE *= math.Sqrt(1 + 2*est.BatchCorrelation)
 		h := tCritical(d.DF, confidence) * d.SE
 		d.Lo, d.Hi = d.Center-h, d.Center+h
+	}
+	// The rounds' means, each over its own batches.
+	var means []float64
+	for _, r := range duetRoundBatches(rounds, DuetBatchSeconds) {
+		var sum float64
+		var n int
+		for _, v := range r {
+			if !math.IsNaN(v) {
+				sum, n = sum+v, n+1
+			}
+		}
+		if n > 0 {
+			means = append(means, sum/float64(n))
+		}
+	}
+	est.Rounds = len(means)
+	if len(means) >= 2 && d.SE > 0 {
+		rd := MeanInterval(means, confidence)
+		est.RoundF = rd.SE * rd.SE / (d.SE * d.SE)
+		est.RoundFLimit = distuv.F{D1: rd.DF, D2: d.DF}.Quantile(1 - DuetRoundPoolLevel)
+		if est.RoundF > est.RoundFLimit {
+			est.RoundLevel, d = true, rd
+		}
 	}
 	est.Interval = percentOfLog(d)
 	return est, ""

@@ -15,17 +15,26 @@ import (
 // correlation rho and a marginal spread of sd (of the log). The new build
 // costs 1+effect times the old.
 func duetSession(rng *rand.Rand, rounds, secs int, effect, rho, sd float64) [][]DuetSecond {
+	return duetSessionRounds(rng, rounds, secs, effect, rho, sd, 0)
+}
+
+// duetSessionRounds is duetSession with a round effect: each round the new
+// side's CPU per request is off by a factor exp(roundSD·z) for the whole
+// round (z standard normal), as when a competing process sits on one
+// side's CPUs for a round.
+func duetSessionRounds(rng *rand.Rand, rounds, secs int, effect, rho, sd, roundSD float64) [][]DuetSecond {
 	innov := sd * math.Sqrt(1-rho*rho)
 	out := make([][]DuetSecond, rounds)
 	for r := range out {
 		eo, en := sd*rng.NormFloat64(), sd*rng.NormFloat64()
+		u := math.Exp(roundSD * rng.NormFloat64())
 		for range secs {
 			eo = rho*eo + innov*rng.NormFloat64()
 			en = rho*en + innov*rng.NormFloat64()
 			m := math.Exp(0.2 * rng.NormFloat64())
 			out[r] = append(out[r], DuetSecond{
 				OldCPUSeconds: 100 * 200e-6 * m * math.Exp(eo), OldRequests: 100,
-				NewCPUSeconds: 100 * 200e-6 * (1 + effect) * m * math.Exp(en), NewRequests: 100,
+				NewCPUSeconds: 100 * 200e-6 * (1 + effect) * u * m * math.Exp(en), NewRequests: 100,
 			})
 		}
 	}
@@ -113,7 +122,7 @@ func TestDuetFalseAlarmAndPower(t *testing.T) {
 	}
 	sigma := stddev(ls)
 	beyond := math.Exp(math.Log(1+limit/100)+2*sigma) - 1
-	power := rate(2, 25, beyond) // 2 rounds of 25 s: 10 batches
+	power := rate(5, 10, beyond) // 5 rounds of 10 s: 10 batches
 	t.Logf("limit +%.0f %%: false alarms %.2f %% at the limit, %.2f %% with no change; σ of a batch %.4f; power at %+.1f %% (2σ beyond) with 10 batches %.1f %%",
 		limit, atLimit*100, none*100, sigma, beyond*100, power*100)
 	if atLimit > 0.025+0.005 {
@@ -125,6 +134,73 @@ func TestDuetFalseAlarmAndPower(t *testing.T) {
 	if power < 0.8 {
 		t.Errorf("power %.3f < 0.8 at 2σ beyond the limit", power)
 	}
+}
+
+// TestDuetRoundEffectCoverage simulates A/A duet sessions shaped like the
+// duet profile's (6 rounds of 20 simultaneous seconds, 24 batches) whose
+// rounds differ by more than their seconds' noise: a whole-round offset
+// of 3 % on one side (a competing process kept on one side's CPUs for a
+// round read per-round changes of +2.5, −5.1, −5.8, +1.8, +4.2, −1.9 % in
+// an A/A duet). Batches taken as independent across rounds cover the true
+// change far below 95 %; with the preliminary test of a round effect
+// (DuetRoundPoolLevel) the coverage stays near 95 %, and without a round
+// effect the rule costs little width.
+func TestDuetRoundEffectCoverage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 7))
+	const sessions = 2000
+	const rho, sd = 0.5, 0.05
+	for _, c := range []struct {
+		roundSD       float64
+		minCoverage   float64
+		maxBatchCover float64
+	}{
+		{0, 0.93, 1},
+		{0.03, 0.92, 0.90},
+	} {
+		var covered, batchCovered, roundLevel int
+		var width, batchWidth float64
+		for range sessions {
+			s := duetSessionRounds(rng, 6, 20, 0, rho, sd, c.roundSD)
+			est, why := DuetChangeInterval(s, DefaultConfidence)
+			if why != "" {
+				t.Fatal(why)
+			}
+			iv := est.Interval
+			if iv.Lo <= 0 && 0 <= iv.Hi {
+				covered++
+			}
+			if est.RoundLevel {
+				roundLevel++
+			}
+			width += (iv.Hi - iv.Lo) / 2
+			b := batchOnly(s)
+			if b.Lo <= 0 && 0 <= b.Hi {
+				batchCovered++
+			}
+			batchWidth += (b.Hi - b.Lo) / 2
+		}
+		cov, bcov := float64(covered)/sessions, float64(batchCovered)/sessions
+		t.Logf("round effect %.0f %%: coverage %.1f %% (batches alone %.1f %%), round level in %.1f %% of sessions, mean ± %.2f %% (batches alone ± %.2f %%)",
+			c.roundSD*100, cov*100, bcov*100, float64(roundLevel)/sessions*100, width/sessions, batchWidth/sessions)
+		if cov < c.minCoverage {
+			t.Errorf("round effect %.2f: coverage %.3f < %.2f", c.roundSD, cov, c.minCoverage)
+		}
+		if bcov > c.maxBatchCover {
+			t.Errorf("round effect %.2f: batches alone cover %.3f: the fixture should show them undercover (want ≤ %.2f)", c.roundSD, bcov, c.maxBatchCover)
+		}
+	}
+}
+
+// batchOnly is the batch-means interval without the test of a round
+// effect: what DuetChangeInterval gave before it.
+func batchOnly(rounds [][]DuetSecond) Interval {
+	l, _ := DuetBatchRatios(rounds, DuetBatchSeconds)
+	rho, _ := secondsCorrelation(rounds)
+	d := MeanInterval(l, DefaultConfidence)
+	d.SE *= math.Sqrt(1 + 2*duetBatchCorrelation(rho, DuetBatchSeconds))
+	h := tCritical(d.DF, DefaultConfidence) * d.SE
+	d.Lo, d.Hi = d.Center-h, d.Center+h
+	return percentOfLog(d)
 }
 
 func TestDuetBatchCorrelation(t *testing.T) {

@@ -2,11 +2,18 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/soakd/soakd/internal/fsutil"
 
 	"github.com/soakd/soakd/internal/kpi"
 )
@@ -212,6 +219,54 @@ func CompareRuns(old, new *Report, l CompareLimits) Comparison {
 // CompareDuet.
 type DuetSeconds map[string][][]kpi.DuetSecond
 
+// DuetSecondsFile is the file of a duet session's directory (beside old/
+// and new/) that keeps its simultaneous seconds, so that soakd compare of
+// the two sides judges them as the session did.
+const DuetSecondsFile = "duet-seconds.json"
+
+// duetSecondsDoc is DuetSecondsFile's content.
+type duetSecondsDoc struct {
+	// Session is the A/B session's id (ab.session in both sides' reports).
+	Session string `json:"session"`
+	// Phases are the simultaneous seconds by compared phase, round by
+	// round.
+	Phases DuetSeconds `json:"phases"`
+}
+
+// WriteDuetSeconds writes a duet session's seconds into its directory,
+// atomically.
+func WriteDuetSeconds(dir, session string, s DuetSeconds) error {
+	b, err := json.MarshalIndent(duetSecondsDoc{Session: session, Phases: s}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteFile(filepath.Join(dir, DuetSecondsFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("cannot write %s: %w", DuetSecondsFile, err)
+	}
+	return nil
+}
+
+// ReadDuetSeconds reads the simultaneous seconds of session from dir's
+// DuetSecondsFile; ok is false when dir has none or it is another
+// session's.
+func ReadDuetSeconds(dir, session string) (s DuetSeconds, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, DuetSecondsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("cannot read the duet's seconds: %w", err)
+	}
+	var d duetSecondsDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, false, fmt.Errorf("cannot decode %s: %w", filepath.Join(dir, DuetSecondsFile), err)
+	}
+	if d.Session != session {
+		return nil, false, nil
+	}
+	return d.Phases, true, nil
+}
+
 // CompareDuet is CompareRuns for the two sides of a duet session (soakd
 // ab --duet), with each named phase's simultaneous seconds: its CPU per
 // request is then judged from them (a cpu_us_per_request_seconds row, by
@@ -257,8 +312,12 @@ func compareRuns(old, new *Report, l CompareLimits, seconds DuetSeconds) Compari
 	duet := DuetRuns(old, new)
 	if duet {
 		c.Duet = new.AB.Duet
-		c.Notes = append(c.Notes, fmt.Sprintf("Duet: both builds ran every phase at the same time, each target with its own driver on its half of the CPUs, the halves swapped between rounds (%s); max-load phases are %s.",
-			placementText(new.AB.Duet), DuetNotCompared))
+		layout := "each target with its own driver on its half of the CPUs, the halves swapped between rounds"
+		if sharedLayout(new.AB.Duet) {
+			layout = "both targets and both drivers on the same CPUs (compare.duet_layout: shared)"
+		}
+		c.Notes = append(c.Notes, fmt.Sprintf("Duet: both builds ran every phase at the same time, %s (%s); max-load phases are %s.",
+			layout, placementText(new.AB.Duet), DuetNotCompared))
 	}
 	if c.Paired && !duet {
 		c.Notes = append(c.Notes, fmt.Sprintf("Paired: %s and %s are the old and new sides of A/B session %s, their phases interleaved in one session; each gated figure is judged from the change within each pair of rounds (round k of the old build against round k of the new), so drift of the machine during the session lands on both sides of a pair.",
@@ -519,6 +578,17 @@ func placementText(ps []DuetPlacement) string {
 	return strings.Join(parts, "; ")
 }
 
+// sharedLayout reports whether a duet ran both sides on the same CPUs in
+// every phase (compare.duet_layout: shared).
+func sharedLayout(ps []DuetPlacement) bool {
+	for _, p := range ps {
+		if !slices.Equal(p.OldCPUs, p.NewCPUs) {
+			return false
+		}
+	}
+	return len(ps) > 0
+}
+
 // cpuList writes CPUs as "0,1".
 func cpuList(cpus []int) string {
 	s := make([]string, len(cpus))
@@ -569,6 +639,12 @@ func duetSecondsRow(name string, rounds [][]kpi.DuetSecond, l CompareLimits, row
 	}
 	row.Basis = fmt.Sprintf("%d batches of %d s of simultaneous seconds over %d rounds; lag-one correlation of the seconds %.2f (from their lag-two correlation; %.2f read directly, biased down by shared boundaries), of the batches %.2f (variance × %.2f)",
 		est.Batches, est.BatchSeconds, len(rounds), est.SecondsCorrelation, est.SecondsLagOne, est.BatchCorrelation, 1+2*est.BatchCorrelation)
+	switch {
+	case est.RoundLevel:
+		row.Basis += fmt.Sprintf("; the rounds differed beyond their batches' noise (F = %.2f > %.2f, the %.0f %% test of a round effect), so the interval is the %d rounds' means'", est.RoundF, est.RoundFLimit, kpi.DuetRoundPoolLevel*100, est.Rounds)
+	case est.Rounds >= 2:
+		row.Basis += fmt.Sprintf("; no round effect beyond the batches' noise (F = %.2f ≤ %.2f)", est.RoundF, est.RoundFLimit)
+	}
 	iv := est.Interval
 	row.Interval = &iv
 	row.Outcome = kpi.Decide(iv, lim, kpi.AtMost)

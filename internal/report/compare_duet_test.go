@@ -2,6 +2,9 @@ package report
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -89,5 +92,31 @@ func TestCompareDuet(t *testing.T) {
 		if r.Metric == MetricCPUSeconds {
 			t.Errorf("a sequential session has a per-second row: %+v", r)
 		}
+	}
+}
+
+// TestDuetSecondsFile: a session's seconds read back as written; another
+// session's file, or none, is not taken for them.
+func TestDuetSecondsFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, ok, err := ReadDuetSeconds(dir, "s1"); ok || err != nil {
+		t.Fatalf("no file: ok %v, %v", ok, err)
+	}
+	want := DuetSeconds{"graphql-load": {{{OldCPUSeconds: 0.25, NewCPUSeconds: 0.3, OldRequests: 1000, NewRequests: 998.5}}}}
+	if err := WriteDuetSeconds(dir, "s1", want); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := ReadDuetSeconds(dir, "s1")
+	if err != nil || !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read back %v, ok %v, %v; want %v", got, ok, err, want)
+	}
+	if _, ok, err := ReadDuetSeconds(dir, "s2"); ok || err != nil {
+		t.Errorf("another session's file: ok %v, %v", ok, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, DuetSecondsFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadDuetSeconds(dir, "s1"); err == nil || !strings.Contains(err.Error(), DuetSecondsFile) {
+		t.Errorf("a torn file: %v, want an error naming it", err)
 	}
 }
