@@ -23,6 +23,7 @@ import (
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/pin"
 	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/profiles"
 )
 
 // ABOptions configure an A/B session (RunAB): one profile run on two
@@ -247,6 +248,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	} else {
 		res.Comparison = report.CompareRuns(res.Old, res.New, lim)
 	}
+	res.Comparison.Attach(Attribution(base, filepath.Join(res.Dir, report.ABOld), filepath.Join(res.Dir, report.ABNew), res.Old, res.New))
 	if err := writeComparisonFiles(res.Dir, res.Comparison); err != nil {
 		return res, exitcode.With(exitcode.Aborted, err)
 	}
@@ -258,6 +260,21 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		return res, exitcode.With(exitcode.Fail, errors.New("the comparison is fail: "+strings.Join(res.Comparison.Reasons(), "; ")))
 	}
 	return res, exitcode.With(exitcode.Inconclusive, errors.New("the comparison is inconclusive: "+strings.Join(res.Comparison.Reasons(), "; ")))
+}
+
+// Attribution attributes the change of the compared GraphQL phase's CPU
+// per request between two runs by layer and function, from their CPU
+// profiles (report.LoadAttribution) with cfg's layer rules; nil with the
+// reason when it cannot.
+func Attribution(cfg *config.Config, oldDir, newDir string, old, new *report.Report) (*report.ChangeAttribution, string) {
+	if old == nil || new == nil {
+		return nil, "a side has no report"
+	}
+	layers, err := profiles.NewLayers(cfg.Profiling.LayerRules())
+	if err != nil {
+		return nil, err.Error()
+	}
+	return report.LoadAttribution(oldDir, newDir, old, new, layers, max(cfg.Profiling.OverheadTop, 1))
 }
 
 // sideReports returns the sides' reports, nil for a side not started.

@@ -460,6 +460,12 @@ func (r *run) runPhase(ctx context.Context, spec workloads.Phase, role string) (
 	}
 	capt.after(res.Requests)
 	r.rep.Profiles = append(r.rep.Profiles, capt.files...)
+	if path, n := capt.cpuProfile(); path != "" && n > 0 {
+		if r.rep.ProfileRequests == nil {
+			r.rep.ProfileRequests = map[string]int64{}
+		}
+		r.rep.ProfileRequests[filepath.Base(path)] = n
+	}
 	if n := capt.failureNote(); n != "" {
 		r.rep.Notes = append(r.rep.Notes, n)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/soakd/soakd/daemon/config"
+	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/buildinfo"
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/kpi"
@@ -187,6 +188,9 @@ markdown a section for a pull request.`,
 					cmp.Notes = append(cmp.Notes, fmt.Sprintf("Duet session %s's simultaneous seconds (%s in the session's directory, beside old/ and new/) were not found: GraphQL CPU per request is judged from its rounds only, not as the session judged it.", reps[1].AB.Session, report.DuetSecondsFile))
 				}
 			}
+			if dirs, ok := runDirs(args[0], args[1]); ok {
+				cmp.Attach(run.Attribution(cfg, dirs[0], dirs[1], reps[0], reps[1]))
+			}
 			if err := writeComparison(c.stdout, cmp, format); err != nil {
 				return err
 			}
@@ -199,22 +203,34 @@ markdown a section for a pull request.`,
 	return cmd
 }
 
+// runDirs are the run directories of two compare arguments given on disk
+// (a run directory, or its report.json); ok is false when either is not.
+func runDirs(old, new string) (dirs [2]string, ok bool) {
+	for i, arg := range []string{old, new} {
+		st, err := os.Stat(arg)
+		if err != nil {
+			return dirs, false
+		}
+		dirs[i] = arg
+		if !st.IsDir() {
+			dirs[i] = filepath.Dir(arg)
+		}
+	}
+	return dirs, true
+}
+
 // duetSecondsBeside reads a duet session's seconds from the directory
 // that holds both sides' run directories (old and new given as run
 // directories or their report.json files); ok is false when the sides are
 // not on disk in one directory or it has no seconds of session.
 func duetSecondsBeside(old, new, session string) (report.DuetSeconds, bool, error) {
+	dirs, ok := runDirs(old, new)
+	if !ok {
+		return nil, false, nil
+	}
 	var parents [2]string
-	for i, arg := range []string{old, new} {
-		st, err := os.Stat(arg)
-		if err != nil {
-			return nil, false, nil
-		}
-		dir := arg
-		if !st.IsDir() {
-			dir = filepath.Dir(arg)
-		}
-		abs, err := filepath.Abs(dir)
+	for i, d := range dirs {
+		abs, err := filepath.Abs(d)
 		if err != nil {
 			return nil, false, nil
 		}

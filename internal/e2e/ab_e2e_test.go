@@ -221,3 +221,53 @@ func pairedFail(t *testing.T, session string) (report.Comparison, []byte) {
 	}
 	return cmp, raw
 }
+
+// TestABWhereFrom: an A/B session whose new side burns 400 µs of CPU per
+// GraphQL request in the built-in server's handler (inject) fails on CPU
+// per request, and says where it came from: the failing row names the
+// server's code and the burn function, compare.json carries the
+// attribution by layer and function, and soakd compare of the two sides
+// prints the same table from their CPU profiles.
+func TestABWhereFrom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSoakd(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ab.yaml")
+	burn := filepath.Join(dir, "burn.yaml")
+	for path, body := range map[string]string{cfg: abConfig, burn: "inject:\n  graphql_cpu_us_per_request: 400\n"} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "session")
+	stdout, stderr, code := runSoakd(t, bin, "ab", "--config", cfg, "--new", burn, "--out", out, "--log-format", "json")
+	if code != 1 {
+		t.Fatalf("soakd ab exit %d, want 1 (fail)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	cmp, raw := pairedFail(t, out)
+	var reason string
+	for _, r := range cmp.Rows {
+		if r.Phase == "graphql-load" && r.Metric == "cpu_us_per_request" {
+			reason = r.Reason
+		}
+	}
+	if !strings.Contains(reason, "where: server code +") || !strings.Contains(reason, "builtin.burn +") {
+		t.Errorf("the CPU row's reason %q does not name the server's code and the burn\nstdout:\n%s", reason, stdout)
+	}
+	a := cmp.Attribution
+	if a == nil || a.Phase != "graphql-load" || a.Rounds != 3 || len(a.Functions) == 0 || !strings.HasSuffix(a.Functions[0].Function, "builtin.burn") {
+		t.Fatalf("compare.json's attribution: %+v\n%s", a, raw)
+	}
+	for _, want := range []string{"Where graphql-load's CPU per request changed", "server code", "builtin.burn"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	cout, _, ccode := runSoakd(t, bin, "compare", filepath.Join(out, "old"), filepath.Join(out, "new"))
+	if ccode != 1 || !strings.Contains(cout, "Where graphql-load's CPU per request changed") || !strings.Contains(cout, "builtin.burn") {
+		t.Errorf("soakd compare of the sides: exit %d\n%s", ccode, cout)
+	}
+	t.Logf("attribution:\n%s", stdout[strings.Index(stdout, "Where "):])
+}

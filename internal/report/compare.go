@@ -153,6 +153,10 @@ type Comparison struct {
 	// Duet lists, phase by phase, which CPUs each side of a duet session
 	// (soakd ab --duet) had; empty unless the runs are a duet's sides.
 	Duet []DuetPlacement `json:"duet,omitempty"`
+	// Attribution is where the compared GraphQL phase's CPU per request
+	// changed, by layer and function, from both runs' CPU profiles; nil
+	// when they have none (ChangeAttribution).
+	Attribution *ChangeAttribution `json:"attribution,omitempty"`
 }
 
 // Comparison metric names.
@@ -1016,6 +1020,9 @@ func (c Comparison) Markdown() string {
 		}
 		b.WriteString("\n</details>\n\n")
 	}
+	if a := c.Attribution; a != nil {
+		b.WriteString(a.markdown())
+	}
 	if len(c.Notes) > 0 {
 		b.WriteString("Notes:\n\n")
 		for _, n := range c.Notes {
@@ -1037,6 +1044,11 @@ func (c Comparison) Table(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("cannot write the comparison: %w", err)
+	}
+	if a := c.Attribution; a != nil {
+		if err := a.table(w); err != nil {
+			return err
+		}
 	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

@@ -97,6 +97,11 @@ type Report struct {
 	Pinning *Pinning `json:"pinning,omitempty"`
 	// Profiles lists the pprof files captured in the run directory.
 	Profiles []string `json:"profiles,omitempty"`
+	// ProfileRequests is, for each CPU profile in Profiles (by file
+	// name), the requests the phase's drivers completed while it ran
+	// (count): what a profile's CPU is divided by to give CPU per request
+	// by layer and function (soakd compare's attribution).
+	ProfileRequests map[string]int64 `json:"profile_requests,omitempty"`
 	// Phases in the order they ran.
 	Phases []Phase `json:"phases"`
 	// Seed000 is seed 000's table as this run measured it, beside the
