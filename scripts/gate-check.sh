@@ -15,7 +15,8 @@
 #      quiet machine and again with a competing CPU load (a second process burning one core at nice 0,
 #      started and stopped by this script); per session the verdict, the interval of GraphQL CPU per request
 #      (the duet's per-second row, the sequential session's per-round row) and its half-width, and the
-#      session's wall time. DUET_PROFILE (duet: gate's pair by duration, so that each round fills the duet's
+#      session's wall time. MODES="seq duet" picks the modes; DUET_LAYOUT (halves or shared) the duet's layout
+#      (default: compare.duet_layout). DUET_PROFILE (duet: gate's pair by duration, so that each round fills the duet's
 #      5 s batches) is both modes' profile; KINDS and MACHINES pick a subset. Needs jq. About
 #      4 × 2 × N × 11 minutes (N=1: ~1 h 30 min).
 # All traffic stays on loopback. Parts 1-4 take about 4 × N × 2.5 minutes on 2 cores (N=5: ~50 min), part 5
@@ -149,8 +150,13 @@ if [[ " $PARTS " == *" duet "* ]]; then
       for kind in ${KINDS:-aa cpu5 cpu10 alloc5}; do
         args=()
         [[ $kind != aa ]] && args=(--new "$out/inject-$kind.yaml")
-        IFS=$'\t' read -r sv siv sh ss < <(duet_ab "seq-$machine-$kind-$i" "${args[@]}")
-        IFS=$'\t' read -r dv div dh ds < <(duet_ab "duet-$machine-$kind-$i" --duet "${args[@]}")
+        sv=- siv=- sh=- ss=- dv=- div=- dh=- ds=-
+        if [[ " ${MODES:-seq duet} " == *" seq "* ]]; then
+          IFS=$'\t' read -r sv siv sh ss < <(duet_ab "seq-$machine-$kind-$i" "${args[@]}")
+        fi
+        if [[ " ${MODES:-seq duet} " == *" duet "* ]]; then
+          IFS=$'\t' read -r dv div dh ds < <(duet_ab "duet-$machine-$kind-$i" --duet ${DUET_LAYOUT:+--duet-layout "$DUET_LAYOUT"} "${args[@]}")
+        fi
         echo "| $machine | $kind-$i | $sv | $siv | $sh | $ss | $dv | $div | $dh | $ds |" | tee -a "$duet"
       done
     done

@@ -549,15 +549,15 @@ type CompareConfig struct {
 	P99LatencyFloorMs  float64 `yaml:"p99_latency_floor_ms"`
 	HeapLiveFloorBytes float64 `yaml:"heap_live_floor_bytes"`
 	// Duet makes every soakd ab session a duet (as --duet does): both
-	// builds under the same load at the same instant, on halves of the
-	// CPUs swapped between rounds.
+	// builds under the same load at the same instant (DuetLayout).
 	Duet bool `yaml:"duet"`
 	// DuetLayout is how a duet places the two sides on the CPUs:
+	// DuetLayoutShared (both sides on every CPU, left to the kernel's
+	// scheduler, so that interference from the rest of the machine lands
+	// on both at the same instant wherever it runs; the default: its
+	// per-round spread was about half of halves' beside a core burner) or
 	// DuetLayoutHalves (each target and its driver on half of the CPUs,
-	// the halves swapped between rounds) or DuetLayoutShared (both sides
-	// on every CPU, left to the kernel's scheduler, so that interference
-	// from the rest of the machine lands on both at the same instant
-	// wherever it runs). Empty is halves.
+	// the halves swapped between rounds). Empty is shared.
 	DuetLayout string `yaml:"duet_layout"`
 }
 

@@ -123,7 +123,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		if lay.halves, err = duetHalves(allowed); err != nil {
 			return nil, err
 		}
-		switch l := cmp.Or(opts.DuetLayout, base.Compare.DuetLayout, config.DuetLayoutHalves); l {
+		switch l := cmp.Or(opts.DuetLayout, base.Compare.DuetLayout, config.DuetLayoutShared); l {
 		case config.DuetLayoutHalves:
 		case config.DuetLayoutShared:
 			lay.shared = slices.Sorted(slices.Values(allowed))
@@ -141,8 +141,16 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		log = zap.NewNop()
 	}
 	sides := []*abSide{{name: report.ABOld}, {name: report.ABNew}}
-	var sessionPlans []planned
-	for _, s := range sides {
+	// The side whose target starts first is drawn at random: a process
+	// started earlier differs (its warm-up, what it finds on the machine),
+	// and a start order fixed by role would bias every session the same
+	// way.
+	starts := []*abSide{sides[0], sides[1]}
+	if rand.IntN(2) == 0 {
+		starts[0], starts[1] = starts[1], starts[0]
+	}
+	plansOf := map[string][]planned{}
+	for _, s := range starts {
 		cfg := opts.Old.Clone()
 		if s.name == report.ABNew {
 			cfg = opts.New.Clone()
@@ -172,13 +180,13 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 			return res, abAbort(sides, s, err)
 		}
 		s.captures = map[string]*capture{}
-		r.rep.AB = &report.ABSide{Session: session, Side: s.name, Other: session + "-" + report.OtherSide(s.name)}
-		if s.name == report.ABOld {
-			sessionPlans = plans // the old side's plan is the session's
-		} else if err := samePlans(sessionPlans, plans); err != nil {
-			res.Old, res.New = sideReports(sides)
-			return res, abAbort(sides, s, exitcode.With(exitcode.Usage, err))
-		}
+		r.rep.AB = &report.ABSide{Session: session, Side: s.name, Other: session + "-" + report.OtherSide(s.name), StartedFirst: s == starts[0]}
+		plansOf[s.name] = plans
+	}
+	sessionPlans := plansOf[report.ABOld] // the old side's plan is the session's
+	if err := samePlans(sessionPlans, plansOf[report.ABNew]); err != nil {
+		res.Old, res.New = sideReports(sides)
+		return res, abAbort(sides, sides[1], exitcode.With(exitcode.Usage, err))
 	}
 	oldFirst := rand.IntN(2) == 0
 	var seconds report.DuetSeconds

@@ -247,7 +247,7 @@ func duetNote(session, side, other string, places []report.DuetPlacement, pinned
 		fmt.Fprintf(&b, "%s old on CPU %s, new on CPU %s", p.Phase, pin.Format(p.OldCPUs), pin.Format(p.NewCPUs))
 	}
 	b.WriteString(".")
-	if !pinnedTargets {
+	if !pinnedTargets && !shared {
 		b.WriteString(" The targets are servers soakd does not host: only their drivers were pinned; pin the servers yourself (taskset) for a symmetric layout.")
 	}
 	return b.String()

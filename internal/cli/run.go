@@ -150,10 +150,12 @@ junit or markdown). With neither --old nor --new both sides are the same
 build: an A/A session, whose verdict should pass.
 
 With --duet (or compare.duet: true) both builds run every phase at the
-same time, each target with its own driver on its half of the CPUs (CPU 0
-and CPU 1 on a 2-core machine), the halves swapped between rounds, and the
-GraphQL phase's CPU per request is judged from the two builds'
-simultaneous seconds. It needs at least 2 CPUs and no pinning: keys.`,
+same time, each target with its own driver, and the GraphQL phase's CPU
+per request is judged from the two builds' simultaneous seconds. By
+default both sides share every CPU (--duet-layout shared); with
+--duet-layout halves each side has its half of the CPUs (CPU 0 and CPU 1
+on a 2-core machine), the halves swapped between rounds. It needs at
+least 2 CPUs and no pinning: keys.`,
 		Args: exactArgs(0, "no arguments (the sides are --old and --new files)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
@@ -213,8 +215,8 @@ simultaneous seconds. It needs at least 2 CPUs and no pinning: keys.`,
 	cmd.Flags().StringVar(&profile, "profile", "", "profile both sides run (default: the config's default_profile)")
 	cmd.Flags().StringVar(&out, "out", "", "session directory (default: runs/<UTC timestamp>)")
 	cmd.Flags().StringVar(&format, "format", formatText, "printed comparison: text (a table), json, junit (junit.xml) or markdown")
-	cmd.Flags().BoolVar(&duet, "duet", false, "run both builds at the same time, each on its half of the CPUs, swapped between rounds (compare.duet)")
-	cmd.Flags().StringVar(&duetLayout, "duet-layout", "", "with --duet: halves (each side on half of the CPUs) or shared (both sides on every CPU) (compare.duet_layout)")
+	cmd.Flags().BoolVar(&duet, "duet", false, "run both builds at the same time, under the same load (compare.duet; --duet-layout)")
+	cmd.Flags().StringVar(&duetLayout, "duet-layout", "", "with --duet: shared (both sides on every CPU, the default) or halves (each side on half of the CPUs, swapped between rounds) (compare.duet_layout)")
 	return cmd
 }
 

@@ -137,6 +137,10 @@ type ABSide struct {
 	// It lists, phase by phase, which CPUs each side had; empty for a
 	// sequential session.
 	Duet []DuetPlacement `json:"duet,omitempty"`
+	// StartedFirst is true for the side whose target was started first;
+	// the order is drawn at random per session, so that a start order
+	// fixed by role cannot bias every session the same way.
+	StartedFirst bool `json:"started_first"`
 }
 
 // DuetPlacement is where the two sides of a duet ran during one phase:
