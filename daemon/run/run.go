@@ -22,6 +22,7 @@ import (
 	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/buildinfo"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
 	"github.com/soakd/soakd/internal/pin"
@@ -768,6 +769,17 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 	if skipped > 0 {
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The overhead breakdown leaves out %d of %d rounds: a CPU profile of one of their arms is missing or unreadable.", skipped, len(rest)))
 	}
+	for _, m := range []struct {
+		name string
+		ps   []*profile.Profile
+	}{{report.RESTCPUFile, restProfs}, {report.GraphQLCPUFile, gqlProfs}} {
+		name := m.name
+		if err := writeMerged(filepath.Join(r.dir, name), m.ps); err != nil {
+			r.log.Warn("the merged CPU profile is not written", zap.String("file", name), zap.Error(err))
+			continue
+		}
+		r.rep.Profiles = append(r.rep.Profiles, name)
+	}
 	b, err := profiles.OverheadRounds(restProfs, gqlProfs, restReq, gqlReq, n, false)
 	if err != nil {
 		r.log.Warn("no overhead breakdown", zap.Error(err))
@@ -782,6 +794,16 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 	basis := &report.OverheadBasis{Rounds: len(restProfs), RESTRequests: b.RESTRequests, GraphQLRequests: b.GraphQLRequests,
 		RESTSamples: b.RESTSamples, GraphQLSamples: b.GraphQLSamples, SampleRateHz: b.SampleRateHz}
 	return rows, basis, r.overheadLayers(restProfs, gqlProfs, restReq, gqlReq)
+}
+
+// writeMerged writes profiles merged into one (profile.Merge), gzip'd, to
+// path, atomically.
+func writeMerged(path string, ps []*profile.Profile) error {
+	m, err := profile.Merge(ps)
+	if err != nil {
+		return fmt.Errorf("cannot merge the profiles: %w", err)
+	}
+	return fsutil.WriteWith(path, 0o644, m.Write)
 }
 
 // overheadLayers attributes the same profiles by layer (profiles.LayerRounds)

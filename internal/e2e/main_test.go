@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/profiles"
 	"github.com/soakd/soakd/schemas"
 )
 
@@ -323,6 +325,23 @@ func TestEndToEndRun(t *testing.T) {
 		}
 		if !strings.Contains(string(md), "## Where the overhead goes, by layer") {
 			t.Errorf("report.md lacks the layer table")
+		}
+		// The merged profiles the table was made from are in the run
+		// directory: their samples are the table's, so go tool pprof
+		// -diff_base rest.cpu.pb.gz graphql.cpu.pb.gz shows the same.
+		for f, want := range map[string]int64{report.RESTCPUFile: rs, report.GraphQLCPUFile: gs} {
+			p, err := profiles.ReadProfile(filepath.Join(out, f))
+			if err != nil {
+				t.Errorf("%s: %v", f, err)
+				continue
+			}
+			var n int64
+			for _, smp := range p.Sample {
+				n += smp.Value[0]
+			}
+			if n != want {
+				t.Errorf("%s holds %d samples, the layer table %d", f, n, want)
+			}
 		}
 	}
 	for _, f := range []string{"report.html", "junit.xml", "samples.json", "graphql-load.cpu.pb.gz", "rest-control.cpu.pb.gz"} {

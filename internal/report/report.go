@@ -986,6 +986,12 @@ const (
 	SamplesFile  = "samples.json"
 	JUnitFile    = "junit.xml"
 	HTMLFile     = "report.html"
+	// RESTCPUFile and GraphQLCPUFile are the compared phases' CPU profiles
+	// merged over the rounds the overhead table used, so that
+	// go tool pprof -diff_base rest.cpu.pb.gz graphql.cpu.pb.gz shows what
+	// the table shows.
+	RESTCPUFile    = "rest.cpu.pb.gz"
+	GraphQLCPUFile = "graphql.cpu.pb.gz"
 )
 
 // Write stores report.json, report.md, junit.xml and report.html in dir,
