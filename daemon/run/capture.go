@@ -2,8 +2,11 @@ package run
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -31,8 +34,11 @@ type capture struct {
 	// why ("heap-before.pb.gz: …").
 	failed []string
 
-	cpu      target.CPUProfiler
-	cpuFile  string
+	cpu     target.CPUProfiler
+	cpuFile string
+	// marks are the driver's cumulative requests as its reports arrived,
+	// to count the requests within a windowed profile's chunks.
+	marks    []reqMark
 	started  bool
 	stopped  bool
 	startReq int64
@@ -62,8 +68,35 @@ func (c *capture) before() {
 	}
 }
 
+// reqMark is the driver's cumulative requests at an instant.
+type reqMark struct {
+	t time.Time
+	n int64
+}
+
+// requestsAt is the cumulative requests at t, linearly between the marks
+// around it (the first or last mark outside them).
+func requestsAt(marks []reqMark, t time.Time) float64 {
+	i, _ := slices.BinarySearchFunc(marks, t, func(m reqMark, t time.Time) int { return m.t.Compare(t) })
+	switch {
+	case len(marks) == 0:
+		return 0
+	case i == 0:
+		return float64(marks[0].n)
+	case i == len(marks):
+		return float64(marks[len(marks)-1].n)
+	}
+	a, b := marks[i-1], marks[i]
+	if !b.t.After(a.t) {
+		return float64(b.n)
+	}
+	f := float64(t.Sub(a.t)) / float64(b.t.Sub(a.t))
+	return float64(a.n) + f*float64(b.n-a.n)
+}
+
 // progress follows the driver's reports to bracket the steady window.
 func (c *capture) progress(p workloads.Progress) {
+	c.marks = append(c.marks, reqMark{time.Now(), p.Requests})
 	if c.users == 0 {
 		return
 	}
@@ -121,6 +154,15 @@ func (c *capture) stopCPU(requests int64) {
 		return
 	}
 	c.stopReq = requests
+	if w, ok := c.cpu.(target.Windowed); ok {
+		// Chunks of a remote profile: the requests within them.
+		c.marks = append(c.marks, reqMark{time.Now(), requests})
+		var n float64
+		for _, ch := range w.Chunks() {
+			n += requestsAt(c.marks, ch.To) - requestsAt(c.marks, ch.From)
+		}
+		c.startReq, c.stopReq = 0, int64(math.Round(n))
+	}
 	c.cpuFile = c.path("cpu.pb.gz")
 	c.files = append(c.files, filepath.Base(c.cpuFile))
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -65,5 +66,23 @@ func TestCaptureFileNamesAreURLSafe(t *testing.T) {
 	}
 	if got := c.path("cpu.pb.gz"); filepath.Base(got) != "graphql-load_2.cpu.pb.gz" {
 		t.Errorf("cpu profile path %s", got)
+	}
+}
+
+// TestRequestsAt: the cumulative requests at an instant, linearly between
+// the driver's reports, clamped to the first and last outside them.
+func TestRequestsAt(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	marks := []reqMark{{t0, 0}, {t0.Add(time.Second), 100}, {t0.Add(3 * time.Second), 500}}
+	for _, c := range []struct {
+		at   time.Duration
+		want float64
+	}{{-time.Second, 0}, {0, 0}, {500 * time.Millisecond, 50}, {2 * time.Second, 300}, {3 * time.Second, 500}, {9 * time.Second, 500}} {
+		if got := requestsAt(marks, t0.Add(c.at)); got != c.want {
+			t.Errorf("at %v: %v, want %v", c.at, got, c.want)
+		}
+	}
+	if got := requestsAt(nil, t0); got != 0 {
+		t.Errorf("no marks: %v", got)
 	}
 }

@@ -473,9 +473,9 @@ func (t *External) SamplesSince(from time.Time) *report.Samples {
 	return &report.Samples{External: t.sampler.Samples(from, time.Now().Add(time.Hour))}
 }
 
-// Captures fetches a Go target's heap profile and goroutine dump from
-// target.pprof_url; a CPU profile over the steady window needs in-process
-// control of when it starts and stops, so none is taken.
+// Captures fetches a Go target's heap profile, goroutine dump and CPU
+// profile (in chunks over the steady window: startChunkedCPU) from
+// target.pprof_url.
 func (t *External) Captures(ctx context.Context) Captures {
 	base := t.cfg.PprofURL
 	if t.replicas != nil {
@@ -488,8 +488,9 @@ func (t *External) Captures(ctx context.Context) Captures {
 	return Captures{
 		Heap:       func(path string) error { return fetchProfile(ctx, base+"heap", path) },
 		Goroutines: func(path string) error { return fetchProfile(ctx, base+"goroutine?debug=2", path) },
-		Missing: "no CPU profiles (so no overhead breakdown): a CPU profile over the steady window needs in-process control of its start and stop; " +
-			"heap profiles and goroutine dumps are fetched from " + base,
+		StartCPU: func(path string) (CPUProfiler, error) {
+			return startChunkedCPU(ctx, base, path, RemoteCPUChunk), nil
+		},
 	}
 }
 

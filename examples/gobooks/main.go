@@ -8,7 +8,7 @@
 //	GET /books/{id}               the REST twin's read: {"id","title","pages","author":{"id","name"}}
 //	PUT /books/{id}               the REST twin's write: {"title","pages","authorId"?}; raises bookUpdated
 //	GET /metrics                  client_golang: the Go collector with runtime/metrics series, the process collector
-//	GET /debug/pprof/             net/http/pprof's profiles (heap, goroutine, …)
+//	GET /debug/pprof/             net/http/pprof's profiles (heap, goroutine, …, profile: CPU)
 //	GET /healthz                  200 once serving
 //
 // Usage: gobooks [-port 4000] [-books 1000] [-pid-file FILE]
@@ -223,8 +223,11 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("GET /books/{id}", s.getBook)
 	mux.HandleFunc("PUT /books/{id}", s.putBook)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
-	// Heap profiles and goroutine dumps for soakd's target.pprof_url.
+	// Heap profiles, goroutine dumps and CPU profiles for soakd's
+	// target.pprof_url (what import _ "net/http/pprof" registers on the
+	// default mux).
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	return mux
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/soakd/soakd/internal/report"
 )
 
 // goBooksDir is the Go server with a schema of its own (books and authors)
@@ -212,6 +214,29 @@ func TestGoBooksCommandTarget(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "memory-profile.heap-after.pb.gz")); err != nil {
 		t.Errorf("no heap profile fetched from target.pprof_url: %v", err)
+	}
+	// CPU profiles over each compared phase's steady window, fetched from
+	// target.pprof_url in chunks: the overhead tables exist for a server
+	// soakd does not host, each profile divided by the requests within
+	// its chunks.
+	full, err := report.Read(filepath.Join(out, report.JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.ProfileRequests) == 0 || full.OverheadLayers == nil || len(full.Overhead) == 0 {
+		t.Fatalf("no CPU profiles or overhead tables from target.pprof_url: profile_requests %v, layers %v, %d function rows; notes: %v", full.ProfileRequests, full.OverheadLayers, len(full.Overhead), full.Notes)
+	}
+	var gs int64
+	for _, l := range full.OverheadLayers.Layers {
+		gs += l.GraphQLSamples
+	}
+	if gs == 0 {
+		t.Errorf("the layer table has no GraphQL samples")
+	}
+	for file, n := range full.ProfileRequests {
+		if n <= 0 || !strings.HasSuffix(file, ".cpu.pb.gz") {
+			t.Errorf("profile_requests[%s] = %d", file, n)
+		}
 	}
 }
 
