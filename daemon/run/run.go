@@ -734,7 +734,14 @@ func overheadCaptures(restBy, gqlBy map[int]report.Phase, captures map[string]*c
 // taken, so both arms rest on the same rounds.
 func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.OverheadBasis, *report.OverheadLayers) {
 	n := r.cfg.Profiling.OverheadTop
-	if n == 0 || len(rest) == 0 || len(rest) != len(gql) {
+	switch {
+	case len(rest) == 0 || len(rest) != len(gql):
+		return nil, nil, nil
+	case n == 0:
+		r.rep.OverheadNotMeasured = "profiling.overhead_top is 0"
+		return nil, nil, nil
+	case !r.cfg.Profiling.CPU:
+		r.rep.OverheadNotMeasured = "profiling.cpu is off: no CPU profiles were taken"
 		return nil, nil, nil
 	}
 	var restProfs, gqlProfs []*profile.Profile
@@ -763,7 +770,12 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 		restReq, gqlReq = restReq+rn, gqlReq+gn
 	}
 	if len(restProfs) == 0 {
-		r.rep.Notes = append(r.rep.Notes, "No overhead breakdown: a CPU profile of a compared phase is missing in every round (profiling.cpu off, or /debug/pprof/profile was busy).")
+		r.rep.OverheadNotMeasured = "a CPU profile of a compared phase is missing in every round (the phases' notes say why)"
+		if rest[0].tools.StartCPU == nil {
+			r.rep.OverheadNotMeasured = "the target offers no CPU profile: " + cmp.Or(rest[0].tools.Missing, "no pprof endpoint") +
+				" (a runtime without Go's /debug/pprof: use its own profiler, or a continuous profiler such as Pyroscope beside soakd)"
+		}
+		r.rep.Notes = append(r.rep.Notes, "No overhead breakdown: "+r.rep.OverheadNotMeasured+".")
 		return nil, nil, nil
 	}
 	if skipped > 0 {

@@ -334,6 +334,15 @@ func TestNodeCommandTarget(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, "target.stdout.log")); err != nil || !strings.Contains(string(b), `"pid":`) {
 		t.Errorf("target.stdout.log lacks the server's ready line (%v): %q", err, b)
 	}
+	// A runtime without a pprof endpoint: the overhead section says it is
+	// not measured, and why, instead of vanishing.
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "## Where the overhead goes, by layer\n\nNot measured: the target offers no CPU profile: ") || !strings.Contains(string(md), "target.pprof_url is not set") {
+		t.Errorf("report.md does not say why the overhead is not measured:\n%s", md)
+	}
 }
 
 // TestNodeAttachTarget soaks a Node example server the test started, by

@@ -540,6 +540,9 @@ func (r *Report) checkSections(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+	if r.OverheadLayers == nil && r.OverheadNotMeasured != "" {
+		fmt.Fprintf(b, "## Where the overhead goes, by layer\n\nNot measured: %s.\n\n", mdText(r.OverheadNotMeasured))
+	}
 	if ol := r.OverheadLayers; ol != nil {
 		fmt.Fprintf(b, "## Where the overhead goes, by layer\n\n%s %s\n\n", mdText(overheadLayersIntro), mdText(ol.explained()))
 		b.WriteString("| Layer | REST | GraphQL | Extra | Share of extra | Of which allocation (REST / GraphQL) | Samples (REST / GraphQL) |\n|---|---:|---:|---:|---:|---:|---:|\n")

@@ -92,6 +92,11 @@ type Report struct {
 	// validate, execute, …; profiles.Layers); nil when there is no overhead
 	// table (or in older reports).
 	OverheadLayers *OverheadLayers `json:"overhead_layers,omitempty"`
+	// OverheadNotMeasured says why there are no overhead tables when the
+	// run compared two arms ("" when they exist, or nothing was compared):
+	// no CPU profiles (profiling.cpu off, a target without a pprof
+	// endpoint, profiles that failed) or profiling.overhead_top 0.
+	OverheadNotMeasured string `json:"overhead_not_measured,omitempty"`
 	// Pinning records the CPUs the target and the drivers were pinned to;
 	// nil when not pinned.
 	Pinning *Pinning `json:"pinning,omitempty"`
