@@ -740,9 +740,6 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 	case n == 0:
 		r.rep.OverheadNotMeasured = "profiling.overhead_top is 0"
 		return nil, nil, nil
-	case !r.cfg.Profiling.CPU:
-		r.rep.OverheadNotMeasured = "profiling.cpu is off: no CPU profiles were taken"
-		return nil, nil, nil
 	}
 	var restProfs, gqlProfs []*profile.Profile
 	var restReq, gqlReq int64
@@ -771,7 +768,10 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 	}
 	if len(restProfs) == 0 {
 		r.rep.OverheadNotMeasured = "a CPU profile of a compared phase is missing in every round (the phases' notes say why)"
-		if rest[0].tools.StartCPU == nil {
+		switch {
+		case !r.cfg.Profiling.CPU:
+			r.rep.OverheadNotMeasured = "profiling.cpu is off: no CPU profiles were taken"
+		case rest[0].tools.StartCPU == nil:
 			r.rep.OverheadNotMeasured = "the target offers no CPU profile: " + cmp.Or(rest[0].tools.Missing, "no pprof endpoint") +
 				" (a runtime without Go's /debug/pprof: use its own profiler, or a continuous profiler such as Pyroscope beside soakd)"
 		}
