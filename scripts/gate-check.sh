@@ -92,7 +92,9 @@ duet_ab() {
   iv=$(jq -r '[.rows[] | select(.phase == "graphql-load" and (.metric == "cpu_us_per_request_seconds" or .metric == "cpu_us_per_request") and .interval != null)]
       | (map(select(.metric == "cpu_us_per_request_seconds")) + map(select(.metric == "cpu_us_per_request")))[0]
       | if . == null then "not measured\t-" else "\(.interval.center * 100 | round / 100) [\(.interval.lo * 100 | round / 100), \(.interval.hi * 100 | round / 100)]\t\((.interval.hi - .interval.lo) / 2 * 100 | round / 100)" end' "$out/$name/compare.json")
-  printf '%s\t%s\t%s\n' "$v" "$iv" "$((t1 - t0))"
+  local first
+  first=$(jq -r 'if .ab.started_first then "new" else "old" end' "$out/$name/new/report.json")
+  printf '%s\t%s\t%s\t%s\n' "$v" "$iv" "$((t1 - t0))" "$first"
 }
 
 table="$out/table.md"
@@ -135,8 +137,8 @@ if [[ " $PARTS " == *" duet "* ]]; then
   {
     echo "# duet vs sequential, $(date -u +%FT%TZ), $(nproc) cores, N=$N, profile ${DUET_PROFILE:-duet}, limits +${DUET_LIMIT} %"
     echo
-    echo "| machine | session | sequential verdict | sequential CPU/req change [95 %] | ± | s | duet verdict | duet CPU/req change [95 %] | ± | s |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
+    echo "| machine | session | sequential verdict | sequential CPU/req change [95 %] | ± | s | duet verdict | duet CPU/req change [95 %] | ± | s | duet: started first |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
   } >"$duet"
   burner=""
   stop_burner() { if [[ -n $burner ]]; then kill "$burner" 2>/dev/null || true; wait "$burner" 2>/dev/null || true; burner=""; fi; }
@@ -150,14 +152,14 @@ if [[ " $PARTS " == *" duet "* ]]; then
       for kind in ${KINDS:-aa cpu5 cpu10 alloc5}; do
         args=()
         [[ $kind != aa ]] && args=(--new "$out/inject-$kind.yaml")
-        sv=- siv=- sh=- ss=- dv=- div=- dh=- ds=-
+        sv=- siv=- sh=- ss=- sf=- dv=- div=- dh=- ds=- df=-
         if [[ " ${MODES:-seq duet} " == *" seq "* ]]; then
-          IFS=$'\t' read -r sv siv sh ss < <(duet_ab "seq-$machine-$kind-$i" "${args[@]}")
+          IFS=$'\t' read -r sv siv sh ss sf < <(duet_ab "seq-$machine-$kind-$i" "${args[@]}")
         fi
         if [[ " ${MODES:-seq duet} " == *" duet "* ]]; then
-          IFS=$'\t' read -r dv div dh ds < <(duet_ab "duet-$machine-$kind-$i" --duet ${DUET_LAYOUT:+--duet-layout "$DUET_LAYOUT"} "${args[@]}")
+          IFS=$'\t' read -r dv div dh ds df < <(duet_ab "duet-$machine-$kind-$i" --duet ${DUET_LAYOUT:+--duet-layout "$DUET_LAYOUT"} "${args[@]}")
         fi
-        echo "| $machine | $kind-$i | $sv | $siv | $sh | $ss | $dv | $div | $dh | $ds |" | tee -a "$duet"
+        echo "| $machine | $kind-$i | $sv | $siv | $sh | $ss | $dv | $div | $dh | $ds | $df |" | tee -a "$duet"
       done
     done
     stop_burner
@@ -168,6 +170,8 @@ if [[ " $PARTS " == *" duet "* ]]; then
       for mode in sequential duet; do
         col=$([[ $mode == sequential ]] && echo 5 || echo 9)
         vcol=$([[ $mode == sequential ]] && echo 3 || echo 7)
+        ccol=$([[ $mode == sequential ]] && echo 4 || echo 8)
+        echo "- $m, $mode: A/A centres $(awk -F' \\| ' -v m="$m" -v c="$ccol" '$1 == "| "m && $2 ~ /^aa-/ && $c != "-" {split($c, a, " "); print a[1]}' "$duet" | awk '{s += $1; ss += $1 * $1; n++} END {if (n > 1) printf "mean %+.2f %%, sd %.2f %% over %d sessions (the spread between sessions, which no interval within one sees)", s / n, sqrt((ss - s * s / n) / (n - 1)), n; else print "fewer than 2 sessions"}')"
         echo "- $m, $mode: A/A fails $(awk -F' \\| ' -v m="$m" -v c="$vcol" '$1 == "| "m && $2 ~ /^aa-/ && $c == "FAIL"' "$duet" | wc -l) of $N; +5 % CPU fails $(awk -F' \\| ' -v m="$m" -v c="$vcol" '$1 == "| "m && $2 ~ /^cpu5-/ && $c == "FAIL"' "$duet" | wc -l) of $N; median ± of CPU/req $(awk -F' \\| ' -v m="$m" -v c="$col" '$1 == "| "m && $c != "-" {print $c}' "$duet" | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)] " %"; else print "none"}')"
       done
     done
