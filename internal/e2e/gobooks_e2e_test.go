@@ -313,3 +313,21 @@ func TestGoBooksExpectationsChecked(t *testing.T) {
 		t.Errorf("readers sent: %v, want book-get and book-query", readers)
 	}
 }
+
+// TestGoBooksCheck: soakd check with examples/gobooks-command.yaml as
+// written starts the gobooks server, sends each of its operations once
+// (and one subscription event), every expectation passes against the real
+// server, and the server is stopped again.
+func TestGoBooksCheck(t *testing.T) {
+	server := buildGoBooks(t)
+	bin := buildSoakd(t)
+	cfg := filepath.Join(t.TempDir(), "gobooks.yaml")
+	if err := os.WriteFile(cfg, []byte(exampleConfig(t, "gobooks-command.yaml", freePort(t), goBooksBinary, server)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runSoakd(t, bin, "check", "--config", cfg)
+	t.Logf("soakd check:\n%s", stdout)
+	if code != 0 || !strings.Contains(stdout, "check: pass (") || !strings.Contains(stdout, "book-query") || !strings.Contains(stdout, "book-get") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
