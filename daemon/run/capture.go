@@ -39,6 +39,7 @@ type capture struct {
 	// marks are the driver's cumulative requests as its reports arrived,
 	// to count the requests within a windowed profile's chunks.
 	marks    []reqMark
+	phaseReq int64 // the phase's requests, as after was given them
 	started  bool
 	stopped  bool
 	startReq int64
@@ -107,8 +108,19 @@ func (c *capture) progress(p workloads.Progress) {
 	}
 }
 
+// heapPair returns the phase's heap profiles before and after it and the
+// phase's requests, or "" when either was not written.
+func (c *capture) heapPair() (before, after string, requests int64) {
+	b, a := c.path("heap-before.pb.gz"), c.path("heap-after.pb.gz")
+	if !slices.Contains(c.files, filepath.Base(b)) || !slices.Contains(c.files, filepath.Base(a)) {
+		return "", "", 0
+	}
+	return b, a, c.phaseReq
+}
+
 // after runs once the phase has settled; requests is the phase's total.
 func (c *capture) after(requests int64) {
+	c.phaseReq = requests
 	if c.started && !c.stopped {
 		c.stopCPU(requests)
 	}

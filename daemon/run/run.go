@@ -548,7 +548,9 @@ func (r *run) finish(ctx context.Context, plans []planned, captures map[string]*
 			rep.Checks = append(rep.Checks, memoryChecks(p, r.target.MemoryData(p), r.cfg.Memory)...)
 		}
 	}
-	rep.Overhead, rep.OverheadBasis, rep.OverheadLayers = r.overhead(overheadCaptures(restBy, gqlBy, captures))
+	restCaps, gqlCaps := overheadCaptures(restBy, gqlBy, captures)
+	rep.Overhead, rep.OverheadBasis, rep.OverheadLayers = r.overhead(restCaps, gqlCaps)
+	rep.AllocLayers = r.allocLayers(restCaps, gqlCaps)
 	rep.Verdict = verdict(rep.KPIs, rep.Checks)
 	// A self-check's arms are copies of one phase: they offer the same load
 	// and carry the same subscription fan-out, so these notes, which
@@ -806,6 +808,73 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 	basis := &report.OverheadBasis{Rounds: len(restProfs), RESTRequests: b.RESTRequests, GraphQLRequests: b.GraphQLRequests,
 		RESTSamples: b.RESTSamples, GraphQLSamples: b.GraphQLSamples, SampleRateHz: b.SampleRateHz}
 	return rows, basis, r.overheadLayers(restProfs, gqlProfs, restReq, gqlReq)
+}
+
+// allocLayers attributes the compared phases' allocation by layer from
+// their heap profiles (profiles.AllocLayerRounds), over the rounds both
+// arms have both heap profiles of; nil, logged, when it cannot.
+func (r *run) allocLayers(rest, gql []*capture) *report.AllocLayers {
+	var rp, gp []profiles.HeapPair
+	var rn, gn int64
+	for i := range rest {
+		if i >= len(gql) {
+			break
+		}
+		r1, ok1 := readHeapPair(rest[i])
+		g1, ok2 := readHeapPair(gql[i])
+		if !ok1 || !ok2 {
+			continue
+		}
+		rp, gp = append(rp, r1.pair), append(gp, g1.pair)
+		rn, gn = rn+r1.requests, gn+g1.requests
+	}
+	if len(rp) == 0 {
+		return nil
+	}
+	layers, err := profiles.NewLayers(r.cfg.Profiling.LayerRules())
+	if err != nil {
+		r.log.Warn("no allocation by layer", zap.Error(err))
+		return nil
+	}
+	b, err := profiles.AllocLayerRounds(rp, gp, rn, gn, layers)
+	if err != nil {
+		r.log.Warn("no allocation by layer", zap.Error(err))
+		return nil
+	}
+	orNull := func(v float64) *float64 {
+		if math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	out := &report.AllocLayers{TotalExtraBytesPerReq: b.TotalExtraBytesPerReq, ExplainedPercent: orNull(b.ExplainedPercent), Rounds: len(rp)}
+	for _, c := range b.Layers {
+		out.Layers = append(out.Layers, report.AllocLayer{Layer: c.Layer, RESTBytesPerReq: c.RESTBytesPerReq,
+			GraphQLBytesPerReq: c.GraphQLBytesPerReq, ExtraBytesPerReq: c.ExtraBytesPerReq, SharePercent: orNull(c.SharePercent)})
+	}
+	return out
+}
+
+// heapRead is one phase's heap profiles read back, with its requests.
+type heapRead struct {
+	pair     profiles.HeapPair
+	requests int64
+}
+
+func readHeapPair(c *capture) (heapRead, bool) {
+	b, a, n := c.heapPair()
+	if b == "" || n <= 0 {
+		return heapRead{}, false
+	}
+	before, err := profiles.ReadProfile(b)
+	if err != nil {
+		return heapRead{}, false
+	}
+	after, err := profiles.ReadProfile(a)
+	if err != nil {
+		return heapRead{}, false
+	}
+	return heapRead{profiles.HeapPair{Before: before, After: after}, n}, true
 }
 
 // writeMerged writes profiles merged into one (profile.Merge), gzip'd, to

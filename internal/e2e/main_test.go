@@ -218,6 +218,14 @@ func TestEndToEndRun(t *testing.T) {
 			TotalExtra float64  `json:"total_extra_us_per_request"`
 			Explained  *float64 `json:"explained_percent"`
 		} `json:"overhead_layers"`
+		AllocLayers *struct {
+			Layers []struct {
+				Layer   string  `json:"layer"`
+				GraphQL float64 `json:"graphql_bytes_per_request"`
+			} `json:"layers"`
+			TotalExtra float64  `json:"total_extra_bytes_per_request"`
+			Explained  *float64 `json:"explained_percent"`
+		} `json:"alloc_layers"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatalf("report.json does not decode: %v", err)
@@ -325,6 +333,13 @@ func TestEndToEndRun(t *testing.T) {
 		}
 		if !strings.Contains(string(md), "## Where the overhead goes, by layer") {
 			t.Errorf("report.md lacks the layer table")
+		}
+		// Allocation by layer, from the heap profiles around each compared
+		// phase: GraphQL allocates more, and named layers carry most of it.
+		if al := rep.AllocLayers; al == nil || al.TotalExtra <= 0 || al.Explained == nil || *al.Explained < 50 || !strings.Contains(string(md), "## Allocation by layer") {
+			t.Errorf("alloc_layers: %+v; want GraphQL's extra allocation mostly in named layers, and the section in report.md", al)
+		} else {
+			t.Logf("allocation by layer: GraphQL +%.0f B/request, named layers %.0f %%: %+v", al.TotalExtra, *al.Explained, al.Layers)
 		}
 		// The merged profiles the table was made from are in the run
 		// directory: their samples are the table's, so go tool pprof

@@ -70,26 +70,30 @@ type htmlPage struct {
 	Overhead                     []htmlOverhead
 	Layers                       []htmlLayer
 	LayersIntro, LayersExplained string
-	OverheadBasis, OverheadRule  string
-	Subscriptions                []htmlSubscriptions
-	SubscriptionColumns          []string
-	MaxLoads                     []htmlMaxLoad
-	Opens                        []htmlList
-	AfterIntro                   string
-	Afters                       []htmlRow
-	RoundVerdictNote             string
-	Seed000                      []seed000Table
-	HarnessIntro                 string
-	HarnessHead                  []string
-	HarnessRows                  [][]string
-	FigureSourcesHeading         string
-	FigureSourcesIntro           string
-	Footer                       []string
-	Bands                        []chartPhase
-	TargetCharts, DriverCharts   []htmlChart
-	PhaseCharts                  []htmlChart
-	Data, Script, UPlot          template.JS
-	UPlotCSS                     template.CSS
+	// LayersNotMeasured is why there is no CPU table by layer.
+	LayersNotMeasured                      string
+	AllocLayers                            []htmlAllocLayer
+	AllocLayersIntro, AllocLayersExplained string
+	OverheadBasis, OverheadRule            string
+	Subscriptions                          []htmlSubscriptions
+	SubscriptionColumns                    []string
+	MaxLoads                               []htmlMaxLoad
+	Opens                                  []htmlList
+	AfterIntro                             string
+	Afters                                 []htmlRow
+	RoundVerdictNote                       string
+	Seed000                                []seed000Table
+	HarnessIntro                           string
+	HarnessHead                            []string
+	HarnessRows                            [][]string
+	FigureSourcesHeading                   string
+	FigureSourcesIntro                     string
+	Footer                                 []string
+	Bands                                  []chartPhase
+	TargetCharts, DriverCharts             []htmlChart
+	PhaseCharts                            []htmlChart
+	Data, Script, UPlot                    template.JS
+	UPlotCSS                               template.CSS
 }
 
 type htmlKPI struct {
@@ -126,6 +130,12 @@ type htmlCheckGroup struct {
 
 type htmlCheck struct {
 	Phase, Title, Value, Limit, Outcome, Class, Detail, Definition string
+}
+
+// htmlAllocLayer is one row of the allocation-by-layer table.
+type htmlAllocLayer struct {
+	Layer                       string
+	REST, GraphQL, Extra, Share string
 }
 
 type htmlLayer struct {
@@ -249,6 +259,16 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 		p.LayersIntro, p.LayersExplained = overheadLayersIntro, ol.explained()
 		for _, l := range ol.Layers {
 			p.Layers = append(p.Layers, htmlLayer{Layer: l.Layer, layerCells: l.cells()})
+		}
+	}
+	if r.OverheadLayers == nil {
+		p.LayersNotMeasured = r.OverheadNotMeasured
+	}
+	if al := r.AllocLayers; al != nil {
+		p.AllocLayersIntro, p.AllocLayersExplained = allocLayersIntro, al.explained()
+		for _, l := range al.Layers {
+			c := l.cells()
+			p.AllocLayers = append(p.AllocLayers, htmlAllocLayer{Layer: l.Layer, REST: c[0], GraphQL: c[1], Extra: c[2], Share: c[3]})
 		}
 	}
 	for _, o := range r.Overhead {

@@ -97,6 +97,9 @@ type Report struct {
 	// no CPU profiles (profiling.cpu off, a target without a pprof
 	// endpoint, profiles that failed) or profiling.overhead_top 0.
 	OverheadNotMeasured string `json:"overhead_not_measured,omitempty"`
+	// AllocLayers is GraphQL's allocation per request against REST's by
+	// layer, from the compared phases' heap profiles; nil without them.
+	AllocLayers *AllocLayers `json:"alloc_layers,omitempty"`
 	// Pinning records the CPUs the target and the drivers were pinned to;
 	// nil when not pinned.
 	Pinning *Pinning `json:"pinning,omitempty"`
@@ -265,6 +268,35 @@ type OverheadLayers struct {
 	// (every row but "other") explain; null when the total extra is not
 	// positive (nothing to explain).
 	ExplainedPercent *float64 `json:"explained_percent"`
+}
+
+// AllocLayers is allocation by layer: what each arm's compared phases
+// allocated (each phase's heap profile after it minus before it,
+// alloc_space, summed over the rounds) attributed to the layer of the
+// allocating stack, over the arm's requests.
+type AllocLayers struct {
+	// Layers has a row per layer that allocated in either arm, "other"
+	// last and always listed.
+	Layers []AllocLayer `json:"layers"`
+	// TotalExtraBytesPerReq is GraphQL's allocation per request in the
+	// profiles minus REST's (bytes): the rows' extra summed.
+	TotalExtraBytesPerReq float64 `json:"total_extra_bytes_per_request"`
+	// ExplainedPercent is the share of a positive total the named layers
+	// carry; null otherwise.
+	ExplainedPercent *float64 `json:"explained_percent"`
+	// Rounds is how many rounds' heap profiles were used.
+	Rounds int `json:"rounds"`
+}
+
+// AllocLayer is one layer's allocation per request in each arm (bytes).
+type AllocLayer struct {
+	Layer              string  `json:"layer"`
+	RESTBytesPerReq    float64 `json:"rest_bytes_per_request"`
+	GraphQLBytesPerReq float64 `json:"graphql_bytes_per_request"`
+	ExtraBytesPerReq   float64 `json:"extra_bytes_per_request"`
+	// SharePercent is the extra's part of the total extra; null when the
+	// total is not positive.
+	SharePercent *float64 `json:"share_percent"`
 }
 
 // OverheadLayer is one layer's CPU per request in each arm (µs) with its
