@@ -841,18 +841,7 @@ func (r *run) allocLayers(rest, gql []*capture) *report.AllocLayers {
 		r.log.Warn("no allocation by layer", zap.Error(err))
 		return nil
 	}
-	orNull := func(v float64) *float64 {
-		if math.IsNaN(v) {
-			return nil
-		}
-		return &v
-	}
-	out := &report.AllocLayers{TotalExtraBytesPerReq: b.TotalExtraBytesPerReq, ExplainedPercent: orNull(b.ExplainedPercent), Rounds: len(rp)}
-	for _, c := range b.Layers {
-		out.Layers = append(out.Layers, report.AllocLayer{Layer: c.Layer, RESTBytesPerReq: c.RESTBytesPerReq,
-			GraphQLBytesPerReq: c.GraphQLBytesPerReq, ExtraBytesPerReq: c.ExtraBytesPerReq, SharePercent: orNull(c.SharePercent)})
-	}
-	return out
+	return report.AllocLayersOf(b, len(rp))
 }
 
 // heapRead is one phase's heap profiles read back, with its requests.

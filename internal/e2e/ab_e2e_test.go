@@ -79,6 +79,11 @@ func TestABSession(t *testing.T) {
 			if !r.Paired || r.Outcome != "fail" || r.Interval == nil || r.Interval.N != 3 {
 				t.Errorf("alloc row %+v: want a paired fail over 3 pairs", r)
 			}
+			// Where it came from: the planted make([]byte) runs in the
+			// built-in server's own handler code.
+			if !strings.Contains(r.Reason, "where: server code +") {
+				t.Errorf("alloc row's reason %q does not say where the allocation grew", r.Reason)
+			}
 		}
 	}
 	if !found {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/soakd/soakd/internal/termtext"
 	"github.com/soakd/soakd/profiles"
 )
 
@@ -45,6 +46,27 @@ type ChangeAttribution struct {
 	// Functions are the functions whose flat CPU per request grew, those
 	// beyond noise first, largest first (at most profiling.overhead_top).
 	Functions []FunctionChange `json:"functions"`
+	// Alloc is the same phase's allocation per request by layer in each
+	// build, from its heap profiles around each round; nil without them.
+	Alloc *AllocChange `json:"alloc,omitempty"`
+}
+
+// AllocChange is a phase's allocation per request by layer in two builds.
+type AllocChange struct {
+	// Rounds is how many rounds' heap profiles both runs have.
+	Rounds int `json:"rounds"`
+	// TotalChangeBytesPerReq is new − old over every layer (bytes).
+	TotalChangeBytesPerReq float64            `json:"total_change_bytes_per_request"`
+	Layers                 []AllocLayerChange `json:"layers"`
+}
+
+// AllocLayerChange is one layer's allocation per request in each build
+// (bytes).
+type AllocLayerChange struct {
+	Layer          string  `json:"layer"`
+	OldBytesPerReq float64 `json:"old_bytes_per_request"`
+	NewBytesPerReq float64 `json:"new_bytes_per_request"`
+	ChangeBytes    float64 `json:"change_bytes_per_request"`
 }
 
 // LayerChange is one layer's CPU per request in each build (µs).
@@ -136,14 +158,82 @@ func LoadAttribution(oldDir, newDir string, old, new *Report, l *profiles.Layers
 		op, np = append(op, o), append(np, n)
 		oreq, nreq = oreq+on, nreq+nn
 	}
+	alloc := loadAllocChange(oldDir, newDir, old, new, oldNames, newNames, l)
 	if len(op) == 0 {
-		return nil, fmt.Sprintf("no round of %s has a CPU profile with its request count in both runs (profiling.cpu off, a target without target.pprof_url, or runs written before profile_requests)", phase)
+		why := fmt.Sprintf("no round of %s has a CPU profile with its request count in both runs (profiling.cpu off, a target without target.pprof_url, or runs written before profile_requests)", phase)
+		if alloc != nil {
+			return &ChangeAttribution{Phase: phase, Layers: []LayerChange{}, Functions: []FunctionChange{}, Alloc: alloc}, why
+		}
+		return nil, why
 	}
 	a, err := Attribute(phase, op, np, oreq, nreq, l, top)
 	if err != nil {
 		return nil, err.Error()
 	}
+	a.Alloc = alloc
 	return a, ""
+}
+
+// loadAllocChange is the compared GraphQL phase's allocation by layer in
+// the old build (as "REST") and the new one (as "GraphQL"), from each
+// round's heap profiles before and after it in both runs; nil without
+// them.
+func loadAllocChange(oldDir, newDir string, old, new *Report, oldNames, newNames []string, l *profiles.Layers) *AllocChange {
+	var op, np []profiles.HeapPair
+	var oreq, nreq int64
+	read := func(dir, name string) (profiles.HeapPair, bool) {
+		var hp profiles.HeapPair
+		for i, kind := range []string{"heap-before.pb.gz", "heap-after.pb.gz"} {
+			p, err := profiles.ReadProfile(filepath.Join(dir, filepath.Base(profiles.CapturePath("", name, kind))))
+			if err != nil {
+				return hp, false
+			}
+			if i == 0 {
+				hp.Before = p
+			} else {
+				hp.After = p
+			}
+		}
+		return hp, true
+	}
+	for _, name := range newNames {
+		if !slices.Contains(oldNames, name) {
+			continue
+		}
+		o, okO := old.PhaseNamed(name)
+		n, okN := new.PhaseNamed(name)
+		if !okO || !okN || o.Requests <= 0 || n.Requests <= 0 {
+			continue
+		}
+		ho, ok1 := read(oldDir, name)
+		hn, ok2 := read(newDir, name)
+		if !ok1 || !ok2 {
+			continue
+		}
+		op, np = append(op, ho), append(np, hn)
+		oreq, nreq = oreq+o.Requests, nreq+n.Requests
+	}
+	if len(op) == 0 {
+		return nil
+	}
+	b, err := profiles.AllocLayerRounds(op, np, oreq, nreq, l)
+	if err != nil {
+		return nil
+	}
+	c := &AllocChange{Rounds: len(op), TotalChangeBytesPerReq: b.TotalExtraBytesPerReq, Layers: []AllocLayerChange{}}
+	for _, x := range b.Layers {
+		c.Layers = append(c.Layers, AllocLayerChange{Layer: x.Layer, OldBytesPerReq: x.RESTBytesPerReq, NewBytesPerReq: x.GraphQLBytesPerReq, ChangeBytes: x.ExtraBytesPerReq})
+	}
+	return c
+}
+
+// cells are one allocation change row's old, new and change.
+func (c AllocLayerChange) cells() [3]string {
+	change := termtext.Bytes(c.ChangeBytes)
+	if c.ChangeBytes > 0 {
+		change = "+" + change
+	}
+	return [3]string{termtext.Bytes(c.OldBytesPerReq), termtext.Bytes(c.NewBytesPerReq), change}
 }
 
 // Attach puts the attribution into the comparison (c.Attribution) and,
@@ -154,7 +244,18 @@ func (c *Comparison) Attach(a *ChangeAttribution, why string) {
 	c.Attribution = a
 	for i := range c.Rows {
 		r := &c.Rows[i]
-		if !r.Gated || r.Pass || (r.Metric != metricCPU && r.Metric != MetricCPUSeconds) {
+		if !r.Gated || r.Pass {
+			continue
+		}
+		if r.Metric == metricAlloc {
+			if a != nil && a.Phase == r.Phase {
+				if w := a.WhereAlloc(); w != "" {
+					r.Reason = strings.TrimPrefix(r.Reason+"; where: "+w, "; ")
+				}
+			}
+			continue
+		}
+		if r.Metric != metricCPU && r.Metric != MetricCPUSeconds {
 			continue
 		}
 		switch {
@@ -167,6 +268,26 @@ func (c *Comparison) Attach(a *ChangeAttribution, why string) {
 			return
 		}
 	}
+}
+
+// WhereAlloc words the allocation change for a failing allocation row:
+// the layer whose allocation per request grew most, and by how much
+// ("execute +256.0 KiB"); "" without a layer that grew.
+func (a *ChangeAttribution) WhereAlloc() string {
+	if a == nil || a.Alloc == nil {
+		return ""
+	}
+	var best *AllocLayerChange
+	for i := range a.Alloc.Layers {
+		c := &a.Alloc.Layers[i]
+		if c.ChangeBytes > 0 && (best == nil || c.ChangeBytes > best.ChangeBytes) {
+			best = c
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s +%s a request (heap profiles)", best.Layer, termtext.Bytes(best.ChangeBytes))
 }
 
 // Where words the attribution for a failing or inconclusive CPU row: the
@@ -202,6 +323,9 @@ func (a *ChangeAttribution) Where() string {
 
 // heading words what the attribution tables show.
 func (a *ChangeAttribution) heading() string {
+	if a.Rounds == 0 {
+		return fmt.Sprintf("Where %s's cost per request changed (new − old): CPU not attributed (no round has a CPU profile with its request count in both runs); allocation by layer from the heap profiles", a.Phase)
+	}
 	explained := "not measured (no positive change)"
 	if a.ExplainedPercent != nil {
 		explained = fmt.Sprintf("%.0f %%", *a.ExplainedPercent)
@@ -234,7 +358,9 @@ func (f FunctionChange) cells() []string {
 func (a *ChangeAttribution) table(w io.Writer) error {
 	fmt.Fprintf(w, "\n%s:\n", a.heading())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Layer\tOld µs/req\tNew µs/req\tChange µs\t±2σ\t")
+	if a.Rounds > 0 {
+		fmt.Fprintln(tw, "Layer\tOld µs/req\tNew µs/req\tChange µs\t±2σ\t")
+	}
 	for _, c := range a.Layers {
 		fmt.Fprintln(tw, strings.Join(c.cells(), "\t"))
 	}
@@ -244,6 +370,14 @@ func (a *ChangeAttribution) table(w io.Writer) error {
 		for _, f := range a.Functions {
 			c := f.cells()
 			fmt.Fprintln(tw, strings.Join([]string{c[0], c[1], c[2], c[3], "", c[4]}, "\t"))
+		}
+	}
+	if al := a.Alloc; al != nil {
+		fmt.Fprintln(tw, "\t\t\t\t\t")
+		fmt.Fprintf(tw, "Allocation (heap profiles, %d rounds)\tOld B/req\tNew B/req\tChange\t\t\n", al.Rounds)
+		for _, l := range al.Layers {
+			c := l.cells()
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\n", l.Layer, c[0], c[1], c[2])
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -257,7 +391,9 @@ func (a *ChangeAttribution) table(w io.Writer) error {
 func (a *ChangeAttribution) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n", mdText(a.heading()))
-	b.WriteString("| Layer | Old µs/req | New µs/req | Change µs | ±2σ | |\n|---|---:|---:|---:|---:|---|\n")
+	if len(a.Layers) > 0 {
+		b.WriteString("| Layer | Old µs/req | New µs/req | Change µs | ±2σ | |\n|---|---:|---:|---:|---:|---|\n")
+	}
 	for _, c := range a.Layers {
 		b.WriteString(mdRow(mdTexts(c.cells())...))
 	}
@@ -267,6 +403,30 @@ func (a *ChangeAttribution) markdown() string {
 			b.WriteString(mdRow(mdTexts(f.cells())...))
 		}
 	}
+	if al := a.Alloc; al != nil {
+		fmt.Fprintf(&b, "\n| Allocation by layer (heap profiles, %d rounds) | Old per request | New per request | Change |\n|---|---:|---:|---:|\n", al.Rounds)
+		for _, l := range al.Layers {
+			c := l.cells()
+			b.WriteString(mdRow(mdTexts([]string{l.Layer, c[0], c[1], c[2]})...))
+		}
+	}
 	b.WriteString("\n</details>\n\n")
 	return b.String()
+}
+
+// AllocLayersOf converts an allocation breakdown over rounds into the
+// report's table; NaN shares become null.
+func AllocLayersOf(b profiles.AllocLayerBreakdown, rounds int) *AllocLayers {
+	orNull := func(v float64) *float64 {
+		if math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	out := &AllocLayers{TotalExtraBytesPerReq: b.TotalExtraBytesPerReq, ExplainedPercent: orNull(b.ExplainedPercent), Rounds: rounds, Layers: []AllocLayer{}}
+	for _, c := range b.Layers {
+		out.Layers = append(out.Layers, AllocLayer{Layer: c.Layer, RESTBytesPerReq: c.RESTBytesPerReq,
+			GraphQLBytesPerReq: c.GraphQLBytesPerReq, ExtraBytesPerReq: c.ExtraBytesPerReq, SharePercent: orNull(c.SharePercent)})
+	}
+	return out
 }
