@@ -113,6 +113,21 @@ func Overhead(rest, gql *profile.Profile, restRequests, gqlRequests int64, n int
 // Without it (what the report uses, since the CPU KPI is the whole process's) every sample counts, so
 // the GC's background mark workers and net/http's connection handling show up where GraphQL costs them.
 func OverheadRounds(rest, gql []*profile.Profile, restRequests, gqlRequests int64, n int, handlersOnly bool) (Breakdown, error) {
+	return overheadBy(rest, gql, restRequests, gqlRequests, n, handlersOnly, false)
+}
+
+// CumulativeRounds is OverheadRounds by cumulative (inclusive) time: a
+// sample's time goes to every distinct function on its stack, once each
+// (a recursive function is not counted twice), so a row is the CPU per
+// request spent in the function and everything it called, and a layer's
+// extra can be followed down to the function that carries it. Shares are
+// of GraphQL's whole extra CPU per request (the flat rows' sum); rows
+// overlap, so they do not add up to 100 %.
+func CumulativeRounds(rest, gql []*profile.Profile, restRequests, gqlRequests int64, n int) (Breakdown, error) {
+	return overheadBy(rest, gql, restRequests, gqlRequests, n, false, true)
+}
+
+func overheadBy(rest, gql []*profile.Profile, restRequests, gqlRequests int64, n int, handlersOnly, cumulative bool) (Breakdown, error) {
 	if len(rest) == 0 || len(gql) == 0 || slices.Contains(rest, nil) || slices.Contains(gql, nil) {
 		return Breakdown{}, errors.New("cannot compare cpu profiles: a profile is missing")
 	}
@@ -131,11 +146,11 @@ func OverheadRounds(rest, gql []*profile.Profile, restRequests, gqlRequests int6
 		return Breakdown{}, fmt.Errorf("cannot merge the graphql cpu profiles: %w", err)
 	}
 	labelled := handlersOnly && hasEndpointLabel(restProf) && hasEndpointLabel(gqlProf)
-	restFlat, err := flatCPU(restProf, labelled)
+	restFlat, err := flatCPU(restProf, labelled, cumulative)
 	if err != nil {
 		return Breakdown{}, fmt.Errorf("cannot read the rest cpu profile: %w", err)
 	}
-	gqlFlat, err := flatCPU(gqlProf, labelled)
+	gqlFlat, err := flatCPU(gqlProf, labelled, cumulative)
 	if err != nil {
 		return Breakdown{}, fmt.Errorf("cannot read the graphql cpu profile: %w", err)
 	}
@@ -144,12 +159,23 @@ func OverheadRounds(rest, gql []*profile.Profile, restRequests, gqlRequests int6
 		RESTRequests: restRequests, GraphQLRequests: gqlRequests,
 		SampleRateHz: sampleRate(gqlProf),
 	}
-	for _, c := range restFlat {
-		b.RESTSamples += c.samples
+	var restNanos, gqlNanos int64
+	for fn, c := range restFlat {
+		if fn != totalKey {
+			b.RESTSamples += c.samples
+		}
 	}
-	for _, c := range gqlFlat {
-		b.GraphQLSamples += c.samples
+	for fn, c := range gqlFlat {
+		if fn != totalKey {
+			b.GraphQLSamples += c.samples
+		}
 	}
+	if cumulative {
+		b.RESTSamples, b.GraphQLSamples = restFlat[totalKey].samples, gqlFlat[totalKey].samples
+		restNanos, gqlNanos = restFlat[totalKey].nanos, gqlFlat[totalKey].nanos
+	}
+	delete(restFlat, totalKey)
+	delete(gqlFlat, totalKey)
 
 	costs := make([]FunctionCost, 0, len(gqlFlat))
 	var totalExtra float64
@@ -183,8 +209,14 @@ func OverheadRounds(rest, gql []*profile.Profile, restRequests, gqlRequests int6
 		return cmp.Compare(a.Function, b.Function)
 	})
 	costs = costs[:min(n, len(costs))]
+	if cumulative {
+		totalExtra = float64(gqlNanos)/1e3/float64(gqlRequests) - float64(restNanos)/1e3/float64(restRequests)
+	}
 	for i := range costs {
-		costs[i].SharePercent = costs[i].ExtraMicrosPerReq / totalExtra * 100
+		costs[i].SharePercent = math.NaN()
+		if totalExtra > 0 {
+			costs[i].SharePercent = costs[i].ExtraMicrosPerReq / totalExtra * 100
+		}
 	}
 	b.Functions = costs
 	return b, nil
@@ -230,7 +262,10 @@ func sampleRate(p *profile.Profile) float64 {
 // flatCPU sums p's cpu nanoseconds and samples by the function each sample's time is spent in; with
 // labelled, only samples carrying the endpoint label count. Samples are the "samples"/"count" value when
 // the profile has one (runtime/pprof's do), else the nanoseconds divided by the period.
-func flatCPU(p *profile.Profile, labelled bool) (map[string]flat, error) {
+// totalKey is flatCPU's entry for the whole profile (cumulative only).
+const totalKey = "\x00total"
+
+func flatCPU(p *profile.Profile, labelled, cumulative bool) (map[string]flat, error) {
 	vi := slices.IndexFunc(p.SampleType, func(t *profile.ValueType) bool {
 		return t != nil && t.Type == "cpu" && t.Unit == "nanoseconds"
 	})
@@ -241,19 +276,42 @@ func flatCPU(p *profile.Profile, labelled bool) (map[string]flat, error) {
 		return t != nil && t.Type == "samples" && t.Unit == "count"
 	})
 	out := make(map[string]flat)
+	seen := map[string]bool{}
 	for _, s := range p.Sample {
 		if vi >= len(s.Value) || (labelled && len(s.Label[LabelEndpoint]) == 0) {
 			continue
 		}
-		f := out[leafFunction(s)]
-		f.nanos += s.Value[vi]
+		var n int64
 		switch {
 		case ci >= 0 && ci < len(s.Value):
-			f.samples += s.Value[ci]
+			n = s.Value[ci]
 		case p.Period > 0:
-			f.samples += s.Value[vi] / p.Period
+			n = s.Value[vi] / p.Period
 		}
-		out[leafFunction(s)] = f
+		add := func(fn string) {
+			f := out[fn]
+			f.nanos += s.Value[vi]
+			f.samples += n
+			out[fn] = f
+		}
+		if !cumulative {
+			add(leafFunction(s))
+			continue
+		}
+		add(totalKey)
+		clear(seen)
+		for _, loc := range s.Location {
+			if loc == nil {
+				continue
+			}
+			for _, ln := range loc.Line {
+				if ln.Function == nil || ln.Function.Name == "" || seen[ln.Function.Name] {
+					continue
+				}
+				seen[ln.Function.Name] = true
+				add(ln.Function.Name)
+			}
+		}
 	}
 	return out, nil
 }

@@ -331,3 +331,42 @@ func TestWithinNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestCumulativeRounds: inclusive time goes to every distinct function on
+// a sample's stack once (a recursive frame is not counted twice), so a
+// caller's row holds its callees', and shares are of GraphQL's whole
+// extra, overlapping.
+func TestCumulativeRounds(t *testing.T) {
+	const ms = 1_000_000
+	rest := synthCPU(
+		synthSample{stack: []string{"encoding/json.Marshal", "handler", "serve"}, nanos: 1000 * ms},
+	)
+	gql := synthCPU(
+		synthSample{stack: []string{"encoding/json.Marshal", "exec", "exec", "serve"}, nanos: 1500 * ms},
+		synthSample{stack: []string{"parse", "serve"}, nanos: 500 * ms},
+	)
+	b, err := CumulativeRounds([]*profile.Profile{rest}, []*profile.Profile{gql}, 1000, 1000, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1,000 requests: 1 s of CPU is 1,000 µs a request. GraphQL's whole
+	// extra is 2,000 − 1,000 = 1,000 µs.
+	want := map[string][3]float64{ // REST, GraphQL, share %
+		"serve":                 {1000, 2000, 100},
+		"exec":                  {0, 1500, 150}, // counted once although it recurses
+		"parse":                 {0, 500, 50},
+		"encoding/json.Marshal": {1000, 1500, 50},
+	}
+	if len(b.Functions) != len(want) {
+		t.Fatalf("rows %+v, want %d", b.Functions, len(want))
+	}
+	for _, c := range b.Functions {
+		w, ok := want[c.Function]
+		if !ok || !nearlyEqual(c.RESTMicrosPerReq, w[0]) || !nearlyEqual(c.GraphQLMicrosPerReq, w[1]) || !nearlyEqual(c.SharePercent, w[2]) {
+			t.Errorf("%s: %+v, want REST %v GraphQL %v share %v", c.Function, c, w[0], w[1], w[2])
+		}
+	}
+	if b.Functions[0].Function != "exec" || b.RESTSamples != 100 || b.GraphQLSamples != 200 {
+		t.Errorf("first row %s (want exec, the largest extra), samples %d/%d (want 100/200)", b.Functions[0].Function, b.RESTSamples, b.GraphQLSamples)
+	}
+}

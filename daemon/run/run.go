@@ -805,6 +805,16 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 			GraphQLMicrosPerReq: c.GraphQLMicrosPerReq, ExtraMicrosPerReq: c.ExtraMicrosPerReq, SharePercent: c.SharePercent,
 			RESTSamples: c.RESTSamples, GraphQLSamples: c.GraphQLSamples, WithinNoise: c.WithinNoise})
 	}
+	if cb, err := profiles.CumulativeRounds(restProfs, gqlProfs, restReq, gqlReq, n); err == nil {
+		for _, c := range cb.Functions {
+			if math.IsNaN(c.SharePercent) {
+				break // GraphQL costs no more than REST: nothing to follow down
+			}
+			r.rep.OverheadCumulative = append(r.rep.OverheadCumulative, report.OverheadRow{Function: c.Function, RESTMicrosPerReq: c.RESTMicrosPerReq,
+				GraphQLMicrosPerReq: c.GraphQLMicrosPerReq, ExtraMicrosPerReq: c.ExtraMicrosPerReq, SharePercent: c.SharePercent,
+				RESTSamples: c.RESTSamples, GraphQLSamples: c.GraphQLSamples, WithinNoise: c.WithinNoise})
+		}
+	}
 	basis := &report.OverheadBasis{Rounds: len(restProfs), RESTRequests: b.RESTRequests, GraphQLRequests: b.GraphQLRequests,
 		RESTSamples: b.RESTSamples, GraphQLSamples: b.GraphQLSamples, SampleRateHz: b.SampleRateHz}
 	return rows, basis, r.overheadLayers(restProfs, gqlProfs, restReq, gqlReq)

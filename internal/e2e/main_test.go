@@ -341,6 +341,11 @@ func TestEndToEndRun(t *testing.T) {
 		} else {
 			t.Logf("allocation by layer: GraphQL +%.0f B/request, named layers %.0f %%: %+v", al.TotalExtra, *al.Explained, al.Layers)
 		}
+		// Cumulative time by function beside the flat table, so a layer
+		// can be followed down: gqlgen's executor carries GraphQL's extra.
+		if !strings.Contains(string(md), "## Where the overhead goes, cumulative") || !strings.Contains(string(md), "github.com/99designs/gqlgen/graphql/executor") {
+			t.Errorf("report.md lacks the cumulative table naming gqlgen's executor")
+		}
 		// The merged profiles the table was made from are in the run
 		// directory: their samples are the table's, so go tool pprof
 		// -diff_base rest.cpu.pb.gz graphql.cpu.pb.gz shows the same.

@@ -68,6 +68,8 @@ type htmlPage struct {
 	Problems                     []htmlList
 	CheckGroups                  []htmlCheckGroup
 	Overhead                     []htmlOverhead
+	Cumulative                   []htmlOverhead
+	CumulativeIntro              string
 	Layers                       []htmlLayer
 	LayersIntro, LayersExplained string
 	// LayersNotMeasured is why there is no CPU table by layer.
@@ -270,6 +272,17 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 			c := l.cells()
 			p.AllocLayers = append(p.AllocLayers, htmlAllocLayer{Layer: l.Layer, REST: c[0], GraphQL: c[1], Extra: c[2], Share: c[3]})
 		}
+	}
+	for _, o := range r.OverheadCumulative {
+		ho := htmlOverhead{Function: o.Function,
+			REST: fmt.Sprintf("%.2f µs", o.RESTMicrosPerReq), GraphQL: fmt.Sprintf("%.2f µs", o.GraphQLMicrosPerReq),
+			Samples: termtext.Count(o.RESTSamples) + " / " + termtext.Count(o.GraphQLSamples)}
+		ho.Extra, ho.Share = overheadExtra(o)
+		if o.WithinNoise {
+			ho.Class = "info"
+		}
+		p.Cumulative = append(p.Cumulative, ho)
+		p.CumulativeIntro = cumulativeIntro + " " + overheadNoiseRule
 	}
 	for _, o := range r.Overhead {
 		ho := htmlOverhead{Function: o.Function,

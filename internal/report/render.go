@@ -573,7 +573,20 @@ func (r *Report) checkSections(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+	if len(r.OverheadCumulative) > 0 {
+		fmt.Fprintf(b, "## Where the overhead goes, cumulative\n\n%s %s\n\n", mdText(cumulativeIntro), mdText(overheadNoiseRule))
+		b.WriteString("| Function | REST | GraphQL | Extra | Share of GraphQL's extra | Samples (REST / GraphQL) |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, o := range r.OverheadCumulative {
+			extra, share := overheadExtra(o)
+			fmt.Fprintf(b, "| %s | %.2f µs | %.2f µs | %s | %s | %s / %s |\n", mdCodeCell(o.Function), o.RESTMicrosPerReq, o.GraphQLMicrosPerReq,
+				extra, share, termtext.Count(o.RESTSamples), termtext.Count(o.GraphQLSamples))
+		}
+		b.WriteString("\n")
+	}
 }
+
+// cumulativeIntro explains the cumulative table.
+const cumulativeIntro = "Cumulative (inclusive) CPU per request by function, from the same profiles: each function with everything it called, so a layer's extra can be followed down to the function that carries it (go tool pprof -cum -diff_base rest.cpu.pb.gz graphql.cpu.pb.gz). Shares are of GraphQL's whole extra CPU per request; rows overlap (a caller holds its callees), so they add up to more than 100 %."
 
 // allocLayersIntro explains the allocation-by-layer table.
 const allocLayersIntro = "What each arm's compared phases allocated (each phase's heap profile after it minus before it, alloc_space: the runtime's sampled estimate, one sample every 512 KiB on average), attributed to the layer of the allocating stack by the same rules as the CPU table (the first frame from the allocation up that a rule claims), over the arm's requests. GraphQL's allocation is what its garbage collection costs: this table says which layer makes the garbage."

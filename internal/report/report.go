@@ -97,6 +97,12 @@ type Report struct {
 	// no CPU profiles (profiling.cpu off, a target without a pprof
 	// endpoint, profiles that failed) or profiling.overhead_top 0.
 	OverheadNotMeasured string `json:"overhead_not_measured,omitempty"`
+	// OverheadCumulative is the same CPU by cumulative (inclusive) time:
+	// each function with everything it called, the functions whose
+	// extra is largest, beyond noise first (profiles.CumulativeRounds);
+	// SharePercent is of GraphQL's whole extra CPU per request, and rows
+	// overlap. Absent without an overhead table or a positive extra.
+	OverheadCumulative []OverheadRow `json:"overhead_cumulative,omitempty"`
 	// AllocLayers is GraphQL's allocation per request against REST's by
 	// layer, from the compared phases' heap profiles; nil without them.
 	AllocLayers *AllocLayers `json:"alloc_layers,omitempty"`
