@@ -783,16 +783,24 @@ func (r *run) overhead(rest, gql []*capture) ([]report.OverheadRow, *report.Over
 	if skipped > 0 {
 		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("The overhead breakdown leaves out %d of %d rounds: a CPU profile of one of their arms is missing or unreadable.", skipped, len(rest)))
 	}
-	for _, m := range []struct {
+	var merged [2]*profile.Profile
+	for i, m := range []struct {
 		name string
 		ps   []*profile.Profile
 	}{{report.RESTCPUFile, restProfs}, {report.GraphQLCPUFile, gqlProfs}} {
 		name := m.name
-		if err := writeMerged(filepath.Join(r.dir, name), m.ps); err != nil {
+		mp, err := writeMerged(filepath.Join(r.dir, name), m.ps)
+		if err != nil {
 			r.log.Warn("the merged CPU profile is not written", zap.String("file", name), zap.Error(err))
 			continue
 		}
+		merged[i] = mp
 		r.rep.Profiles = append(r.rep.Profiles, name)
+	}
+	if merged[0] != nil && merged[1] != nil {
+		if fl, err := profiles.Icicle(merged[0], merged[1], restReq, gqlReq, flameMinFraction, flameMaxNodes); err == nil {
+			r.rep.Flame = fl
+		}
 	}
 	b, err := profiles.OverheadRounds(restProfs, gqlProfs, restReq, gqlReq, n, false)
 	if err != nil {
@@ -876,14 +884,22 @@ func readHeapPair(c *capture) (heapRead, bool) {
 	return heapRead{profiles.HeapPair{Before: before, After: after}, n}, true
 }
 
+// The flame graph's bounds: frames narrower than flameMinFraction of the
+// wider arm are left out, and at most flameMaxNodes frames are kept, so
+// report.json and report.html stay small (a few tens of KiB).
+const (
+	flameMinFraction = 0.002
+	flameMaxNodes    = 600
+)
+
 // writeMerged writes profiles merged into one (profile.Merge), gzip'd, to
-// path, atomically.
-func writeMerged(path string, ps []*profile.Profile) error {
+// path, atomically, and returns the merged profile.
+func writeMerged(path string, ps []*profile.Profile) (*profile.Profile, error) {
 	m, err := profile.Merge(ps)
 	if err != nil {
-		return fmt.Errorf("cannot merge the profiles: %w", err)
+		return nil, fmt.Errorf("cannot merge the profiles: %w", err)
 	}
-	return fsutil.WriteWith(path, 0o644, m.Write)
+	return m, fsutil.WriteWith(path, 0o644, m.Write)
 }
 
 // overheadLayers attributes the same profiles by layer (profiles.LayerRounds)

@@ -346,6 +346,9 @@ func TestEndToEndRun(t *testing.T) {
 		if !strings.Contains(string(md), "## Where the overhead goes, cumulative") || !strings.Contains(string(md), "github.com/99designs/gqlgen/graphql/executor") {
 			t.Errorf("report.md lacks the cumulative table naming gqlgen's executor")
 		}
+		if !strings.Contains(string(md), "## Flame graph") || !strings.Contains(string(raw), `"flame": {`) {
+			t.Errorf("no flame graph in report.md or report.json")
+		}
 		// The merged profiles the table was made from are in the run
 		// directory: their samples are the table's, so go tool pprof
 		// -diff_base rest.cpu.pb.gz graphql.cpu.pb.gz shows the same.

@@ -95,6 +95,10 @@ type htmlPage struct {
 	TargetCharts, DriverCharts             []htmlChart
 	PhaseCharts                            []htmlChart
 	Data, Script, UPlot                    template.JS
+	// FlameData is the icicle's tree as JSON (profiles.IcicleNode), ""
+	// without one.
+	FlameData  template.JS
+	FlameIntro string
 	UPlotCSS                               template.CSS
 }
 
@@ -318,5 +322,12 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 		return p, fmt.Errorf("cannot encode the chart data: %w", err)
 	}
 	p.Data = template.JS(data)
+	if r.Flame != nil {
+		fd, err := json.Marshal(r.Flame) // escapes <, > and &
+		if err != nil {
+			return p, fmt.Errorf("cannot encode the flame graph: %w", err)
+		}
+		p.FlameData, p.FlameIntro = template.JS(fd), flameIntro
+	}
 	return p, nil
 }

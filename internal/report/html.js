@@ -247,3 +247,51 @@
     }, 150);
   });
 })();
+(function () {
+  "use strict";
+  // The flame graph (#flame): an icicle of the tree in #soakd-flame, each
+  // node {name, rest_us_per_request, graphql_us_per_request, children}.
+  var box = document.getElementById("flame"), src = document.getElementById("soakd-flame");
+  if (!box || !src) return;
+  var root = JSON.parse(src.textContent), ROW = 17;
+  function value(n, view) { return view === "rest" ? n.rest_us_per_request : n.graphql_us_per_request; }
+  function colour(n, view) {
+    if (view !== "diff") return view === "rest" ? "#9cc3e6" : "#f2b279";
+    var g = n.graphql_us_per_request, r = n.rest_us_per_request, d = (g - r) / Math.max(g, r, 1e-9);
+    var a = Math.min(1, Math.abs(d));
+    if (Math.abs(d) < 0.05) return "#d9d9d9";
+    return d > 0 ? "rgba(214,39,40," + (0.25 + 0.75 * a).toFixed(2) + ")" : "rgba(31,119,180," + (0.25 + 0.75 * a).toFixed(2) + ")";
+  }
+  function draw(view) {
+    box.textContent = "";
+    var total = Math.max(root.rest_us_per_request, root.graphql_us_per_request), W = box.clientWidth || 800, depth = 0;
+    function place(n, x, d) {
+      var v = value(n, view), w = v / total * W;
+      if (w < 1) return;
+      depth = Math.max(depth, d + 1);
+      var el = document.createElement("div");
+      el.style.left = x.toFixed(1) + "px";
+      el.style.top = (d * ROW) + "px";
+      el.style.width = w.toFixed(1) + "px";
+      el.style.background = colour(n, view);
+      el.textContent = w > 30 ? n.name : "";
+      el.title = n.name + ": GraphQL " + n.graphql_us_per_request.toFixed(2) + " µs/req, REST " + n.rest_us_per_request.toFixed(2) +
+        " µs/req, GraphQL − REST " + (n.graphql_us_per_request - n.rest_us_per_request).toFixed(2) + " µs/req";
+      box.appendChild(el);
+      var cx = x;
+      (n.children || []).forEach(function (c) { place(c, cx, d + 1); cx += value(c, view) / total * W; });
+    }
+    place(root, 0, 0);
+    box.style.height = (depth * ROW + 2) + "px";
+    box.setAttribute("data-frames", String(box.children.length));
+    box.setAttribute("data-view", view);
+  }
+  var buttons = document.querySelectorAll("#flame-views button");
+  buttons.forEach(function (b) {
+    b.addEventListener("click", function () {
+      buttons.forEach(function (o) { o.setAttribute("aria-pressed", String(o === b)); });
+      draw(b.getAttribute("data-view"));
+    });
+  });
+  draw("graphql");
+})();

@@ -138,6 +138,13 @@ func allSectionsFixture() (*Report, *Samples) {
 	r.Checks = append(r.Checks,
 		Check{Group: "delivery", Name: "exactly_once", Title: "Every event once", Phase: "graphql-load", Unit: "events", Pass: true, Definition: "lost + duplicated"},
 		Check{Group: "rest", Name: "returned", Title: "Returned to rest", Phase: "graphql-load", Unit: "goroutines", Value: 30, Limit: 2, Definition: "goroutines after − before"})
+	r.Flame = &profiles.IcicleNode{Name: "all", REST: 100, GraphQL: 200, Children: []*profiles.IcicleNode{
+		{Name: "net/http.(*conn).serve", REST: 90, GraphQL: 150, Children: []*profiles.IcicleNode{
+			{Name: "github.com/99designs/gqlgen/graphql/executor.(*Executor).DispatchOperation", GraphQL: 110},
+			{Name: "encoding/json.Marshal", REST: 40, GraphQL: 30},
+		}},
+		{Name: "runtime.gcBgMarkWorker", REST: 10, GraphQL: 50},
+	}}
 	return r, s
 }
 
@@ -452,16 +459,17 @@ func TestHTMLKneeByArrivalRate(t *testing.T) {
 	}
 }
 
-// TestHTMLScriptInjection: a phase name and an error example that try to
-// close the data's <script> element stay data.
+// TestHTMLScriptInjection: a phase name, an error example and a flame
+// graph frame that try to close the data's <script> element stay data.
 func TestHTMLScriptInjection(t *testing.T) {
 	r, s := allSectionsFixture()
 	r.Phases[0].Name = hostilePhase
 	r.Phases[0].ErrorsByClass = map[string]int64{"http_500": 1}
 	r.Phases[0].ErrorExamples = map[string][]string{"http_500": {"</SCRIPT><img src=x onerror=alert(1)>"}}
+	r.Flame.Children[0].Name = "</SCRIPT><img src=x onerror=alert(1)>" // a function name is a server's text
 	page := render(t, r, s)
-	if got := strings.Count(strings.ToLower(page), "</script"); got != 3 {
-		t.Errorf("got %d </script, want 3 (data, uPlot, charts)", got)
+	if got := strings.Count(strings.ToLower(page), "</script"); got != 4 {
+		t.Errorf("got %d </script, want 4 (data, flame graph, uPlot, charts)", got)
 	}
 	if strings.Contains(page, "<img") || strings.Contains(page, "<script>alert") {
 		t.Errorf("hostile text was not escaped")
@@ -944,6 +952,12 @@ func TestHTMLInChromium(t *testing.T) {
 		if w, _ := strconv.Atoi(c[1]); w > 800 {
 			t.Errorf("at 800 px a chart's canvas is %d px wide", w)
 		}
+	}
+	// The flame graph drew every frame of the fixture's tree (the root and
+	// its four frames), in the GraphQL view.
+	if fr := regexp.MustCompile(`<div id="flame" class="flame"[^>]*data-frames="(\d+)"`).FindStringSubmatch(dom); fr == nil || fr[1] != "5" || !strings.Contains(dom, `data-view="graphql"`) {
+		i := strings.Index(dom, `id="flame"`)
+		t.Errorf("the flame graph was not drawn with 5 frames: %v %.400s", fr, dom[max(0, i):])
 	}
 	if !strings.Contains(dom, "mem&lt;&amp;&gt;\"ory") {
 		t.Errorf("DOM: the escaped phase name did not come back as text")

@@ -573,6 +573,9 @@ func (r *Report) checkSections(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+	if r.Flame != nil {
+		fmt.Fprintf(b, "## Flame graph\n\n%s (Drawn in report.html; %d frames here. The same tree from the profiles: go tool pprof -http : graphql.cpu.pb.gz.)\n\n", mdText(flameIntro), r.Flame.Count())
+	}
 	if len(r.OverheadCumulative) > 0 {
 		fmt.Fprintf(b, "## Where the overhead goes, cumulative\n\n%s %s\n\n", mdText(cumulativeIntro), mdText(overheadNoiseRule))
 		b.WriteString("| Function | REST | GraphQL | Extra | Share of GraphQL's extra | Samples (REST / GraphQL) |\n|---|---:|---:|---:|---:|---:|\n")
@@ -584,6 +587,9 @@ func (r *Report) checkSections(b *strings.Builder) {
 		b.WriteString("\n")
 	}
 }
+
+// flameIntro explains the icicle.
+const flameIntro = "The compared phases' call tree from both arms' merged CPU profiles, drawn from the top (an icicle): each frame's width is its CPU per request, the frames under it what it called. GraphQL and REST draw each arm at the same scale (the wider arm fills the page); Difference draws GraphQL's tree coloured by GraphQL − REST per frame: red where GraphQL spends more, blue where less, grey where the same. Frames under 0.2 % of the wider arm are left out. Hover a frame for its figures."
 
 // cumulativeIntro explains the cumulative table.
 const cumulativeIntro = "Cumulative (inclusive) CPU per request by function, from the same profiles: each function with everything it called, so a layer's extra can be followed down to the function that carries it (go tool pprof -cum -diff_base rest.cpu.pb.gz graphql.cpu.pb.gz). Shares are of GraphQL's whole extra CPU per request; rows overlap (a caller holds its callees), so they add up to more than 100 %."

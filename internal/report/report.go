@@ -97,6 +97,10 @@ type Report struct {
 	// no CPU profiles (profiling.cpu off, a target without a pprof
 	// endpoint, profiles that failed) or profiling.overhead_top 0.
 	OverheadNotMeasured string `json:"overhead_not_measured,omitempty"`
+	// Flame is the compared phases' call tree from both arms' merged CPU
+	// profiles (profiles.Icicle), drawn in report.html as an icicle of
+	// each arm and of the difference; nil without an overhead table.
+	Flame *profiles.IcicleNode `json:"flame,omitempty"`
 	// OverheadCumulative is the same CPU by cumulative (inclusive) time:
 	// each function with everything it called, the functions whose
 	// extra is largest, beyond noise first (profiles.CumulativeRounds);
