@@ -99,7 +99,7 @@ type htmlPage struct {
 	// without one.
 	FlameData  template.JS
 	FlameIntro string
-	UPlotCSS                               template.CSS
+	UPlotCSS   template.CSS
 }
 
 type htmlKPI struct {
