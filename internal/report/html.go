@@ -138,6 +138,18 @@ type htmlCheck struct {
 	Phase, Title, Value, Limit, Outcome, Class, Detail, Definition string
 }
 
+// htmlOverheadRow is one function row of the flat or cumulative table.
+func htmlOverheadRow(o OverheadRow) htmlOverhead {
+	ho := htmlOverhead{Function: o.Function,
+		REST: fmt.Sprintf("%.2f µs", o.RESTMicrosPerReq), GraphQL: fmt.Sprintf("%.2f µs", o.GraphQLMicrosPerReq),
+		Samples: termtext.Count(o.RESTSamples) + " / " + termtext.Count(o.GraphQLSamples)}
+	ho.Extra, ho.Share = overheadExtra(o)
+	if o.WithinNoise {
+		ho.Class = "info"
+	}
+	return ho
+}
+
 // htmlAllocLayer is one row of the allocation-by-layer table.
 type htmlAllocLayer struct {
 	Layer                       string
@@ -278,25 +290,11 @@ func (r *Report) htmlPage(s *Samples) (htmlPage, error) {
 		}
 	}
 	for _, o := range r.OverheadCumulative {
-		ho := htmlOverhead{Function: o.Function,
-			REST: fmt.Sprintf("%.2f µs", o.RESTMicrosPerReq), GraphQL: fmt.Sprintf("%.2f µs", o.GraphQLMicrosPerReq),
-			Samples: termtext.Count(o.RESTSamples) + " / " + termtext.Count(o.GraphQLSamples)}
-		ho.Extra, ho.Share = overheadExtra(o)
-		if o.WithinNoise {
-			ho.Class = "info"
-		}
-		p.Cumulative = append(p.Cumulative, ho)
+		p.Cumulative = append(p.Cumulative, htmlOverheadRow(o))
 		p.CumulativeIntro = cumulativeIntro + " " + overheadNoiseRule
 	}
 	for _, o := range r.Overhead {
-		ho := htmlOverhead{Function: o.Function,
-			REST: fmt.Sprintf("%.2f µs", o.RESTMicrosPerReq), GraphQL: fmt.Sprintf("%.2f µs", o.GraphQLMicrosPerReq),
-			Samples: termtext.Count(o.RESTSamples) + " / " + termtext.Count(o.GraphQLSamples)}
-		ho.Extra, ho.Share = overheadExtra(o)
-		if o.WithinNoise {
-			ho.Class = "info"
-		}
-		p.Overhead = append(p.Overhead, ho)
+		p.Overhead = append(p.Overhead, htmlOverheadRow(o))
 	}
 	if len(r.Overhead) > 0 {
 		p.OverheadBasis, p.OverheadRule = r.overheadBasis(), overheadNoiseRule

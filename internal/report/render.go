@@ -566,12 +566,7 @@ func (r *Report) checkSections(b *strings.Builder) {
 		fmt.Fprintf(b, "Self (flat) CPU per request by function, from CPU profiles of the target over each compared phase's steady window, %s; each arm's CPU divided by the requests completed while its profiles ran. %s\n\n",
 			mdText(r.overheadBasis()), mdText(overheadNoiseRule))
 		b.WriteString("| Function | REST | GraphQL | Extra | Share of extra | Samples (REST / GraphQL) |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, o := range r.Overhead {
-			extra, share := overheadExtra(o)
-			fmt.Fprintf(b, "| %s | %.2f µs | %.2f µs | %s | %s | %s / %s |\n", mdCodeCell(o.Function), o.RESTMicrosPerReq, o.GraphQLMicrosPerReq,
-				extra, share, termtext.Count(o.RESTSamples), termtext.Count(o.GraphQLSamples))
-		}
-		b.WriteString("\n")
+		mdOverheadRows(b, r.Overhead)
 	}
 	if r.Flame != nil {
 		fmt.Fprintf(b, "## Flame graph\n\n%s (Drawn in report.html; %d frames here. The same tree from the profiles: go tool pprof -http : graphql.cpu.pb.gz.)\n\n", mdText(flameIntro), r.Flame.Count())
@@ -579,13 +574,19 @@ func (r *Report) checkSections(b *strings.Builder) {
 	if len(r.OverheadCumulative) > 0 {
 		fmt.Fprintf(b, "## Where the overhead goes, cumulative\n\n%s %s\n\n", mdText(cumulativeIntro), mdText(overheadNoiseRule))
 		b.WriteString("| Function | REST | GraphQL | Extra | Share of GraphQL's extra | Samples (REST / GraphQL) |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, o := range r.OverheadCumulative {
-			extra, share := overheadExtra(o)
-			fmt.Fprintf(b, "| %s | %.2f µs | %.2f µs | %s | %s | %s / %s |\n", mdCodeCell(o.Function), o.RESTMicrosPerReq, o.GraphQLMicrosPerReq,
-				extra, share, termtext.Count(o.RESTSamples), termtext.Count(o.GraphQLSamples))
-		}
-		b.WriteString("\n")
+		mdOverheadRows(b, r.OverheadCumulative)
 	}
+}
+
+// mdOverheadRows writes the function rows of the flat or cumulative table
+// and the blank line after it.
+func mdOverheadRows(b *strings.Builder, rows []OverheadRow) {
+	for _, o := range rows {
+		extra, share := overheadExtra(o)
+		fmt.Fprintf(b, "| %s | %.2f µs | %.2f µs | %s | %s | %s / %s |\n", mdCodeCell(o.Function), o.RESTMicrosPerReq, o.GraphQLMicrosPerReq,
+			extra, share, termtext.Count(o.RESTSamples), termtext.Count(o.GraphQLSamples))
+	}
+	b.WriteString("\n")
 }
 
 // flameIntro explains the icicle.
