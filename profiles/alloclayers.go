@@ -49,8 +49,10 @@ type AllocLayerBreakdown struct {
 // (Layers.Classify: the first frame from the allocator up that a rule
 // claims), and divides by the arm's requests over those phases. The
 // runtime's heap profile records allocations as of the last completed GC
-// cycle, and soakd takes it after forcing one for a target it hosts, so a
-// phase's delta is what it allocated.
+// cycle; soakd forces one before each profile of a target it hosts, so a
+// phase's delta is what it allocated; for a server it does not host the
+// ends are the server's own last cycles, which under load are at most a
+// GC interval old.
 func AllocLayerRounds(rest, gql []HeapPair, restRequests, gqlRequests int64, l *Layers) (AllocLayerBreakdown, error) {
 	if l == nil {
 		return AllocLayerBreakdown{}, errors.New("cannot attribute allocation by layer: no layer rules")
