@@ -333,7 +333,7 @@ func judgeDrift(r *DriftRule, cycles []CycleFigures, l DriftLimits) {
 	for i, c := range judged[:b] {
 		base[i] = r.valueOfFigures(c)
 	}
-	r.Baseline = median(base)
+	r.Baseline = Median(base)
 	if r.judgedByRatio && r.Baseline <= 0 {
 		r.Detail = "not measured: the baseline is 0, so no ratio can be formed"
 		return
@@ -563,9 +563,9 @@ func DriftOutcome(rs []DriftRule) Outcome {
 	return Combine(os...)
 }
 
-// median is the middle value of vs (the mean of the two middle ones for an
+// Median is the middle value of vs (the mean of the two middle ones for an
 // even count); vs is not changed.
-func median(vs []float64) float64 {
+func Median(vs []float64) float64 {
 	s := slices.Sorted(slices.Values(vs))
 	n := len(s)
 	if n%2 == 1 {

@@ -1043,3 +1043,27 @@ func TestSeed000Section(t *testing.T) {
 		t.Errorf("a report without seed 000's queries has the section")
 	}
 }
+
+// TestHTMLLatencyByPhaseNotByRound: a phase run in rounds is one line of
+// the latency chart, the median of its rounds' percentiles, so the
+// compared arms read as REST against GraphQL.
+func TestHTMLLatencyByPhaseNotByRound(t *testing.T) {
+	r, s := htmlFixture()
+	var phases []Phase
+	for k, p99 := range []float64{4, 9, 5} {
+		for _, arm := range []string{"rest", "graphql"} {
+			phases = append(phases, Phase{Name: fmt.Sprintf("%s-load#%d", arm, k+1), Arm: arm, Requests: 100,
+				Start: r.StartedAt, End: r.StartedAt.Add(time.Second),
+				LatencyMs: workloads.Latency{P50: 1, P90: 2, P99: p99, P999: 2 * p99, Max: 3 * p99}})
+		}
+	}
+	r.Phases = phases
+	_, byID := pageData(t, render(t, r, s))
+	lat := byID["chart-latency"]
+	if len(lat.Series) != 2 || lat.Series[0].Label != "rest-load (median of 3 rounds)" || lat.Series[1].Label != "graphql-load (median of 3 rounds)" {
+		t.Fatalf("series %+v, want one per phase", lat.Series)
+	}
+	if y := lat.Series[1].Y; y[2] != 5 || y[3] != 10 || y[4] != 15 {
+		t.Errorf("graphql-load: p99 %v, p99.9 %v, max %v; want the rounds' medians 5, 10, 15", y[2], y[3], y[4])
+	}
+}
