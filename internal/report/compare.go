@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -228,6 +227,9 @@ type DuetSeconds map[string][][]kpi.DuetSecond
 // the two sides judges them as the session did.
 const DuetSecondsFile = "duet-seconds.json"
 
+// maxDuetSecondsBytes bounds DuetSecondsFile when read back.
+const maxDuetSecondsBytes = 64 << 20
+
 // duetSecondsDoc is DuetSecondsFile's content.
 type duetSecondsDoc struct {
 	// Session is the A/B session's id (ab.session in both sides' reports).
@@ -254,12 +256,21 @@ func WriteDuetSeconds(dir, session string, s DuetSeconds) error {
 // DuetSecondsFile; ok is false when dir has none or it is another
 // session's.
 func ReadDuetSeconds(dir, session string) (s DuetSeconds, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(dir, DuetSecondsFile))
+	path := filepath.Join(dir, DuetSecondsFile)
+	f, err := fsutil.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("cannot read the duet's seconds: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxDuetSecondsBytes+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("cannot read the duet's seconds: %w", err)
+	}
+	if len(b) > maxDuetSecondsBytes {
+		return nil, false, fmt.Errorf("%s is over %d MiB: not a duet session's seconds (a day of 1 s seconds is under 10 MiB)", path, maxDuetSecondsBytes>>20)
 	}
 	var d duetSecondsDoc
 	if err := json.Unmarshal(b, &d); err != nil {

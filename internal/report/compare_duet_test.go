@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/soakd/soakd/internal/kpi"
@@ -118,5 +119,13 @@ func TestDuetSecondsFile(t *testing.T) {
 	}
 	if _, _, err := ReadDuetSeconds(dir, "s1"); err == nil || !strings.Contains(err.Error(), DuetSecondsFile) {
 		t.Errorf("a torn file: %v, want an error naming it", err)
+	}
+	// A FIFO in its place is refused at once, not read for ever.
+	fifo := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(fifo, DuetSecondsFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadDuetSeconds(fifo, "s1"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a FIFO: %v, want refused as not a regular file", err)
 	}
 }
