@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/soakd/soakd/internal/fsutil"
 )
 
 // FunctionCost is one function's flat (self) CPU time per request in each arm and GraphQL's extra, as
@@ -222,14 +224,28 @@ func overheadBy(rest, gql []*profile.Profile, restRequests, gqlRequests int64, n
 	return b, nil
 }
 
+// MaxProfileBytes bounds a profile file ReadProfile reads.
+const MaxProfileBytes = 64 << 20
+
 // ReadProfile reads a pprof profile file (gzip'd or not) such as a CaptureCPU capture.
 func ReadProfile(path string) (*profile.Profile, error) {
-	f, err := os.Open(path)
+	// A run directory given to soakd compare may be anyone's: only a
+	// regular file is read (a FIFO would block for ever), and at most
+	// MaxProfileBytes of it (gzip'd; profile.Parse bounds what it
+	// inflates).
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read profile: %w", err)
 	}
 	defer func() { _ = f.Close() }() // read-only
-	p, err := profile.Parse(f)
+	b, err := io.ReadAll(io.LimitReader(f, MaxProfileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read profile: %w", err)
+	}
+	if len(b) > MaxProfileBytes {
+		return nil, fmt.Errorf("cannot read profile %s: over %d MiB", path, MaxProfileBytes>>20)
+	}
+	p, err := profile.ParseData(b)
 	if err != nil {
 		return nil, fmt.Errorf("cannot parse profile %s: %w", path, err)
 	}

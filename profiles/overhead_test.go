@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -368,5 +370,17 @@ func TestCumulativeRounds(t *testing.T) {
 	}
 	if b.Functions[0].Function != "exec" || b.RESTSamples != 100 || b.GraphQLSamples != 200 {
 		t.Errorf("first row %s (want exec, the largest extra), samples %d/%d (want 100/200)", b.Functions[0].Function, b.RESTSamples, b.GraphQLSamples)
+	}
+}
+
+// TestReadProfileRefusesAFIFO: a FIFO named like a profile in a run
+// directory given to soakd compare is refused at once, not read for ever.
+func TestReadProfileRefusesAFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "graphql-load_1.cpu.pb.gz")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadProfile(path); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a FIFO: %v, want refused as not a regular file", err)
 	}
 }
