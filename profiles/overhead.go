@@ -1,7 +1,9 @@
 package profiles
 
 import (
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -231,8 +233,7 @@ const MaxProfileBytes = 64 << 20
 func ReadProfile(path string) (*profile.Profile, error) {
 	// A run directory given to soakd compare may be anyone's: only a
 	// regular file is read (a FIFO would block for ever), and at most
-	// MaxProfileBytes of it (gzip'd; profile.Parse bounds what it
-	// inflates).
+	// MaxProfileBytes of it, inflated to at most MaxInflatedProfileBytes.
 	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read profile: %w", err)
@@ -245,11 +246,38 @@ func ReadProfile(path string) (*profile.Profile, error) {
 	if len(b) > MaxProfileBytes {
 		return nil, fmt.Errorf("cannot read profile %s: over %d MiB", path, MaxProfileBytes>>20)
 	}
-	p, err := profile.ParseData(b)
+	p, err := ParseBounded(b)
 	if err != nil {
 		return nil, fmt.Errorf("cannot parse profile %s: %w", path, err)
 	}
 	return p, nil
+}
+
+// MaxInflatedProfileBytes bounds a gzip'd profile once inflated: profile.ParseData
+// inflates without a bound, so a small file (or a server's answer) could
+// expand into all of memory.
+const MaxInflatedProfileBytes = 256 << 20
+
+// ParseBounded parses a pprof profile (gzip'd or not), inflating at most
+// MaxInflatedProfileBytes.
+func ParseBounded(b []byte) (*profile.Profile, error) {
+	return parseBounded(b, MaxInflatedProfileBytes)
+}
+
+func parseBounded(b []byte, max int) (*profile.Profile, error) {
+	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
+		gz, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("decompressing profile: %w", err)
+		}
+		if b, err = io.ReadAll(io.LimitReader(gz, int64(max)+1)); err != nil {
+			return nil, fmt.Errorf("decompressing profile: %w", err)
+		}
+		if len(b) > max {
+			return nil, fmt.Errorf("the profile inflates beyond %d MiB", max>>20)
+		}
+	}
+	return profile.ParseData(b)
 }
 
 // hasEndpointLabel reports whether any sample of p carries the endpoint label.

@@ -1,6 +1,8 @@
 package profiles
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"math"
 	"os"
@@ -382,5 +384,29 @@ func TestReadProfileRefusesAFIFO(t *testing.T) {
 	}
 	if _, err := ReadProfile(path); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("a FIFO: %v, want refused as not a regular file", err)
+	}
+}
+
+// TestParseBoundedRefusesABomb: a small gzip'd file that inflates beyond
+// the bound is refused instead of filling memory; a real profile within
+// it parses.
+func TestParseBoundedRefusesABomb(t *testing.T) {
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	if _, err := zw.Write(make([]byte, 2<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseBounded(bomb.Bytes(), 1<<20); err == nil || !strings.Contains(err.Error(), "inflates beyond 1 MiB") {
+		t.Errorf("a %d-byte file inflating to 2 MiB: %v", bomb.Len(), err)
+	}
+	var real bytes.Buffer
+	if err := synthCPU(synthSample{stack: []string{"f"}, nanos: 1e7}).Write(&real); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := parseBounded(real.Bytes(), 1<<20); err != nil || len(p.Sample) != 1 {
+		t.Errorf("a real profile: %v", err)
 	}
 }

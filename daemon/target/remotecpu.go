@@ -14,6 +14,7 @@ import (
 
 	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/nofollow"
+	"github.com/soakd/soakd/profiles"
 )
 
 // RemoteCPUChunk is the length of one CPU profile fetched from a target's
@@ -134,7 +135,7 @@ func fetchCPUChunk(ctx context.Context, url string) (*profile.Profile, error) {
 	if len(b) > maxProfileBytes {
 		return nil, fmt.Errorf("GET %s: over %d bytes", url, maxProfileBytes)
 	}
-	p, err := profile.ParseData(b)
+	p, err := profiles.ParseBounded(b)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: not a CPU profile: %w", url, err)
 	}
