@@ -886,7 +886,8 @@ func readHeapPair(c *capture) (heapRead, bool) {
 
 // The flame graph's bounds: frames narrower than flameMinFraction of the
 // wider arm are left out, and at most flameMaxNodes frames are kept, so
-// report.json and report.html stay small (a few tens of KiB).
+// report.json and report.html stay small (about 90 KiB for the quick
+// profile's 584 frames).
 const (
 	flameMinFraction = 0.002
 	flameMaxNodes    = 600

@@ -274,7 +274,8 @@
       el.style.top = (d * ROW) + "px";
       el.style.width = w.toFixed(1) + "px";
       el.style.background = colour(n, view);
-      el.textContent = w > 30 ? n.name : "";
+      // The label is the name after its package path (the tooltip has it whole).
+      el.textContent = w > 30 ? n.name.slice(n.name.lastIndexOf("/") + 1) : "";
       el.title = n.name + ": GraphQL " + n.graphql_us_per_request.toFixed(2) + " µs/req, REST " + n.rest_us_per_request.toFixed(2) +
         " µs/req, GraphQL − REST " + (n.graphql_us_per_request - n.rest_us_per_request).toFixed(2) + " µs/req";
       box.appendChild(el);
