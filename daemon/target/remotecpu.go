@@ -23,10 +23,11 @@ import (
 // ends, so the window is covered by back-to-back chunks; the chunk in
 // flight when the window ends is cancelled and left out, so a profile
 // never covers time after the window, and the requests it is divided by
-// are counted over the chunks it holds (Window). One second keeps what is
-// lost at the end under a second, and costs the target one profile
-// encoding a second, which the layer table shows as instrumentation
-// (runtime/pprof).
+// are counted over the chunks it holds (Chunks). One second keeps what is
+// lost at the end under a second. It costs the target one profile
+// encoding a second, after each chunk's profiling stopped: not in the
+// profiles, but in the process's CPU clock, as the built-in target's own
+// profiler is (both arms' compared phases pay it alike).
 const RemoteCPUChunk = time.Second
 
 // Chunk is the span one merged profile chunk covered.
@@ -70,11 +71,23 @@ func startChunkedCPU(ctx context.Context, base, path string, chunk time.Duration
 				return
 			}
 			r.profs = append(r.profs, p)
-			r.chunks = append(r.chunks, Chunk{From: from, To: to})
+			r.chunks = append(r.chunks, chunkSpan(from, to, p.DurationNanos))
 			r.mu.Unlock()
 		}
 	}()
 	return r
+}
+
+// chunkSpan is the span a chunk profiled: from when it was asked for, as
+// long as the profile says it ran (DurationNanos, the server's own
+// measure), not until its answer arrived, which adds the server's
+// encoding and the transfer; the answer's arrival when the profile gives
+// no duration or a longer one than the exchange took.
+func chunkSpan(from, to time.Time, durationNanos int64) Chunk {
+	if d := time.Duration(durationNanos); d > 0 && d <= to.Sub(from) {
+		return Chunk{From: from, To: from.Add(d)}
+	}
+	return Chunk{From: from, To: to}
 }
 
 // Stop cancels the chunk in flight, waits for the fetching to end and

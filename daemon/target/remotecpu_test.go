@@ -112,3 +112,18 @@ func TestChunkedCPUProfileBusy(t *testing.T) {
 		t.Errorf("a profile was written")
 	}
 }
+
+// TestChunkSpan: a chunk spans what the profile says it ran, from when it
+// was asked for; not the encoding and transfer after it.
+func TestChunkSpan(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	to := t0.Add(1040 * time.Millisecond)
+	if c := chunkSpan(t0, to, int64(time.Second)); !c.From.Equal(t0) || !c.To.Equal(t0.Add(time.Second)) {
+		t.Errorf("a 1 s profile answered after 1.04 s: %v–%v, want 1 s from the request", c.From, c.To)
+	}
+	for _, d := range []int64{0, int64(2 * time.Second)} {
+		if c := chunkSpan(t0, to, d); !c.To.Equal(to) {
+			t.Errorf("duration %v: to %v, want the answer's arrival", time.Duration(d), c.To)
+		}
+	}
+}
