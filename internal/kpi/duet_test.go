@@ -123,8 +123,13 @@ func TestDuetFalseAlarmAndPower(t *testing.T) {
 	sigma := stddev(ls)
 	beyond := math.Exp(math.Log(1+limit/100)+2*sigma) - 1
 	power := rate(5, 10, beyond) // 5 rounds of 10 s: 10 batches
-	t.Logf("limit +%.0f %%: false alarms %.2f %% at the limit, %.2f %% with no change; σ of a batch %.4f; power at %+.1f %% (2σ beyond) with 10 batches %.1f %%",
-		limit, atLimit*100, none*100, sigma, beyond*100, power*100)
+	// Two rounds of 25 s are 10 batches too, but the test of a round
+	// effect then has one degree of freedom: in the quarter of sessions
+	// where it fires, the rounds' interval is too wide to decide. Logged,
+	// not asserted: what the round rule costs a 2-round session.
+	twoRounds := rate(2, 25, beyond)
+	t.Logf("limit +%.0f %%: false alarms %.2f %% at the limit, %.2f %% with no change; σ of a batch %.4f; power at %+.1f %% (2σ beyond) with 10 batches %.1f %% in 5 rounds, %.1f %% in 2",
+		limit, atLimit*100, none*100, sigma, beyond*100, power*100, twoRounds*100)
 	if atLimit > 0.025+0.005 {
 		t.Errorf("false alarms at the limit %.4f > 2.5 %% (+ Monte Carlo slack)", atLimit)
 	}

@@ -242,6 +242,7 @@ func (c AllocLayerChange) cells() [3]string {
 // a note saying why there is no attribution.
 func (c *Comparison) Attach(a *ChangeAttribution, why string) {
 	c.Attribution = a
+	noted := false
 	for i := range c.Rows {
 		r := &c.Rows[i]
 		if !r.Gated || r.Pass {
@@ -259,13 +260,15 @@ func (c *Comparison) Attach(a *ChangeAttribution, why string) {
 			continue
 		}
 		switch {
-		case a != nil && a.Phase == r.Phase:
+		case a != nil && a.Phase == r.Phase && a.Rounds > 0:
 			if w := a.Where(); w != "" {
 				r.Reason = strings.TrimPrefix(r.Reason+"; where: "+w, "; ")
 			}
-		case a == nil && why != "":
+		case why != "" && !noted:
+			// No CPU profiles on both sides (an attribution of the
+			// allocation alone has no rounds of them).
 			c.Notes = append(c.Notes, fmt.Sprintf("No attribution of %s's CPU change by layer: %s.", r.Phase, why))
-			return
+			noted = true
 		}
 	}
 }

@@ -127,4 +127,11 @@ func TestAttributionFindsThePlantedBurn(t *testing.T) {
 	if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "No attribution of graphql-load's CPU change by layer: no profiles.") {
 		t.Errorf("notes %v", c.Notes)
 	}
+	// Heap profiles but no CPU profiles: the allocation is attributed,
+	// and the failing CPU row still gets the note saying why it is not.
+	c = Comparison{Rows: []CompareRow{{Phase: "graphql-load", Metric: metricCPU, Gated: true, Outcome: kpi.OutcomeFail}}}
+	c.Attach(&ChangeAttribution{Phase: "graphql-load", Alloc: &AllocChange{Rounds: 2}}, "no CPU profiles")
+	if len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "no CPU profiles") || c.Rows[0].Reason != "" {
+		t.Errorf("allocation only: notes %v, reason %q", c.Notes, c.Rows[0].Reason)
+	}
 }
