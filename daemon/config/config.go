@@ -559,7 +559,22 @@ type CompareConfig struct {
 	// DuetLayoutHalves (each target and its driver on half of the CPUs,
 	// the halves swapped between rounds). Empty is shared.
 	DuetLayout string `yaml:"duet_layout"`
+	// DuetProcesses is how long one process of each build serves a duet:
+	// DuetProcessesRound (the default: both targets are started afresh
+	// before every round after the first, in the order opposite to the
+	// round before, so that a difference between two processes of one
+	// build becomes a round effect the interval counts instead of a bias
+	// of the whole session) or DuetProcessesSession (one process per side
+	// for the session). Targets soakd does not start (attach, kubernetes)
+	// keep theirs, and the report says so. Empty is round.
+	DuetProcesses string `yaml:"duet_processes"`
 }
+
+// Duet processes (compare.duet_processes).
+const (
+	DuetProcessesRound   = "round"
+	DuetProcessesSession = "session"
+)
 
 // Duet layouts (compare.duet_layout).
 const (
@@ -1346,6 +1361,11 @@ func (c *Config) Validate() []FieldError {
 	case "", DuetLayoutHalves, DuetLayoutShared:
 	default:
 		bad("compare.duet_layout", "must be %s (each side on half of the CPUs, swapped between rounds) or %s (both sides on every CPU) (got %q)", DuetLayoutHalves, DuetLayoutShared, c.Compare.DuetLayout)
+	}
+	switch c.Compare.DuetProcesses {
+	case "", DuetProcessesRound, DuetProcessesSession:
+	default:
+		bad("compare.duet_processes", "must be %s (fresh targets before every round) or %s (one process per side for the session) (got %q)", DuetProcessesRound, DuetProcessesSession, c.Compare.DuetProcesses)
 	}
 	for path, v := range map[string]float64{
 		"compare.cpu_per_request_increase_percent":   c.Compare.CPUPerRequestPercent,

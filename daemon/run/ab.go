@@ -47,6 +47,10 @@ type ABOptions struct {
 	// DuetLayout (--duet-layout) overrides the base's
 	// compare.duet_layout: config.DuetLayoutHalves or DuetLayoutShared.
 	DuetLayout string
+	// DuetProcesses (--duet-processes) overrides the base's
+	// compare.duet_processes: config.DuetProcessesRound or
+	// DuetProcessesSession.
+	DuetProcesses string
 }
 
 // ABResult is what an A/B session produced: each side's report (nil when
@@ -191,10 +195,32 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	oldFirst := rand.IntN(2) == 0
 	var seconds report.DuetSeconds
 	if duet {
+		processes := cmp.Or(opts.DuetProcesses, base.Compare.DuetProcesses, config.DuetProcessesRound)
+		switch processes {
+		case config.DuetProcessesRound, config.DuetProcessesSession:
+		default:
+			res.Old, res.New = sideReports(sides)
+			return res, abAbort(sides, sides[0], exitcode.Usagef("--duet-processes must be %s or %s (got %q)", config.DuetProcessesRound, config.DuetProcessesSession, processes))
+		}
+		var kept []string
+		for _, s := range sides {
+			if rn, ok := s.r.target.(target.Renewable); !ok || !rn.CanRenew() {
+				kept = append(kept, s.name)
+			}
+		}
+		if processes == config.DuetProcessesRound && len(kept) > 0 {
+			processes = config.DuetProcessesSession
+			for _, s := range sides {
+				s.r.rep.Notes = append(s.r.rep.Notes, fmt.Sprintf("One process per side for the whole duet: the %s side's target is one soakd did not start (target.kind %s), so it cannot be started afresh between rounds (compare.duet_processes: round). "+
+					"A difference between the two processes themselves (where their code and heaps landed, what the machine did as each warmed up) then favours one side for the whole session, where the interval cannot see it.",
+					strings.Join(kept, " and "), s.r.target.Info().Kind))
+			}
+		}
 		var places []report.DuetPlacement
 		var failed *abSide
 		var err error
-		places, seconds, failed, err = runDuet(ctx, sides, sessionPlans, lay, oldFirst, log)
+		renewals := duetRenewals(sessionPlans, processes, starts[0].name)
+		places, seconds, failed, err = runDuet(ctx, sides, sessionPlans, lay, oldFirst, renewals, log)
 		if err != nil {
 			res.Old, res.New = sideReports(sides)
 			return res, abAbort(sides, failed, err)
@@ -203,6 +229,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 			_, pinned := s.r.target.(target.Pinnable)
 			s.r.rep.Pinning = nil // per phase, in ab.duet
 			s.r.rep.Notes = append(s.r.rep.Notes, duetNote(session, s.name, s.r.rep.AB.Other, places, pinned, lay.shared != nil))
+			s.r.rep.AB.DuetProcesses = processes
 		}
 	}
 	var order strings.Builder

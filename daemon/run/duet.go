@@ -87,22 +87,78 @@ func duetLayout(lay duetCPUs, pl planned, i int, oldFirst bool) (old, new []int)
 	return halves[1], halves[0]
 }
 
-// runDuet runs every phase of plans on both sides at once: for each, it
-// pins each side's target to its half (duetLayout) and its driver with
-// it, gives both drivers the same spec with one start instant (start_at,
-// duetLead ahead), and waits for both phases to end. It returns the
-// placements and the simultaneous seconds of the compared GraphQL arm, by
-// phase base name and round.
-func runDuet(ctx context.Context, sides []*abSide, plans []planned, lay duetCPUs, oldFirst bool, log *zap.Logger) ([]report.DuetPlacement, report.DuetSeconds, *abSide, error) {
+// duetRenewals is, for each round of a duet session's plan that starts
+// both targets afresh, the order to start them in: none with
+// compare.duet_processes: session; with round, every round after the
+// first, the side started first alternating from round to round, round 1
+// being first's (the session's own start order).
+func duetRenewals(plans []planned, processes string, first string) map[int][2]string {
+	out := map[int][2]string{}
+	if processes == config.DuetProcessesSession {
+		return out
+	}
+	for _, pl := range plans {
+		if pl.round < 2 {
+			continue
+		}
+		a, b := first, report.OtherSide(first)
+		if pl.round%2 == 0 {
+			a, b = b, a
+		}
+		out[pl.round] = [2]string{a, b}
+	}
+	return out
+}
+
+// renewSides starts both sides' targets afresh, in order (side names).
+func renewSides(ctx context.Context, sides []*abSide, order [2]string) (*abSide, error) {
+	for _, name := range order {
+		for _, s := range sides {
+			if s.name != name {
+				continue
+			}
+			if err := s.r.renewTarget(ctx); err != nil {
+				return s, fmt.Errorf("cannot start the %s side's target afresh for the next round: %w", s.name, err)
+			}
+		}
+	}
+	return nil, nil
+}
+
+// runDuet runs every phase of plans on both sides at once: before the
+// first phase of a round that renewals names, it starts both targets
+// afresh in the order given; for each phase, it pins each side's target to
+// its half (duetLayout) and its driver with it, gives both drivers the
+// same spec with one start instant (start_at, duetLead ahead), and waits
+// for both phases to end. It returns the placements and the simultaneous
+// seconds of the compared GraphQL arm, by phase base name and round.
+func runDuet(ctx context.Context, sides []*abSide, plans []planned, lay duetCPUs, oldFirst bool, renewals map[int][2]string, log *zap.Logger) ([]report.DuetPlacement, report.DuetSeconds, *abSide, error) {
 	var places []report.DuetPlacement
 	seconds := report.DuetSeconds{}
 	took, started := map[string]time.Duration{}, time.Now()
+	renewed := map[int]bool{}
 	for i, pl := range plans {
+		var startedFirst string
+		if order, ok := renewals[pl.round]; ok && !renewed[pl.round] {
+			renewed[pl.round] = true
+			if failed, err := renewSides(ctx, sides, order); err != nil {
+				return places, seconds, failed, err
+			}
+			startedFirst = order[0]
+		}
 		// The session's position: both sides run phase i at once.
 		sides[0].r.opts.View.SetPosition(position(plans, i, 0, took, sides[0].r.prof.Settle, started))
 		began := time.Now()
 		oldCPUs, newCPUs := duetLayout(lay, pl, i, oldFirst)
-		places = append(places, report.DuetPlacement{Phase: pl.spec.Name, OldCPUs: oldCPUs, NewCPUs: newCPUs})
+		place := report.DuetPlacement{Phase: pl.spec.Name, OldCPUs: oldCPUs, NewCPUs: newCPUs, StartedFirst: startedFirst}
+		for _, s := range sides {
+			if s.name == report.ABOld {
+				place.OldPID = s.r.rep.TargetPID
+			} else {
+				place.NewPID = s.r.rep.TargetPID
+			}
+		}
+		places = append(places, place)
 		for _, s := range sides {
 			cpus := oldCPUs
 			if s.name == report.ABNew {
@@ -247,6 +303,16 @@ func duetNote(session, side, other string, places []report.DuetPlacement, pinned
 		fmt.Fprintf(&b, "%s old on CPU %s, new on CPU %s", p.Phase, pin.Format(p.OldCPUs), pin.Format(p.NewCPUs))
 	}
 	b.WriteString(".")
+	var fresh []string
+	for _, p := range places {
+		if p.StartedFirst != "" {
+			fresh = append(fresh, fmt.Sprintf("%s (%s first; old pid %d, new pid %d)", p.Phase, p.StartedFirst, p.OldPID, p.NewPID))
+		}
+	}
+	if len(fresh) > 0 {
+		fmt.Fprintf(&b, " Both targets were started afresh before %s (compare.duet_processes: round), the side started first alternating from round to round, so that what differs between two processes of one build is drawn afresh each round and the interval counts it.",
+			strings.Join(fresh, ", "))
+	}
 	if !pinnedTargets && !shared {
 		b.WriteString(" The targets are servers soakd does not host: only their drivers were pinned; pin the servers yourself (taskset) for a symmetric layout.")
 	}

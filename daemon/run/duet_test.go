@@ -9,6 +9,7 @@ import (
 
 	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/exitcode"
+	"github.com/soakd/soakd/internal/report"
 )
 
 func TestDuetHalves(t *testing.T) {
@@ -101,5 +102,37 @@ func TestDuetSeconds(t *testing.T) {
 	}
 	if _, ok := interpolate(old.cpu, at(-1)); ok {
 		t.Error("a time before the first reading must not be interpolated")
+	}
+}
+
+// TestDuetRenewals: with compare.duet_processes: round every round after
+// the first starts both targets afresh, the side started first
+// alternating and round 1's being the session's own first; session
+// renews none; phases outside the rounds never renew.
+func TestDuetRenewals(t *testing.T) {
+	plans := []planned{{round: 0}, {round: 1}, {round: 1}, {round: 2}, {round: 2}, {round: 3}, {round: 3}, {round: 4}, {round: 4}}
+	for _, first := range []string{report.ABOld, report.ABNew} {
+		got := duetRenewals(plans, config.DuetProcessesRound, first)
+		other := report.OtherSide(first)
+		want := map[int][2]string{2: {other, first}, 3: {first, other}, 4: {other, first}}
+		if len(got) != len(want) {
+			t.Fatalf("first %s: renewals %v, want %v", first, got, want)
+		}
+		for r, o := range want {
+			if got[r] != o {
+				t.Errorf("first %s, round %d: order %v, want %v", first, r, got[r], o)
+			}
+		}
+		// Over rounds 1–4 each side is started first twice.
+		count := map[string]int{first: 1}
+		for _, o := range got {
+			count[o[0]]++
+		}
+		if count[first] != 2 || count[other] != 2 {
+			t.Errorf("first %s: started first by side %v, want 2 each", first, count)
+		}
+	}
+	if got := duetRenewals(plans, config.DuetProcessesSession, report.ABOld); len(got) != 0 {
+		t.Errorf("session: renewals %v, want none", got)
 	}
 }

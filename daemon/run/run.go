@@ -294,6 +294,32 @@ func (r *run) close(ctx context.Context) {
 	}
 }
 
+// renewTarget starts the run's target afresh (target.Renewable): the
+// report then names the new process, the drivers are pointed at it (a new
+// backend when its URLs changed) and its series say the run is running.
+func (r *run) renewTarget(ctx context.Context) error {
+	rn, ok := r.target.(target.Renewable)
+	if !ok {
+		return fmt.Errorf("target.kind %s cannot be started afresh", r.target.Info().Kind)
+	}
+	args := r.target.DriverArgs()
+	if err := rn.Renew(ctx); err != nil {
+		return err
+	}
+	info := r.target.Info()
+	r.rep.Target, r.rep.TargetPID = &info, info.PID
+	if !slices.Equal(args, r.target.DriverArgs()) {
+		b, err := r.newDriverBackend(r.rep.Run)
+		if err != nil {
+			return err
+		}
+		r.backend = b
+	}
+	r.target.RunMetrics().RunVerdict(kpi.OutcomeRunning)
+	r.log.Info("target started afresh", zap.Int("pid", info.PID))
+	return nil
+}
+
 // planRun lays out a run of prof: its phases, the compared pair in rounds
 // up to max_rounds when rounds are adaptive (the run stops adding rounds
 // once every gated KPI is conclusive: settled).

@@ -63,6 +63,15 @@ type External struct {
 	listenerCheck string
 	stop          context.CancelFunc
 	wg            sync.WaitGroup
+	// What a command target is started again from (Renew): the soakd
+	// binary, the directories of its output and of the guard's records,
+	// the secrets kept from its environment, and the sampler's settings.
+	exe, logDir, recordDir string
+	secrets                []string
+	sampling               config.SamplerConfig
+	// mu guards past: the samples of the processes Renew replaced.
+	mu   sync.Mutex
+	past []extsample.Sample
 }
 
 var _ Target = (*External)(nil)
@@ -107,32 +116,54 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 			return nil, err
 		}
 	case report.TargetCommand:
-		recordDir := filepath.Join(cfg.DataDir, guard.RecordDir)
-		swept, err := guard.Sweep(recordDir)
+		t.recordDir = filepath.Join(cfg.DataDir, guard.RecordDir)
+		t.exe, t.logDir, t.secrets = exe, logDir, cfg.SecretEnvs()
+		swept, err := guard.Sweep(t.recordDir)
 		if err != nil {
 			t.log.Warn("cannot clean up after a soakd that died", zap.Error(err))
 		}
 		for _, s := range swept {
 			t.log.Warn("cleaned up after a soakd that died", zap.String("detail", s))
 		}
-		if t.local {
-			holder, err := portInUse(proctree.DefaultRoot, gql)
-			if err != nil {
-				return nil, fmt.Errorf("cannot check that %s is free before starting the target: %w", gql.what, err)
-			}
-			if holder != "" {
-				return nil, exitcode.With(exitcode.Usage, fmt.Errorf(
-					"target.graphql_url: %s is already served by %s before soakd started target.argv: stop that process (or point target.graphql_url at another port); "+
-						"soakd would drive load at it while measuring the process it starts", gql.what, holder))
-			}
-		}
-		if t.proc, err = startCommand(ctx, tc, exe, logDir, recordDir, cfg.SecretEnvs(), t.log); err != nil {
+		if given, err = t.startCommand(ctx, gql); err != nil {
 			return nil, err
 		}
-		given = t.proc.mainPID()
 	default:
 		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.kind %q is not a target soakd does not host", tc.Kind))
 	}
+	t.sampling = cfg.Sampler
+	if err := t.track(ctx, gql, given); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// startCommand starts target.argv, once the GraphQL URL's port (when it
+// is this machine's) is seen free, and returns the PID of its process.
+func (t *External) startCommand(ctx context.Context, gql socketOf) (int, error) {
+	if t.local {
+		holder, err := portInUse(proctree.DefaultRoot, gql)
+		if err != nil {
+			return 0, fmt.Errorf("cannot check that %s is free before starting the target: %w", gql.what, err)
+		}
+		if holder != "" {
+			return 0, exitcode.With(exitcode.Usage, fmt.Errorf(
+				"target.graphql_url: %s is already served by %s before soakd started target.argv: stop that process (or point target.graphql_url at another port); "+
+					"soakd would drive load at it while measuring the process it starts", gql.what, holder))
+		}
+	}
+	var err error
+	if t.proc, err = startCommand(ctx, t.cfg, t.exe, t.logDir, t.recordDir, t.secrets, t.log); err != nil {
+		return 0, err
+	}
+	return t.proc.mainPID(), nil
+}
+
+// track finds the process that serves gql under the given one (when local)
+// and starts sampling it; a command's process is stopped when it cannot.
+func (t *External) track(ctx context.Context, gql socketOf, given int) error {
+	tc := t.cfg
+	t.gql = gql
 	t.pid, t.givenPID = given, given
 	if !t.local {
 		t.listenerCheck = fmt.Sprintf("not checked: %s is not an address of this machine, so soakd cannot see which process serves it; the OS figures are of pid %d", gql.what, given)
@@ -144,7 +175,7 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 		l, tree, check, err := locateServer(proctree.DefaultRoot, gql, given, who)
 		if err != nil {
 			t.stopProcess()
-			return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target: %w", err))
+			return exitcode.With(exitcode.Usage, fmt.Errorf("target: %w", err))
 		}
 		t.pid, t.processes, t.gql, t.listenerCheck = l.Root, tree, gql, check
 		if l.Note != "" {
@@ -157,50 +188,97 @@ func openExternal(ctx context.Context, cfg *config.Config, exe, logDir string, l
 		rt = extsample.Runtime(tc.Runtime)
 	}
 	proc, err := extsample.New(ctx, extsample.Options{
-		PID: int32(t.pid), Tree: true, Endpoint: tc.MetricsURL, Runtime: rt, Interval: cfg.Sampler.Interval,
+		PID: int32(t.pid), Tree: true, Endpoint: tc.MetricsURL, Runtime: rt, Interval: t.sampling.Interval,
 		// A scrape may take longer than a short interval on a loaded
 		// machine; the next tick then waits for it.
-		Timeout:    min(max(cfg.Sampler.Interval, 500*time.Millisecond), extsample.DefaultTimeout),
-		MaxSamples: min(cfg.Sampler.MaxSamples, extsample.MaxMaxSamples),
+		Timeout:    min(max(t.sampling.Interval, 500*time.Millisecond), extsample.DefaultTimeout),
+		MaxSamples: min(t.sampling.MaxSamples, extsample.MaxMaxSamples),
 	})
 	if err != nil {
 		t.stopProcess()
 		if errors.Is(err, extsample.ErrExited) && tc.Kind == report.TargetAttach {
-			return nil, exitcode.With(exitcode.Usage, fmt.Errorf("target.pid: cannot attach: %w", err))
+			return exitcode.With(exitcode.Usage, fmt.Errorf("target.pid: cannot attach: %w", err))
 		}
-		return nil, fmt.Errorf("cannot sample the target: %w", err)
+		return fmt.Errorf("cannot sample the target: %w", err)
 	}
 	t.sampler = proc
 	if s, err := proc.SampleNow(ctx); err != nil {
 		if errors.Is(err, extsample.ErrExited) {
 			t.stopProcess()
-			return nil, fmt.Errorf("the target process %d exited before the run started: %w", t.pid, t.exitErr(err))
+			return fmt.Errorf("the target process %d exited before the run started: %w", t.pid, t.exitErr(err))
 		}
 		t.log.Warn("the first sample of the target is incomplete: the figures it lacks are not measured", zap.String("error", s.Error))
 	}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	t.stop = stop
+	cmdProc := t.proc
 	t.wg.Go(func() {
 		err := proc.Run(sctx)
-		if err == nil || !errors.Is(err, extsample.ErrExited) || (t.proc != nil && t.proc.stopping.Load()) {
+		if err == nil || !errors.Is(err, extsample.ErrExited) || (cmdProc != nil && cmdProc.stopping.Load()) {
 			return
 		}
 		t.failed.Set(t.exitErr(err))
 	})
-	if t.proc != nil {
+	if cmdProc != nil {
 		t.wg.Go(func() {
 			select {
-			case <-t.proc.exited:
-				if !t.proc.stopping.Load() {
-					t.failed.Set(t.proc.exitError())
+			case <-cmdProc.exited:
+				if !cmdProc.stopping.Load() {
+					t.failed.Set(cmdProc.exitError())
 				}
 			case <-sctx.Done():
 			}
 		})
 	}
-	t.log.Info("target opened", zap.String("kind", tc.Kind), zap.Int("pid", t.pid), zap.String("graphql", ep.GraphQL),
-		zap.String("rest", ep.REST), zap.String("metrics", tc.MetricsURL))
-	return t, nil
+	t.log.Info("target opened", zap.String("kind", tc.Kind), zap.Int("pid", t.pid), zap.String("graphql", t.ep.GraphQL),
+		zap.String("rest", t.ep.REST), zap.String("metrics", tc.MetricsURL))
+	return nil
+}
+
+// CanRenew is true for a command target, which soakd started.
+func (t *External) CanRenew() bool { return t.proc != nil && t.replicas == nil }
+
+// Renew stops a command target's process and starts target.argv again,
+// waiting for target.ready_url as at the start. The samples taken so far
+// stay (SamplesSince); every other figure is the new process's. An
+// attached process or a service's replicas are not soakd's to restart.
+func (t *External) Renew(ctx context.Context) error {
+	if !t.CanRenew() {
+		return fmt.Errorf("target.kind %s: soakd did not start the target, so it cannot start it afresh", t.cfg.Kind)
+	}
+	if t.stop != nil {
+		t.stop()
+	}
+	t.wg.Wait()
+	t.mu.Lock()
+	t.past = append(t.past, t.sampler.Samples(time.Time{}, time.Now().Add(time.Hour))...)
+	if over := len(t.past) - max(t.sampling.MaxSamples, 1); over > 0 {
+		t.past = slices.Delete(t.past, 0, over)
+	}
+	t.mu.Unlock()
+	old := t.pid
+	if err := t.proc.stop(ctx, t.cfg.StopGrace); err != nil {
+		return fmt.Errorf("cannot stop the target command (pid %d) to start it afresh: %w", old, err)
+	}
+	given, err := t.startCommand(ctx, t.gql)
+	if err != nil {
+		return fmt.Errorf("cannot start the target command afresh: %w", err)
+	}
+	return t.track(ctx, t.gql, given)
+}
+
+// allSamples are the samples of every process this target has had, in
+// time order, whose Time is in [from, to].
+func (t *External) allSamples(from, to time.Time) []extsample.Sample {
+	t.mu.Lock()
+	var out []extsample.Sample
+	for _, s := range t.past {
+		if !s.Time.Before(from) && !s.Time.After(to) {
+			out = append(out, s)
+		}
+	}
+	t.mu.Unlock()
+	return append(out, t.sampler.Samples(from, to)...)
 }
 
 // exitErr says why the target process is gone: for a command, its exit
@@ -436,7 +514,7 @@ func (t *External) Phase(res workloads.Result, cores int) report.Phase {
 		cores = 1
 	}
 	p := newPhaseFrom(func(from, to time.Time) (*profiles.Summary, error) {
-		sum, w, err := extsample.Summarize(t.sampler.Samples(from, to), to.Sub(from), cores, config.MinSteadySamples)
+		sum, w, err := extsample.Summarize(t.allSamples(from, to), to.Sub(from), cores, config.MinSteadySamples)
 		if t.replicas != nil {
 			shareOfLimits(sum, w, t.replicas.capacityCores())
 		}
@@ -450,7 +528,9 @@ func (t *External) Phase(res workloads.Result, cores int) report.Phase {
 }
 
 func (t *External) MemoryData(p report.Phase) MemoryData {
-	return externalMemoryData(t.sampler.Samples(p.SteadyStart, p.SteadyEnd))
+	// The phase's own process's samples: a renewed target's earlier
+	// phases ran on processes Renew replaced.
+	return externalMemoryData(t.allSamples(p.SteadyStart, p.SteadyEnd))
 }
 
 // CPUReadings are the process's CPU readings; none for a service's
@@ -470,7 +550,7 @@ func (t *External) CPUReadings(from, to time.Time) []CPUReading {
 }
 
 func (t *External) SamplesSince(from time.Time) *report.Samples {
-	return &report.Samples{External: t.sampler.Samples(from, time.Now().Add(time.Hour))}
+	return &report.Samples{External: t.allSamples(from, time.Now().Add(time.Hour))}
 }
 
 // Captures fetches a Go target's heap profile, goroutine dump and CPU

@@ -52,11 +52,20 @@ type processTarget struct {
 	// scenario is target.scenario, what the child serves.
 	scenario string
 
-	// mu guards the mirror of the child's samples.
+	// What launch starts a child from: its configuration (YAML), the
+	// soakd binary, where its output goes and how long it may take.
+	yml          []byte
+	exe, logDir  string
+	readyTimeout time.Duration
+
+	// mu guards the mirror of the children's samples and renewedAt.
 	mu         sync.Mutex
 	buckets    []float64
 	mirror     []profiles.Sample
 	maxSamples int
+	// renewedAt is when the latest Renew stopped the previous child
+	// (zero before any): readings before it are another process's.
+	renewedAt time.Time
 }
 
 var _ Target = (*processTarget)(nil)
@@ -72,18 +81,6 @@ func startProcessTarget(ctx context.Context, cfg *config.Config, exe, logDir str
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp("", "soakd-target-*.yaml")
-	if err != nil {
-		return nil, fmt.Errorf("cannot pass the configuration to the target process: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(yml); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cannot pass the configuration to the target process: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("cannot pass the configuration to the target process: %w", err)
-	}
 	t := &processTarget{
 		log: log.Named("target"), token: builtin.RandomToken(), failed: failsig.New(), scenario: cfg.Target.Scenario,
 		grace:      cfg.Server.ShutdownGrace + 5*time.Second,
@@ -95,44 +92,97 @@ func startProcessTarget(ctx context.Context, cfg *config.Config, exe, logDir str
 			MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, IdleConnTimeout: 0,
 			DisableCompression: true,
 		}},
+		yml: yml, exe: exe, logDir: logDir, readyTimeout: cfg.Target.ReadyTimeout,
 	}
 	t.m = &remoteMetrics{t: t}
 	t.relay = &childlog.Lines{Log: log.With(zap.String("source", "target")), What: "target output"}
+	if err := t.launch(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// launch starts a child from t's configuration, waits for its ready line,
+// reads the samples it took so far into the mirror and watches for its
+// exit.
+func (t *processTarget) launch(ctx context.Context) error {
+	f, err := os.CreateTemp("", "soakd-target-*.yaml")
+	if err != nil {
+		return fmt.Errorf("cannot pass the configuration to the target process: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(t.yml); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot pass the configuration to the target process: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("cannot pass the configuration to the target process: %w", err)
+	}
 	tap := &firstLine{ch: make(chan string, 1)}
-	argv := []string{exe, "target", "--config", f.Name(), "--log-format", "json"}
+	argv := []string{t.exe, "target", "--config", f.Name(), "--log-format", "json"}
 	// The child pushes its own profiles (it keeps the Pyroscope password
 	// variable) and needs the relational scenario's DSN; the control API
 	// token is no business of it.
 	env := commandEnv(os.Environ(), map[string]string{config.TargetTokenEnv: t.token}, []string{config.TokenEnv})
-	t.proc, err = startProcess(procSpec{argv: argv, env: env, what: "the target process (soakd target)", logDir: logDir,
+	t.proc, err = startProcess(procSpec{argv: argv, env: env, what: "the target process (soakd target)", logDir: t.logDir,
 		stdout: tap, stderr: t.relay, logsOptional: true}, t.log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.log.Info("target process started", zap.Int("pid", t.proc.pid()), zap.String("stdout", t.proc.logPath(0)), zap.String("stderr", t.proc.logPath(1)))
-	if err := t.awaitReady(ctx, tap, cfg.Target.ReadyTimeout); err != nil {
+	if err := t.awaitReady(ctx, tap, t.readyTimeout); err != nil {
 		t.stopProcess()
-		return nil, err
+		return err
 	}
 	var s report.Samples
 	if err := t.call(ctx, http.MethodGet, "samples", nil, &s); err != nil {
 		t.stopProcess()
-		return nil, fmt.Errorf("the target process does not answer on its control surface: %w", err)
+		return fmt.Errorf("the target process does not answer on its control surface: %w", err)
 	}
-	t.buckets, t.mirror = s.PauseBuckets, s.Samples
+	t.mu.Lock()
+	t.buckets = s.PauseBuckets
+	t.mirror = append(t.mirror, s.Samples...)
+	t.mu.Unlock()
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	t.stop = stop
+	proc := t.proc
 	t.wg.Go(func() {
 		select {
-		case <-t.proc.exited:
-			if !t.proc.stopping.Load() {
-				t.failed.Set(t.proc.exitError())
+		case <-proc.exited:
+			if !proc.stopping.Load() {
+				t.failed.Set(proc.exitError())
 			}
 		case <-wctx.Done():
 		}
 	})
 	t.log.Info("target ready", zap.Int("pid", t.ready.PID), zap.String("url", t.ready.URL))
-	return t, nil
+	return nil
+}
+
+// CanRenew is true: soakd starts the child.
+func (t *processTarget) CanRenew() bool { return true }
+
+// Renew replaces the child by a fresh `soakd target` of the same
+// configuration: the samples mirrored so far stay (the new child's
+// follow them, its cumulative counters starting again from zero), and its
+// CPU readings are the new child's alone.
+func (t *processTarget) Renew(ctx context.Context) error {
+	t.refresh()
+	if t.stop != nil {
+		t.stop()
+	}
+	t.wg.Wait()
+	if err := t.proc.stop(ctx, t.grace); err != nil {
+		return fmt.Errorf("cannot stop the target process (pid %d) to start a fresh one: %w", t.ready.PID, err)
+	}
+	t.client.CloseIdleConnections()
+	t.mu.Lock()
+	t.renewedAt = time.Now()
+	t.mu.Unlock()
+	if err := t.launch(ctx); err != nil {
+		return fmt.Errorf("cannot start a fresh target process: %w", err)
+	}
+	return nil
 }
 
 func cmpOrInt(a, b int) int {
@@ -361,9 +411,22 @@ func (t *processTarget) MemoryData(p report.Phase) MemoryData {
 	return MemoryData{Alloc: ss, Heap: ss}
 }
 
+// CPUReadings are the current child's readings between from and to: a
+// renewed target's earlier children had counters of their own.
 func (t *processTarget) CPUReadings(from, to time.Time) []CPUReading {
 	t.refresh()
+	t.mu.Lock()
+	from = latest(from, t.renewedAt)
+	t.mu.Unlock()
 	return cpuReadingsOf(t.Samples(from, to))
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func (t *processTarget) SamplesSince(from time.Time) *report.Samples {

@@ -103,6 +103,29 @@ var (
 	_ Pinnable = (*processTarget)(nil)
 )
 
+// Renewable is a target whose process soakd starts, and can therefore
+// replace between phases by a fresh one of the same configuration: the
+// built-in target in a process of its own and a command target. An A/B
+// duet renews both sides' targets between rounds, so that what differs
+// between two processes of one build (where their heaps and code landed,
+// what the machine was doing as each warmed up) is drawn afresh each round
+// instead of favouring one side for a whole session.
+type Renewable interface {
+	// CanRenew is false for a target of this type that soakd did not
+	// start (an attached process, a service's replicas).
+	CanRenew() bool
+	// Renew stops the target's process and starts another from the same
+	// configuration, returning once it serves. The samples taken so far
+	// stay; every figure of a phase run after Renew is the new process's.
+	// Info gives the new process's PID.
+	Renew(ctx context.Context) error
+}
+
+var (
+	_ Renewable = (*processTarget)(nil)
+	_ Renewable = (*External)(nil)
+)
+
 // sampleSource is where a built-in target's samples are read: its sampler,
 // or their mirror in the orchestrating process.
 type sampleSource interface {

@@ -129,7 +129,7 @@ func shellQuote(s string) string {
 func (c *cli) abCmd() *cobra.Command {
 	var configPath, profile, out, oldFile, newFile, format string
 	var duet bool
-	var duetLayout string
+	var duetLayout, duetProcesses string
 	cmd := &cobra.Command{
 		Use:                   "ab [--config FILE] [--old FILE] [--new FILE] [--profile NAME] [--out DIR] [--duet] [--format text|json|junit|markdown]",
 		DisableFlagsInUseLine: true,
@@ -154,8 +154,11 @@ same time, each target with its own driver, and the GraphQL phase's CPU
 per request is judged from the two builds' simultaneous seconds. By
 default both sides share every CPU (--duet-layout shared); with
 --duet-layout halves each side has its half of the CPUs (CPU 0 and CPU 1
-on a 2-core machine), the halves swapped between rounds. It needs at
-least 2 CPUs and no pinning: keys.`,
+on a 2-core machine), the halves swapped between rounds. Before every
+round after the first, both targets are started afresh, in the order
+opposite to the round before (--duet-processes round; session keeps one
+process per side), when soakd starts them (the built-in target, a
+command). It needs at least 2 CPUs and no pinning: keys.`,
 		Args: exactArgs(0, "no arguments (the sides are --old and --new files)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
@@ -190,7 +193,7 @@ least 2 CPUs and no pinning: keys.`,
 			}
 			res, err := run.RunAB(cmd.Context(), run.ABOptions{
 				RunOptions: run.RunOptions{Profile: profile, OutDir: out, Executable: env.exe, Log: env.log, Stderr: c.stderr, View: env.view, Colour: env.colour},
-				Old:        oldCfg, New: newCfg, Base: env.cfg, Duet: duet, DuetLayout: duetLayout,
+				Old:        oldCfg, New: newCfg, Base: env.cfg, Duet: duet, DuetLayout: duetLayout, DuetProcesses: duetProcesses,
 			})
 			if res == nil || res.Old == nil || res.New == nil || res.Comparison.Verdict == "" {
 				return err
@@ -217,6 +220,7 @@ least 2 CPUs and no pinning: keys.`,
 	cmd.Flags().StringVar(&format, "format", formatText, "printed comparison: text (a table), json, junit (junit.xml) or markdown")
 	cmd.Flags().BoolVar(&duet, "duet", false, "run both builds at the same time, under the same load (compare.duet; --duet-layout)")
 	cmd.Flags().StringVar(&duetLayout, "duet-layout", "", "with --duet: shared (both sides on every CPU, the default) or halves (each side on half of the CPUs, swapped between rounds) (compare.duet_layout)")
+	cmd.Flags().StringVar(&duetProcesses, "duet-processes", "", "with --duet: round (both targets started afresh before every round, the default) or session (one process per side) (compare.duet_processes)")
 	return cmd
 }
 

@@ -24,10 +24,19 @@ const goBooksPlantedAlloc = 65536
 // comparison of gobooks-small's 2 rounds fails naming graphql-load's
 // alloc_bytes_per_request, by about the planted amount, exit 1; each side
 // is a complete run of its own command target (its own PID, the build its
-// flags asked for), and both servers are gone after the session.
+// flags asked for), and both servers are gone after the session. As a duet
+// (--duet) the same holds, and both servers are started afresh before
+// round 2 (compare.duet_processes: round): new PIDs, each server's log
+// holding two ready lines, every one of the four processes gone at the end.
 func TestGoBooksAB(t *testing.T) {
 	server := buildGoBooks(t)
 	bin := buildSoakd(t)
+	for _, mode := range []string{"sequential", "duet"} {
+		t.Run(mode, func(t *testing.T) { goBooksAB(t, bin, server, mode == "duet") })
+	}
+}
+
+func goBooksAB(t *testing.T, bin, server string, duet bool) {
 	ports := map[int]bool{}
 	for len(ports) < 3 {
 		ports[freePort(t)] = true
@@ -60,7 +69,11 @@ func TestGoBooksAB(t *testing.T) {
 	out := filepath.Join(dir, "session")
 	// Two runs of about 30 s each, back to back phase by phase; the bound
 	// leaves room for a loaded 2-core machine.
-	stdout, stderr, code := runSoakdWithin(t, 5*time.Minute, bin, "ab", "--config", cfg, "--old", oldSide, "--new", newSide, "--out", out, "--log-format", "json")
+	args := []string{"ab", "--config", cfg, "--old", oldSide, "--new", newSide, "--out", out, "--log-format", "json"}
+	if duet {
+		args = append(args, "--duet")
+	}
+	stdout, stderr, code := runSoakdWithin(t, 5*time.Minute, bin, args...)
 	if code != 1 {
 		t.Fatalf("soakd ab exit %d, want 1 (fail)\nstdout:\n%s\nstderr:\n%.5000s", code, stdout, stderr)
 	}
@@ -94,6 +107,7 @@ func TestGoBooksAB(t *testing.T) {
 	}
 
 	pids := map[string]int{}
+	var every []int
 	for side, flag := range map[string]string{"old": `"alloc_per_request":0`, "new": `"alloc_per_request":` + strconv.Itoa(goBooksPlantedAlloc)} {
 		sideDir := filepath.Join(out, side)
 		checkGoBooksRun(t, sideDir, code, "command", 0)
@@ -105,20 +119,87 @@ func TestGoBooksAB(t *testing.T) {
 			t.Fatalf("%s/report.json: ab %+v, status %s, target %+v; want side %s, complete, a command target's PID", side, rep.AB, rep.Status, rep.Target, side)
 		}
 		pids[side] = rep.Target.PID
+		every = append(every, rep.Target.PID)
+		if duet {
+			every = append(every, duetFreshProcesses(t, rep, side)...)
+		}
 		if rep.Target.Exit != "exit status 0" {
 			t.Errorf("%s side's server: exit %q, want exit status 0 after SIGTERM", side, rep.Target.Exit)
 		}
 		// Each side started the build its side file asked for.
-		if b, err := os.ReadFile(filepath.Join(sideDir, "target.stdout.log")); err != nil || !strings.Contains(string(b), flag) {
+		b, err := os.ReadFile(filepath.Join(sideDir, "target.stdout.log"))
+		if err != nil || !strings.Contains(string(b), flag) {
 			t.Errorf("%s/target.stdout.log lacks %s in the server's ready line (%v): %q", side, flag, err, b)
+		}
+		// One ready line per process the side had.
+		if want := 1 + btoi(duet); strings.Count(string(b), flag) != want {
+			t.Errorf("%s/target.stdout.log has %d ready lines, want %d: %q", side, strings.Count(string(b), flag), want, b)
 		}
 	}
 	if pids["old"] == pids["new"] {
 		t.Errorf("both sides measured PID %d; want a server each", pids["old"])
 	}
-	for side, pid := range pids {
+	for _, pid := range every {
 		if err := syscall.Kill(pid, 0); err == nil {
-			t.Errorf("the %s side's server %d still runs after the session", side, pid)
+			t.Errorf("server %d still runs after the session", pid)
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// duetFreshProcesses checks that a duet side's report says its target was
+// started afresh before every round after the first (ab.duet's PIDs change
+// at each round and nowhere else; started_first alternates) and returns the
+// PIDs it had.
+func duetFreshProcesses(t *testing.T, rep *report.Report, side string) []int {
+	t.Helper()
+	if rep.AB.DuetProcesses != "round" || len(rep.AB.Duet) == 0 {
+		t.Fatalf("%s/report.json: ab.duet_processes %q, %d placements; want round", side, rep.AB.DuetProcesses, len(rep.AB.Duet))
+	}
+	var pids []int
+	var firsts []string
+	last := 0 // the round of the phase before
+	for _, p := range rep.AB.Duet {
+		pid := p.OldPID
+		if side == report.ABNew {
+			pid = p.NewPID
+		}
+		round := 0
+		if i := strings.LastIndexByte(p.Phase, '#'); i >= 0 {
+			round, _ = strconv.Atoi(p.Phase[i+1:])
+		}
+		fresh := round >= 2 && round != last
+		switch {
+		case pid == 0:
+			t.Errorf("%s: phase %s has no PID", side, p.Phase)
+		case len(pids) == 0:
+			pids = append(pids, pid)
+		case fresh:
+			if pid == pids[len(pids)-1] || p.StartedFirst == "" {
+				t.Errorf("%s: phase %s (the first of round %d) ran on pid %d, started first %q; want a fresh process, the first side named", side, p.Phase, round, pid, p.StartedFirst)
+			}
+			firsts = append(firsts, p.StartedFirst)
+			pids = append(pids, pid)
+		case pid != pids[len(pids)-1] || p.StartedFirst != "":
+			t.Errorf("%s: phase %s ran on pid %d (started first %q) after pid %d, not the first of a round; want the same process", side, p.Phase, pid, p.StartedFirst, pids[len(pids)-1])
+		}
+		if round != 0 {
+			last = round
+		}
+	}
+	for i := 1; i < len(firsts); i++ {
+		if firsts[i] == firsts[i-1] {
+			t.Errorf("%s: started first %v; want it to alternate from round to round", side, firsts)
+		}
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "Both targets were started afresh before") {
+		t.Errorf("%s/report.json's notes do not say the targets were started afresh: %v", side, rep.Notes)
+	}
+	return pids
 }

@@ -39,7 +39,10 @@ func TestDuetSession(t *testing.T) {
 				}
 			}
 			out := filepath.Join(dir, "session")
-			stdout, stderr, code := runSoakd(t, bin, "ab", "--duet", "--duet-layout", layout, "--config", cfg, "--new", alloc, "--out", out, "--log-format", "json")
+			// Halves keeps one process per side, shared (the default) starts
+			// both afresh before every round.
+			processes := map[string]string{"shared": "round", "halves": "session"}[layout]
+			stdout, stderr, code := runSoakd(t, bin, "ab", "--duet", "--duet-layout", layout, "--duet-processes", processes, "--config", cfg, "--new", alloc, "--out", out, "--log-format", "json")
 			if code != 1 {
 				t.Fatalf("soakd ab --duet exit %d, want 1 (fail)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
@@ -109,6 +112,20 @@ func TestDuetSession(t *testing.T) {
 			}
 			if !slices.ContainsFunc(sides["old"].Notes, func(s string) bool { return strings.HasPrefix(s, "Duet A/B session ") }) {
 				t.Errorf("old/report.json has no duet note: %v", sides["old"].Notes)
+			}
+			for side, rep := range sides {
+				if processes == "round" {
+					if pids := duetFreshProcesses(t, rep, side); len(pids) != 3 {
+						t.Errorf("%s side: processes %v, want one per round (3)", side, pids)
+					}
+					continue
+				}
+				for _, p := range rep.AB.Duet {
+					if p.OldPID != rep.AB.Duet[0].OldPID || p.NewPID != rep.AB.Duet[0].NewPID || p.StartedFirst != "" || rep.AB.DuetProcesses != "session" {
+						t.Errorf("%s side, --duet-processes session: phase %s on old pid %d, new pid %d (started first %q, duet_processes %q); want one process per side",
+							side, p.Phase, p.OldPID, p.NewPID, p.StartedFirst, rep.AB.DuetProcesses)
+					}
+				}
 			}
 			if layout == "shared" {
 				// Both sides on every CPU in every phase.

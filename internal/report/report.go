@@ -159,6 +159,12 @@ type ABSide struct {
 	// the order is drawn at random per session, so that a start order
 	// fixed by role cannot bias every session the same way.
 	StartedFirst bool `json:"started_first"`
+	// DuetProcesses is how long a process of each build served the duet:
+	// "round" (both targets started afresh before every round after the
+	// first, ab.duet's old_pid, new_pid and started_first say which and in
+	// what order) or "session" (one process per side); "" for a
+	// sequential session.
+	DuetProcesses string `json:"duet_processes,omitempty"`
 }
 
 // DuetPlacement is where the two sides of a duet ran during one phase:
@@ -170,6 +176,15 @@ type DuetPlacement struct {
 	// new side's target and driver were pinned to.
 	OldCPUs []int `json:"old_cpus"`
 	NewCPUs []int `json:"new_cpus"`
+	// OldPID and NewPID are the processes of the old and the new side's
+	// targets that served the phase (0 when not known): with
+	// compare.duet_processes: round, new processes from round 2 on.
+	OldPID int `json:"old_pid,omitempty"`
+	NewPID int `json:"new_pid,omitempty"`
+	// StartedFirst is the side (old or new) whose target was started
+	// afresh first before this phase, the first of its round; "" when the
+	// targets were not started afresh before it.
+	StartedFirst string `json:"started_first,omitempty"`
 }
 
 // Sides of an A/B session.
