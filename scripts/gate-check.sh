@@ -15,7 +15,7 @@
 #      quiet machine and again with a competing CPU load (a second process burning one core at nice 0,
 #      started and stopped by this script); per session the verdict, the interval of GraphQL CPU per request
 #      (the duet's per-second row, the sequential session's per-round row) and its half-width, and the
-#      session's wall time. MODES="seq duet" picks the modes; DUET_LAYOUT (halves or shared) the duet's layout
+#      session's wall time. MODES="seq duet" picks the modes; DUET_LAYOUT (halves or shared) the duet's layout, DUET_PROCESSES (round or session) its processes
 #      (default: compare.duet_layout). DUET_PROFILE (duet: gate's pair by duration, so that each round fills the duet's
 #      5 s batches) is both modes' profile; KINDS and MACHINES pick a subset. Needs jq. About
 #      4 × 2 × N × 11 minutes (N=1: ~1 h 30 min).
@@ -157,7 +157,7 @@ if [[ " $PARTS " == *" duet "* ]]; then
           IFS=$'\t' read -r sv siv sh ss sf < <(duet_ab "seq-$machine-$kind-$i" "${args[@]}")
         fi
         if [[ " ${MODES:-seq duet} " == *" duet "* ]]; then
-          IFS=$'\t' read -r dv div dh ds df < <(duet_ab "duet-$machine-$kind-$i" --duet ${DUET_LAYOUT:+--duet-layout "$DUET_LAYOUT"} "${args[@]}")
+          IFS=$'\t' read -r dv div dh ds df < <(duet_ab "duet-$machine-$kind-$i" --duet ${DUET_LAYOUT:+--duet-layout "$DUET_LAYOUT"} ${DUET_PROCESSES:+--duet-processes "$DUET_PROCESSES"} "${args[@]}")
         fi
         echo "| $machine | $kind-$i | $sv | $siv | $sh | $ss | $dv | $div | $dh | $ds | $df |" | tee -a "$duet"
       done
