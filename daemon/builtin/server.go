@@ -165,8 +165,12 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger) (*Server, e
 	// shutdown, so hijacked websocket connections end too.
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	srv := &http.Server{
-		Handler:           mux,
-		BaseContext:       func(net.Listener) context.Context { return sctx },
+		Handler:     mux,
+		BaseContext: func(net.Listener) context.Context { return sctx },
+		// Each connection carries the slot its GraphQL requests report
+		// their operation to: the GraphQL arm's metrics then cost what the
+		// REST arm's do (metrics.ConnContext).
+		ConnContext:       metrics.ConnContext,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 		WriteTimeout:      cfg.Server.WriteTimeout,

@@ -106,7 +106,7 @@ type Metrics struct {
 	duration   *prometheus.HistogramVec
 	inFlight   *prometheus.GaugeVec
 	websockets *prometheus.GaugeVec
-	opsMu      sync.Mutex
+	opsMu      sync.RWMutex
 	ops        map[string]*string // admitted GraphQL operation names, canonical pointers
 	anonymous  *string
 	other      *string

@@ -72,10 +72,11 @@ func (m *Metrics) Middleware(arm string, operation func(*http.Request) string, n
 
 // ServeHTTP implements http.Handler.
 func (a *armMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &recorder{ResponseWriter: w, code: http.StatusOK, owner: a.m}
+	rec := &recorder{ResponseWriter: w, code: http.StatusOK}
 	upgrade := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-	if a.operation == nil {
-		r = r.WithContext(context.WithValue(r.Context(), slotKey{}, rec))
+	var slot *opSlot
+	if a.operation == nil && !upgrade {
+		slot, r = a.slotFor(r)
 	}
 	gauge := a.inFlight
 	if upgrade {
@@ -101,7 +102,7 @@ func (a *armMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			op = a.operation(r)
 		default:
 			op = *a.m.anonymous
-			if name := rec.op.Load(); name != nil {
+			if name := slot.op.Load(); name != nil {
 				op = *name
 			}
 		}
@@ -115,6 +116,25 @@ func (a *armMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	a.next.ServeHTTP(rec, r)
+}
+
+// slotFor is the slot a GraphQL request's operation is reported to, and
+// the request that carries it. On a connection opened with ConnContext
+// served over HTTP/1.x it is the connection's slot, cleared for this
+// request: the request is the one given, so the GraphQL arm costs what the
+// REST arm does (one allocation, the recorder) instead of a context and a
+// copy of the request each time. Otherwise (HTTP/2, whose streams share a
+// connection at once, or a server without ConnContext) a slot of its own
+// is put in a derived context.
+func (a *armMetrics) slotFor(r *http.Request) (*opSlot, *http.Request) {
+	if s, ok := r.Context().Value(slotKey{}).(*opSlot); ok && s.conn && r.ProtoMajor < 2 {
+		s.op.Store(nil)
+		s.owner.Store(a.m)
+		return s, r
+	}
+	s := &opSlot{}
+	s.owner.Store(a.m)
+	return s, r.WithContext(context.WithValue(r.Context(), slotKey{}, s))
 }
 
 // lookup returns the series of op and code, resolving them on first use.
@@ -148,9 +168,30 @@ func (a *armMetrics) lookup(op string, code int, upgrade bool) series {
 	return s
 }
 
-// slotKey is the context key of the recorder a GraphQL request's operation
+// slotKey is the context key of the opSlot a GraphQL request's operation
 // name is reported to.
 type slotKey struct{}
+
+// opSlot receives the operation name SetOperation reports for a request.
+type opSlot struct {
+	op    atomic.Pointer[string] // the reported GraphQL operation name
+	owner atomic.Pointer[Metrics]
+	// conn is true for a connection's slot (ConnContext), reused by its
+	// requests one after another.
+	conn bool
+}
+
+// ConnContext is for http.Server.ConnContext: it gives each connection a
+// slot for the operation names of its GraphQL requests. HTTP/1.x serves a
+// connection's requests one at a time, each in the connection's
+// goroutine, so the slot is cleared at each request's start and read at
+// its end, and the middleware need not derive a context for every
+// request. A handler must report its operation (SetOperation) before it
+// returns, as gqlgen's operation hook does: a report from a goroutine that
+// outlives its request could name the next request on the connection.
+func ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, slotKey{}, &opSlot{conn: true})
+}
 
 // SetOperation reports the GraphQL operation a request is executing, from
 // inside the handler wrapped by Middleware with a nil operation; elsewhere
@@ -172,21 +213,32 @@ type slotKey struct{}
 // else it counts as OperationOther; "" counts as OperationAnonymous. Only
 // the first MaxOperations distinct names get their own series.
 func SetOperation(ctx context.Context, name string) {
-	rec, ok := ctx.Value(slotKey{}).(*recorder)
-	if !ok || rec.op.Load() != nil {
+	slot, ok := ctx.Value(slotKey{}).(*opSlot)
+	if !ok || slot.op.Load() != nil {
 		return
 	}
-	rec.op.CompareAndSwap(nil, rec.owner.operationName(name))
+	owner := slot.owner.Load()
+	if owner == nil {
+		return // a connection's slot outside the middleware's requests
+	}
+	slot.op.CompareAndSwap(nil, owner.operationName(name))
 }
 
 // operationName returns the canonical pointer for a GraphQL operation
-// name, admitting it if fewer than MaxOperations names were seen.
+// name, admitting it if fewer than MaxOperations names were seen. A name
+// already admitted costs a read lock.
 func (m *Metrics) operationName(name string) *string {
 	if name == "" {
 		return m.anonymous
 	}
 	if !ValidOperationName(name) {
 		return m.other
+	}
+	m.opsMu.RLock()
+	p, ok := m.ops[name]
+	m.opsMu.RUnlock()
+	if ok {
+		return p
 	}
 	m.opsMu.Lock()
 	defer m.opsMu.Unlock()
@@ -200,9 +252,11 @@ func (m *Metrics) operationName(name string) *string {
 	// (gqlparser slices names out of its source): kept as is, each admitted
 	// name would hold its whole query, up to server.max_body_bytes, alive
 	// for the life of the process.
-	name = strings.Clone(name)
-	p := &name
-	m.ops[name] = p
+	// A variable of its own: taking the parameter's address would move it
+	// to the heap on every call, the read-locked hits too.
+	kept := strings.Clone(name)
+	p = &kept
+	m.ops[kept] = p
 	return p
 }
 
@@ -269,14 +323,11 @@ func RouteOperation() func(*http.Request) string {
 	}
 }
 
-// recorder captures the response status and carries the GraphQL operation
-// reported for the request.
+// recorder captures the response status.
 type recorder struct {
 	http.ResponseWriter
 	code  int
 	wrote bool
-	op    atomic.Pointer[string] // the reported GraphQL operation name
-	owner *Metrics
 }
 
 // WriteHeader records the first final status (informational 1xx other

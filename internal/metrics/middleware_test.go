@@ -100,25 +100,93 @@ func gqlStub(report bool) http.Handler {
 	})
 }
 
+// TestMiddlewareGraphQLOperationNames: each request is counted under the
+// operation it reported, on a server without ConnContext (a slot per
+// request), with ConnContext over one HTTP/1.1 connection (the
+// connection's slot, cleared per request: an anonymous request after a
+// named one on the same connection stays anonymous) and over unencrypted
+// HTTP/2 (streams of one connection at once: a slot per request again).
 func TestMiddlewareGraphQLOperationNames(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := New(reg)
-	srv := httptest.NewServer(m.Middleware("graphql", nil, gqlStub(true)))
-	defer srv.Close()
-	c := srv.Client()
-	do(t, c, http.MethodPost, srv.URL+"?op=Donut", "{}")
-	do(t, c, http.MethodPost, srv.URL+"?op=Donut", "{}")
-	do(t, c, http.MethodPost, srv.URL+"?op=", "{}")
-	do(t, c, http.MethodPost, srv.URL+"?op=not-a-name", "{}")
-	f := func(want float64, labels ...string) {
-		t.Helper()
-		if got := mustValue(t, reg, "soakd_target_requests_total", labels...); got != want {
-			t.Errorf("requests%v: got %v, want %v", labels, got, want)
-		}
+	for _, tc := range []struct {
+		name        string
+		connContext bool
+		h2          bool
+	}{{"per request", false, false}, {"connection slot", true, false}, {"http2", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m := New(reg)
+			srv := httptest.NewUnstartedServer(m.Middleware("graphql", nil, gqlStub(true)))
+			if tc.connContext {
+				srv.Config.ConnContext = ConnContext
+			}
+			var tr *http.Transport
+			if tc.h2 {
+				var p http.Protocols
+				p.SetUnencryptedHTTP2(true)
+				srv.Config.Protocols = &p
+				tr = &http.Transport{Protocols: &p}
+			} else {
+				tr = &http.Transport{MaxConnsPerHost: 1} // one connection, its requests in turn
+			}
+			srv.Start()
+			defer srv.Close()
+			c := &http.Client{Transport: tr}
+			defer tr.CloseIdleConnections()
+			ops := []string{"Donut", "Donut", "", "not-a-name", "Donut", ""}
+			if tc.h2 {
+				// At once on one connection: each stream its own name.
+				done := make(chan struct{})
+				for _, op := range ops {
+					go func() {
+						defer func() { done <- struct{}{} }()
+						do(t, c, http.MethodPost, srv.URL+"?op="+op, "{}")
+					}()
+				}
+				for range ops {
+					<-done
+				}
+			} else {
+				for _, op := range ops {
+					do(t, c, http.MethodPost, srv.URL+"?op="+op, "{}")
+				}
+			}
+			f := func(want float64, labels ...string) {
+				t.Helper()
+				if got := mustValue(t, reg, "soakd_target_requests_total", labels...); got != want {
+					t.Errorf("requests%v: got %v, want %v", labels, got, want)
+				}
+			}
+			f(3, "arm=graphql", "operation=Donut", "code=200")
+			f(2, "arm=graphql", "operation=anonymous", "code=200")
+			f(1, "arm=graphql", "operation=other", "code=200")
+		})
 	}
-	f(2, "arm=graphql", "operation=Donut", "code=200")
-	f(1, "arm=graphql", "operation=anonymous", "code=200")
-	f(1, "arm=graphql", "operation=other", "code=200")
+}
+
+// TestMiddlewareArmsAllocateAlike: on a server connection (ConnContext)
+// the GraphQL arm's middleware allocates what the REST arm's does, one
+// object a request (the recorder): soakd's instrumentation must not be a
+// difference between the arms it compares.
+func TestMiddlewareArmsAllocateAlike(t *testing.T) {
+	m := New(prometheus.NewRegistry())
+	rest := m.Middleware("rest", RouteOperation(), noop())
+	gql := m.Middleware("graphql", nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetOperation(r.Context(), "Donut")
+		w.WriteHeader(http.StatusOK)
+	}))
+	conn := ConnContext(context.Background(), nil)
+	allocs := func(h http.Handler, pattern string) float64 {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/api/donuts/1", nil).WithContext(conn)
+		return testing.AllocsPerRun(200, func() {
+			r.Pattern = pattern
+			h.ServeHTTP(w, r)
+		})
+	}
+	r, g := allocs(rest, "/api/donuts/{id}"), allocs(gql, "")
+	if r > 1 || g != r {
+		t.Errorf("allocations a request: REST %.1f, GraphQL %.1f; want the same, at most 1", r, g)
+	}
 }
 
 // TestMiddlewareRealGraphQL serves the real gqlgen handler behind the
@@ -239,10 +307,10 @@ func noop() http.Handler {
 // around a handler that does nothing: REST (route template) and GraphQL
 // (operation reported through the context), against no middleware.
 func BenchmarkMiddleware(b *testing.B) {
-	bench := func(b *testing.B, h http.Handler, pattern string) {
+	bench := func(b *testing.B, h http.Handler, pattern string, ctx context.Context) {
 		b.Helper()
 		w := httptest.NewRecorder()
-		r := httptest.NewRequest(http.MethodGet, "/api/donuts/1", nil)
+		r := httptest.NewRequest(http.MethodGet, "/api/donuts/1", nil).WithContext(ctx)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
@@ -250,17 +318,24 @@ func BenchmarkMiddleware(b *testing.B) {
 			h.ServeHTTP(w, r)
 		}
 	}
-	b.Run("none", func(b *testing.B) { bench(b, noop(), "/api/donuts/{id}") })
+	b.Run("none", func(b *testing.B) { bench(b, noop(), "/api/donuts/{id}", context.Background()) })
 	b.Run("rest", func(b *testing.B) {
 		m := New(prometheus.NewRegistry())
-		bench(b, m.Middleware("rest", RouteOperation(), noop()), "/api/donuts/{id}")
+		bench(b, m.Middleware("rest", RouteOperation(), noop()), "/api/donuts/{id}", context.Background())
 	})
+	gql := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		SetOperation(r.Context(), "Donut")
+		w.WriteHeader(http.StatusOK)
+	})
+	// graphql: on a server connection (ConnContext), as the built-in
+	// target serves it; graphql-no-conn-slot: a server without it (or
+	// HTTP/2), a context and a request copy each time.
 	b.Run("graphql", func(b *testing.B) {
 		m := New(prometheus.NewRegistry())
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			SetOperation(r.Context(), "Donut")
-			w.WriteHeader(http.StatusOK)
-		})
-		bench(b, m.Middleware("graphql", nil, h), "")
+		bench(b, m.Middleware("graphql", nil, gql), "", ConnContext(context.Background(), nil))
+	})
+	b.Run("graphql-no-conn-slot", func(b *testing.B) {
+		m := New(prometheus.NewRegistry())
+		bench(b, m.Middleware("graphql", nil, gql), "", context.Background())
 	})
 }
