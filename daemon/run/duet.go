@@ -159,7 +159,14 @@ func runDuet(ctx context.Context, sides []*abSide, plans []planned, lay duetCPUs
 			}
 		}
 		places = append(places, place)
-		for _, s := range sides {
+		// Which side is pinned and started first alternates from round to
+		// round too (oldFirst in round 1): the first goroutine's head start
+		// of a few microseconds must not be one build's every time.
+		launch := sides
+		if k := max(pl.round, i+1); (k%2 == 1) != oldFirst {
+			launch = []*abSide{sides[1], sides[0]}
+		}
+		for _, s := range launch {
 			cpus := oldCPUs
 			if s.name == report.ABNew {
 				cpus = newCPUs
@@ -174,9 +181,9 @@ func runDuet(ctx context.Context, sides []*abSide, plans []planned, lay duetCPUs
 		}
 		spec := pl.spec
 		spec.StartAt = time.Now().Add(duetLead)
-		errs := make([]error, len(sides))
+		errs := make([]error, len(launch))
 		var wg sync.WaitGroup
-		for j, s := range sides {
+		for j, s := range launch {
 			wg.Go(func() {
 				c, err := s.r.runPhase(ctx, spec, pl.role)
 				if c != nil {
@@ -187,7 +194,7 @@ func runDuet(ctx context.Context, sides []*abSide, plans []planned, lay duetCPUs
 		}
 		wg.Wait()
 		took[planKey(pl)] = time.Since(began)
-		for j, s := range sides {
+		for j, s := range launch {
 			if errs[j] != nil {
 				return places, seconds, s, errs[j]
 			}
