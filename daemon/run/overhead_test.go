@@ -58,7 +58,7 @@ func TestOverheadMergesRounds(t *testing.T) {
 	gqlBy := map[int]report.Phase{1: {Name: "graphql-load#1"}, 2: {Name: "graphql-load#2"}, 3: {Name: "graphql-load#3"}}
 	cfg := &config.Config{}
 	cfg.Profiling.OverheadTop = 10
-	r := &run{cfg: cfg, log: zap.NewNop(), rep: &report.Report{}}
+	r := &run{cfg: cfg, log: zap.NewNop(), rep: &report.Report{}, dir: t.TempDir()}
 	rows, basis, layers := r.overhead(overheadCaptures(restBy, gqlBy, caps))
 	if basis == nil || basis.Rounds != 2 || basis.RESTRequests != 2000 || basis.GraphQLRequests != 2000 ||
 		basis.RESTSamples != 200 || basis.GraphQLSamples != 701 || basis.SampleRateHz != 100 {

@@ -142,6 +142,32 @@ func TestPlainViewHeartbeatEveryTenSeconds(t *testing.T) {
 	})
 }
 
+// Without a terminal every line fits 80 columns whole (nothing cut with
+// …), even a duet's phase names with seven-digit counts and a run of many
+// phases and rounds: the run's position is a line of its own.
+func TestPlainViewFitsEightyColumns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		v := New(&out, Options{Terminal: false})
+		v.SetPosition(Position{Phase: 118, Phases: 120, Round: 59, Rounds: 60, Started: time.Now().Add(-11 * time.Hour), After: 23 * time.Hour, AfterKnown: true})
+		time.Sleep(time.Minute)
+		for _, name := range []string{"old graphql-load#59", "new graphql-load#59"} {
+			v.Update(Phase{Name: name, Fraction: 0.99, Elapsed: time.Hour, Requests: 9_876_543, Errors: 1_234_567, RPS: 12_345.6, P99Ms: ms(12_345.678)})
+		}
+		v.Finish(Done{Name: "old graphql-load#59", Requests: 9_876_543, Errors: 1_234_567, RPS: 12_345.6, P99Ms: 12_345.678, Elapsed: time.Hour, Interrupted: true})
+		v.Close()
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if len(lines) < 3 {
+			t.Fatalf("%d lines, want a position, the phases and a finished line:\n%s", len(lines), out.String())
+		}
+		for _, l := range lines {
+			if w := termtext.Width(l); w > 80 || strings.Contains(l, "…") {
+				t.Errorf("%d columns, want the whole line in at most 80: %q", w, l)
+			}
+		}
+	})
+}
+
 // On a terminal every redraw first moves the cursor up over the live area
 // it drew and erases it, so nothing is left behind; a log line goes above
 // the live area, and Close erases it.

@@ -166,27 +166,39 @@ func PositionLine(s State, width int) string {
 }
 
 // DoneLine is a finished phase's permanent line: ✓ (✗ when interrupted),
-// its name, requests, errors, throughput, p99 and how long it took, cut at
-// width.
+// its name, requests, errors, throughput, p99 and how long it took, within
+// width: fields two spaces apart, one when that is too wide, and wrapped
+// onto an indented second line when even that is (nothing is cut: the line
+// stays in the scrollback).
 func DoneLine(d Done, width int) string {
 	mark, name := "✓", termtext.Truncate(d.Name, NameWidth)
 	if d.Interrupted {
 		mark, name = "✗", name+" (interrupted)"
 	}
-	line := fmt.Sprintf("%s %s  %s req  %s err  %s req/s  p99 %s  in %s", mark, name,
-		termtext.Count(d.Requests), termtext.Count(d.Errors), termtext.Rate(d.RPS), termtext.Millis(d.P99Ms), termtext.Duration(d.Elapsed))
-	return cut(line, width)
+	fields := []string{mark + " " + name, termtext.Count(d.Requests) + " req", termtext.Count(d.Errors) + " err",
+		termtext.Rate(d.RPS) + " req/s", "p99 " + termtext.Millis(d.P99Ms), "in " + termtext.Duration(d.Elapsed)}
+	line := strings.Join(fields, "  ")
+	if termtext.Width(line) <= width {
+		return line
+	}
+	line = strings.Join(fields, " ")
+	if termtext.Width(line) <= width {
+		return line
+	}
+	return strings.Join(termtext.Wrap(line, width, "  "), "\n")
 }
 
 // Heartbeat is the plain line a run without a terminal prints now and then
 // for a running phase: "graphql-load 42 % 12,345 req 0 err 1,650 req/s p99
-// 3.10 ms", then the run's position.
-func Heartbeat(s State, p Phase) string {
-	line := fmt.Sprintf("%s %.0f %% %s req %s err %s req/s", p.Name, 100*clamp(p.Fraction), termtext.Count(p.Requests), termtext.Count(p.Errors), termtext.Rate(p.RPS))
+// 3.10 ms", cut at width (a phase's name is at most NameWidth, so the line
+// fits 80 columns); the run's position is a line of its own before it
+// (PositionLine).
+func Heartbeat(p Phase, width int) string {
+	line := fmt.Sprintf("%s %.0f %% %s req %s err %s req/s", termtext.Truncate(p.Name, NameWidth), 100*clamp(p.Fraction), termtext.Count(p.Requests), termtext.Count(p.Errors), termtext.Rate(p.RPS))
 	if p.P99Ms != nil {
 		line += " p99 " + termtext.Millis(*p.P99Ms)
 	}
-	return line + " (" + strings.TrimPrefix(PositionLine(s, 1<<20), "run: ") + ")"
+	return cut(line, width)
 }
 
 // cut truncates a line to width columns with ….

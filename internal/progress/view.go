@@ -119,9 +119,12 @@ func (v *View) Update(p Phase) {
 		return
 	}
 	v.lastBeat = now
-	s := v.state(now)
+	s, w := v.state(now), v.width()
+	if s.Position.Phases > 0 {
+		fmt.Fprintln(v.out, PositionLine(s, w))
+	}
 	for _, r := range v.running {
-		fmt.Fprintln(v.out, Heartbeat(s, r))
+		fmt.Fprintln(v.out, Heartbeat(r, w))
 	}
 }
 
