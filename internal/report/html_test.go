@@ -1067,3 +1067,62 @@ func TestHTMLLatencyByPhaseNotByRound(t *testing.T) {
 		t.Errorf("graphql-load: p99 %v, p99.9 %v, max %v; want the rounds' medians 5, 10, 15", y[2], y[3], y[4])
 	}
 }
+
+// TestChartsColourPhasesByArm: on every chart a phase is drawn in one
+// colour (its rounds as one), a shade of its arm's palette, and the
+// phase bands take the arm's fill, so REST reads blue and GraphQL pink
+// wherever they appear.
+func TestChartsColourPhasesByArm(t *testing.T) {
+	r := fixture()
+	base := r.Phases
+	r.Phases = nil
+	for round := 1; round <= 2; round++ {
+		for _, p := range base {
+			p.Name = fmt.Sprintf("%s#%d", p.Name, round)
+			p.Resources.GCPauses = 40
+			p.Resources.GCPauseP50Ms, p.Resources.GCPauseMaxMs = 0.4, 2
+			r.Phases = append(r.Phases, p)
+		}
+	}
+	extra := base[1]
+	extra.Name, extra.Resources.GCPauses = "graphql-subscriptions", 40
+	r.Phases = append(r.Phases, extra)
+	arms := map[string]string{"rest-control": "rest", "graphql-load": "graphql", "graphql-subscriptions": "graphql"}
+
+	cd := r.chartData(fixtureSamples(r.StartedAt, 30, time.Second))
+	seen := map[string]string{} // phase → colour
+	drawn := 0
+	for _, c := range cd.Charts {
+		for _, s := range c.Series {
+			phase := baseName(strings.Fields(s.Label)[0])
+			arm, ok := arms[phase]
+			if !ok {
+				continue // a series that is no phase's (CPU over time, …)
+			}
+			drawn++
+			if !slices.Contains(armPalettes[arm], s.Colour) {
+				t.Errorf("%s: %q is drawn in %s, not a shade of the %s palette %v", c.ID, s.Label, s.Colour, arm, armPalettes[arm])
+			}
+			if prev, ok := seen[phase]; ok && prev != s.Colour {
+				t.Errorf("%s: %q is drawn in %s here and %s elsewhere", c.ID, s.Label, s.Colour, prev)
+			}
+			seen[phase] = s.Colour
+		}
+	}
+	if drawn < 5 || len(seen) != 3 {
+		t.Fatalf("the per-phase charts drew %d series of %d phases (%v), want the latency and pause lines of all 3", drawn, len(seen), seen)
+	}
+	if seen["graphql-load"] == seen["graphql-subscriptions"] {
+		t.Errorf("two GraphQL phases share the colour %s", seen["graphql-load"])
+	}
+	for _, b := range cd.Phases {
+		if want := armFills[arms[baseName(b.Name)]]; b.Fill != want {
+			t.Errorf("band %s: fill %s, want its arm's %s", b.Name, b.Fill, want)
+		}
+	}
+	for _, c := range armPalettes["rest"] {
+		if slices.Contains(armPalettes["graphql"], c) {
+			t.Errorf("%s is in both arms' palettes", c)
+		}
+	}
+}

@@ -101,6 +101,29 @@ var (
 	armFills = map[string]string{"rest": "rgba(9,105,218,0.11)", "graphql": "rgba(191,57,137,0.11)", "": "rgba(140,149,159,0.16)"}
 )
 
+// phaseColours gives each phase (its rounds as one, by base name) a shade
+// of its arm's palette, in the order the phases first ran, so a phase is
+// drawn in the same colour on every chart and its arm reads from the hue.
+func phaseColours(phases []Phase) func(p Phase) string {
+	used := map[string]int{}
+	byPhase := map[string]string{}
+	for _, p := range phases {
+		b := baseName(p.Name)
+		if _, ok := byPhase[b]; ok {
+			continue
+		}
+		pal := armPalettes[armKey(p.Arm)]
+		byPhase[b] = pal[used[armKey(p.Arm)]%len(pal)]
+		used[armKey(p.Arm)]++
+	}
+	return func(p Phase) string {
+		if c, ok := byPhase[baseName(p.Name)]; ok {
+			return c
+		}
+		return armPalettes[armKey(p.Arm)][0]
+	}
+}
+
 func armKey(arm string) string {
 	if arm == "rest" || arm == "graphql" {
 		return arm
@@ -150,13 +173,7 @@ func (r *Report) chartData(s *Samples) chartData {
 	}
 	hi = max(hi, lo+1)
 	cd.TimeRange = [2]float64{lo, hi}
-	used := map[string]int{}
-	colour := func(arm string) string {
-		pal := armPalettes[armKey(arm)]
-		c := pal[used[armKey(arm)]%len(pal)]
-		used[armKey(arm)]++
-		return c
-	}
+	colour := phaseColours(r.Phases)
 	for _, p := range r.Phases {
 		t0, t1 := lo, hi
 		if !p.Start.IsZero() {
@@ -326,7 +343,7 @@ func (r *Report) driverCharts(origin time.Time, lo, hi float64, add addChart) {
 
 // percentileCharts draws each phase's latency percentiles and GC pauses,
 // one line per phase across the percentiles, on log scales.
-func (r *Report) percentileCharts(colour func(arm string) string, add addChart) {
+func (r *Report) percentileCharts(colour func(p Phase) string, add addChart) {
 	positive := func(v float64) float64 {
 		if v > 0 {
 			return v
@@ -360,10 +377,10 @@ func (r *Report) percentileCharts(colour func(arm string) string, add addChart) 
 		for i := range ys {
 			y[i] = positive(kpi.Median(ys[i]))
 		}
-		lat.Series = append(lat.Series, chartSeries{Label: label, Unit: "ms", Colour: colour(groups[name][0].Arm), Points: true, Y: y})
+		lat.Series = append(lat.Series, chartSeries{Label: label, Unit: "ms", Colour: colour(groups[name][0]), Points: true, Y: y})
 	}
 	for _, p := range r.Phases {
-		c := colour(p.Arm)
+		c := colour(p)
 		s := p.Resources
 		unmeasured := s == nil
 		if s != nil {
