@@ -1126,3 +1126,17 @@ func TestChartsColourPhasesByArm(t *testing.T) {
 		}
 	}
 }
+
+// TestChartDataOfAnEmptyRun: a run stopped before any phase finished has
+// no charts and no phases; the page's script walks both, so they encode
+// as [] (null made report.html throw in the browser).
+func TestChartDataOfAnEmptyRun(t *testing.T) {
+	r := &Report{SchemaVersion: SchemaVersion, Run: "x", Status: StatusAborted, StartedAt: time.Now()}
+	b, err := json.Marshal(r.chartData(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"phases":[]`) || !strings.Contains(string(b), `"charts":[]`) {
+		t.Errorf("an empty run's chart data: %s", b)
+	}
+}

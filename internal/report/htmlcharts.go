@@ -140,7 +140,7 @@ const (
 
 // chartData assembles every chart of the page and each one's frame.
 func (r *Report) chartData(s *Samples) chartData {
-	cd := chartData{knees: map[int][]htmlChart{}}
+	cd := chartData{knees: map[int][]htmlChart{}, Phases: []chartPhase{}, Charts: []chartSpec{}} // [] not null: the page walks them
 	var ss []profiles.Sample
 	if s != nil {
 		ss = s.Samples
