@@ -233,11 +233,11 @@ func TestNilViewDoesNothing(t *testing.T) {
 // time and fraction, to the phases after it; unknown when either is.
 func TestTimeLeft(t *testing.T) {
 	s := State{Position: Position{After: time.Minute, AfterKnown: true}, Running: []Phase{{Fraction: 0.25, Elapsed: 10 * time.Second}}}
-	if d, ok := s.left(); !ok || d != 90*time.Second {
+	if d, ok := s.Left(); !ok || d != 90*time.Second {
 		t.Errorf("left: %v %v, want 1m30s", d, ok)
 	}
 	s.Running[0].Fraction = 0
-	if _, ok := s.left(); ok {
+	if _, ok := s.Left(); ok {
 		t.Error("a phase with no progress yet has an unknown remainder")
 	}
 }

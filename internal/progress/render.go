@@ -66,10 +66,10 @@ type State struct {
 	Now      time.Time
 }
 
-// left is the expected time until the run ends, and whether it is known:
+// Left is the expected time until the run ends, and whether it is known:
 // the running phases' remainder (from their elapsed time and fraction)
 // plus the phases after them.
-func (s State) left() (time.Duration, bool) {
+func (s State) Left() (time.Duration, bool) {
 	d, known := s.Position.After, s.Position.AfterKnown
 	for _, p := range s.Running {
 		if p.Fraction <= 0 {
@@ -157,7 +157,7 @@ func PositionLine(s State, width int) string {
 	if !pos.Started.IsZero() {
 		parts = append(parts, "elapsed "+termtext.Duration(s.Now.Sub(pos.Started)))
 	}
-	if d, ok := s.left(); ok {
+	if d, ok := s.Left(); ok {
 		parts = append(parts, "about "+termtext.Duration(d)+" left")
 	} else {
 		parts = append(parts, "time left unknown")

@@ -45,6 +45,9 @@ type View struct {
 	pos  Position
 	// running are the running phases, in the order they started.
 	running []Phase
+	// finished are the phases finished since the run started (cleared
+	// by Close), for Snapshot.
+	finished []Done
 	// drawn is the number of live-area lines on screen.
 	drawn int
 	// lastBeat is when the last heartbeat was printed (or the view made).
@@ -137,6 +140,7 @@ func (v *View) Finish(d Done) {
 	defer v.mu.Unlock()
 	v.clear()
 	v.running = slices.DeleteFunc(v.running, func(r Phase) bool { return r.Name == d.Name })
+	v.finished = append(v.finished, d)
 	fmt.Fprintln(v.out, DoneLine(d, v.width()))
 	v.draw()
 }
@@ -150,7 +154,22 @@ func (v *View) Close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.clear()
-	v.running, v.pos = nil, Position{}
+	v.running, v.finished, v.pos = nil, nil, Position{}
+}
+
+// Snapshot returns what the view holds now: the run's position, its
+// running phases and the phases finished since the run started, copies
+// the caller may keep. A daemon's live view (the API's event stream) reads
+// it; between runs it is empty.
+func (v *View) Snapshot() (State, []Done) {
+	if v == nil {
+		return State{Now: time.Now()}, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.state(time.Now())
+	s.Running = slices.Clone(v.running)
+	return s, slices.Clone(v.finished)
 }
 
 func (v *View) width() int {

@@ -1,0 +1,99 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrNoFile means a run has no served file of that name: it does not
+// exist, is not a regular file (a directory, a symbolic link, a FIFO), or
+// its name is not one the caller's rule accepts.
+const ErrNoFile = Error("no such run file")
+
+// File is one regular file of a run's directory.
+type File struct {
+	Name string
+	// Bytes is its size; Modified when it was last written.
+	Bytes    int64
+	Modified time.Time
+}
+
+// Files lists run id's regular files whose names valid accepts, sorted by
+// name. Subdirectories, symbolic links and other special files are left
+// out: a run directory's files are what soakd wrote there. The error wraps
+// ErrNotFound for an unknown id.
+func (s *Store) Files(id string, valid func(string) bool) ([]File, error) {
+	dir, err := s.runDir(id)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list run %s's files: %w", id, err)
+	}
+	var out []File
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !valid(e.Name()) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed since it was listed
+		}
+		out = append(out, File{Name: e.Name(), Bytes: info.Size(), Modified: info.ModTime()})
+	}
+	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// OpenFile opens run id's file name for reading, when valid accepts the
+// name and it is a regular file in the run's directory itself. It opens
+// through an os.Root on that directory, the last element without
+// following a symbolic link, so neither a name nor a link planted in the
+// directory reaches a file outside it. The error wraps ErrNotFound for an
+// unknown id and wraps ErrNoFile for anything else that
+// is not a run file.
+func (s *Store) OpenFile(id, name string, valid func(string) bool) (*os.File, error) {
+	dir, err := s.runDir(id)
+	if err != nil {
+		return nil, err
+	}
+	if !valid(name) || strings.ContainsAny(name, `/\`) {
+		return nil, fmt.Errorf("run %s, file %q: %w", id, name, ErrNoFile)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w: %w", id, ErrNoFile, err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("run %s, file %q: %w: %w", id, name, ErrNoFile, err)
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("run %s, file %q is not a regular file: %w", id, name, ErrNoFile)
+	}
+	return f, nil
+}
+
+// runDir is run id's directory, or an error wrapping ErrNotFound.
+func (s *Store) runDir(id string) (string, error) {
+	s.mu.RLock()
+	sum, ok := s.index[id]
+	s.mu.RUnlock()
+	if !ok {
+		return "", fmt.Errorf("run %q: %w", id, ErrNotFound)
+	}
+	if _, err := os.Stat(sum.Dir); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("run %q: its directory is gone: %w", id, ErrNotFound)
+	}
+	return sum.Dir, nil
+}
