@@ -53,10 +53,9 @@ func (s *Store) Files(id string, valid func(string) bool) ([]File, error) {
 }
 
 // OpenFile opens run id's file name for reading, when valid accepts the
-// name and it is a regular file in the run's directory itself. It opens
-// through an os.Root on that directory, the last element without
-// following a symbolic link, so neither a name nor a link planted in the
-// directory reaches a file outside it. The error wraps ErrNotFound for an
+// name and it is a regular file in the run's directory itself, not a
+// symbolic link. It opens through an os.Root on that directory, so neither
+// a name nor a link planted in the directory reaches a file outside it. The error wraps ErrNotFound for an
 // unknown id and wraps ErrNoFile for anything else that
 // is not a run file.
 func (s *Store) OpenFile(id, name string, valid func(string) bool) (*os.File, error) {
@@ -72,14 +71,24 @@ func (s *Store) OpenFile(id, name string, valid func(string) bool) (*os.File, er
 		return nil, fmt.Errorf("run %s: %w: %w", id, ErrNoFile, err)
 	}
 	defer root.Close()
+	// os.Root follows a link that stays inside the root, so the name is
+	// looked at first (a link or anything but a regular file is refused)
+	// and the file opened is checked to be the one looked at.
+	lst, err := root.Lstat(name)
+	if err != nil {
+		return nil, fmt.Errorf("run %s, file %q: %w: %w", id, name, ErrNoFile, err)
+	}
+	if !lst.Mode().IsRegular() {
+		return nil, fmt.Errorf("run %s, file %q is not a regular file (%s): %w", id, name, lst.Mode().Type(), ErrNoFile)
+	}
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("run %s, file %q: %w: %w", id, name, ErrNoFile, err)
 	}
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
+	if err != nil || !st.Mode().IsRegular() || !os.SameFile(st, lst) {
 		f.Close()
-		return nil, fmt.Errorf("run %s, file %q is not a regular file: %w", id, name, ErrNoFile)
+		return nil, fmt.Errorf("run %s, file %q changed while it was opened: %w", id, name, ErrNoFile)
 	}
 	return f, nil
 }
