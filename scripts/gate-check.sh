@@ -9,8 +9,8 @@
 #      sides: no fail expected), N with the CPU regression on the new side and N with the allocation
 #      regression (fail expected every time).
 #   6. (PARTS=duet) `soakd ab` sequential and `soakd ab --duet` on the same build, side by side: N A/A
-#      sessions and N each with GraphQL CPU +5 % and +10 % (CPU5_US=5, CPU10_US=10 µs per request: the duet
-#      profile's GraphQL costs about 100 µs a request per side in a duet, 126 µs sequentially, here) and
+#      sessions and N each with GraphQL CPU +5 % and +10 % (CPU5_US, CPU10_US µs per request; auto, the
+#      default: 5 % and 10 % of what the first A/A session measured, which needs KINDS to start with aa) and
 #      allocation +5 % (ALLOC5_BYTES per request) on the new side, with the limits at 2 % (DUET_LIMIT), on a
 #      quiet machine and again with a competing CPU load (a second process burning one core at nice 0,
 #      started and stopped by this script); per session the verdict, the interval of GraphQL CPU per request
@@ -32,8 +32,8 @@ PROFILE=${PROFILE:-quick}
 PARTS=${PARTS:-runs ab}
 AB_PROFILE=${AB_PROFILE:-gate}
 case " $PARTS " in *" runs "*|*" ab "*|*" duet "*) ;; *) echo "PARTS must name runs, ab or duet (got '$PARTS')" >&2; exit 2 ;; esac
-CPU5_US=${CPU5_US:-5}
-CPU10_US=${CPU10_US:-10}
+CPU5_US=${CPU5_US:-auto}
+CPU10_US=${CPU10_US:-auto}
 ALLOC5_BYTES=${ALLOC5_BYTES:-700}
 DUET_LIMIT=${DUET_LIMIT:-2}
 out=${1:-gate-check/$(date -u +%Y%m%dT%H%M%SZ)}
@@ -72,8 +72,23 @@ ab() { # ab NAME [soakd ab args...] → the paired comparison's verdict and its 
 printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU_US" >"$out/inject-cpu.yaml"
 printf 'inject:\n  graphql_alloc_bytes_per_request: %d\n' "$ALLOC_BYTES" >"$out/inject-alloc.yaml"
 
-printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU5_US" >"$out/inject-cpu5.yaml"
-printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU10_US" >"$out/inject-cpu10.yaml"
+# The +5 % and +10 % burns: given, or (auto, the default) 5 % and 10 % of GraphQL's CPU per request as the
+# first A/A session of part 6 measured it on the old side, so that "+5 %" is 5 % of what this build costs on
+# this machine (it was 100 µs a request when the script was written, 147 µs per side in a duet since).
+write_cpu_injects() {
+  printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU5_US" >"$out/inject-cpu5.yaml"
+  printf 'inject:\n  graphql_cpu_us_per_request: %d\n' "$CPU10_US" >"$out/inject-cpu10.yaml"
+}
+[[ $CPU5_US != auto && $CPU10_US != auto ]] && write_cpu_injects
+calibrate() { # calibrate NAME: set the auto burns from A/A session NAME's old GraphQL CPU per request (µs)
+  local v
+  v=$(jq -r '[.rows[] | select(.phase == "graphql-load" and .metric == "cpu_us_per_request")][0].old // empty' "$out/$1/compare.json")
+  [[ -n $v ]] || { echo "cannot calibrate the CPU burns: $1 has no GraphQL CPU per request; set CPU5_US and CPU10_US" >&2; exit 1; }
+  [[ $CPU5_US == auto ]] && CPU5_US=$(awk -v v="$v" 'BEGIN { printf "%d", v * 0.05 + 0.5 }')
+  [[ $CPU10_US == auto ]] && CPU10_US=$(awk -v v="$v" 'BEGIN { printf "%d", v * 0.10 + 0.5 }')
+  write_cpu_injects
+  echo "(CPU burns calibrated on $1: GraphQL $(awk -v v="$v" 'BEGIN { printf "%.1f", v }') µs a request, so +5 % = $CPU5_US µs, +10 % = $CPU10_US µs)" >>"$out/duet.md"
+}
 printf 'inject:\n  graphql_alloc_bytes_per_request: %d\n' "$ALLOC5_BYTES" >"$out/inject-alloc5.yaml"
 printf 'compare:\n  cpu_per_request_increase_percent: %s\n  alloc_per_request_increase_percent: %s\n' "$DUET_LIMIT" "$DUET_LIMIT" >"$out/limits.yaml"
 
@@ -150,6 +165,9 @@ if [[ " $PARTS " == *" duet "* ]]; then
     fi
     for i in $(seq 1 "$N"); do
       for kind in ${KINDS:-aa cpu5 cpu10 alloc5}; do
+        if [[ $kind == cpu5 || $kind == cpu10 ]] && [[ $CPU5_US == auto || $CPU10_US == auto ]]; then
+          echo "KINDS must start with aa when CPU5_US or CPU10_US is auto (the A/A session calibrates the burns)" >&2; exit 2
+        fi
         args=()
         [[ $kind != aa ]] && args=(--new "$out/inject-$kind.yaml")
         sv=- siv=- sh=- ss=- sf=- dv=- div=- dh=- ds=- df=-
@@ -160,6 +178,9 @@ if [[ " $PARTS " == *" duet "* ]]; then
           IFS=$'\t' read -r dv div dh ds df < <(duet_ab "duet-$machine-$kind-$i" --duet ${DUET_LAYOUT:+--duet-layout "$DUET_LAYOUT"} ${DUET_PROCESSES:+--duet-processes "$DUET_PROCESSES"} "${args[@]}")
         fi
         echo "| $machine | $kind-$i | $sv | $siv | $sh | $ss | $dv | $div | $dh | $ds | $df |" | tee -a "$duet"
+        if [[ $kind == aa && ( $CPU5_US == auto || $CPU10_US == auto ) ]]; then
+          if [[ " ${MODES:-seq duet} " == *" duet "* ]]; then calibrate "duet-$machine-$kind-$i"; else calibrate "seq-$machine-$kind-$i"; fi
+        fi
       done
     done
     stop_burner
