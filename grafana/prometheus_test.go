@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
@@ -31,6 +30,7 @@ import (
 	"github.com/soakd/soakd/internal/graph"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/metrics"
+	"github.com/soakd/soakd/internal/testkit"
 	"github.com/soakd/soakd/workloads"
 )
 
@@ -201,81 +201,9 @@ func freePort(t *testing.T) int {
 }
 
 // startPrometheus runs a real Prometheus on loopback scraping target every
-// second into a temporary directory, and returns its base URL once ready.
-// It is stopped (SIGTERM, then killed) when the test ends.
+// second as job Job (testkit.StartPrometheus) and returns its base URL.
 func startPrometheus(t *testing.T, bin, target string) string {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: %s
-    static_configs:
-      - targets: [%q]
-`, Job, target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
-	cmd := exec.CommandContext(ctx, bin,
-		"--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--log.level=warn",
-	)
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second // then killed
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &syncWriter{w: &log}, &syncWriter{w: &log}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("cannot start prometheus: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cancel()
-		<-exited
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", log.String())
-		}
-	})
-
-	base := "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("prometheus exited: %v\n%s", err, log.String())
-		default:
-		}
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/-/ready", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready after 60s\n%s", log.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// syncWriter serialises the writes of Prometheus's stdout and stderr copiers.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
+	return testkit.StartPrometheus(t, bin, Job, target, "")
 }
 
 // queryResult is the part of /api/v1/query's answer the test reads.

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/soakd/soakd/internal/testkit"
 )
 
 // realRunConfig is a short soakd suite with every kind of phase the
@@ -101,8 +103,7 @@ func TestDashboardQueriesAgainstARealRun(t *testing.T) {
 	run := exec.CommandContext(ctx, bin, "run", "--config", cfg, "--out", filepath.Join(dir, "run"), "--log-format", "json")
 	run.Cancel = func() error { return run.Process.Signal(syscall.SIGTERM) }
 	run.WaitDelay = 15 * time.Second
-	var log syncWriter
-	log.w = &strings.Builder{}
+	var log testkit.SyncBuilder
 	run.Stderr = &log
 	started := time.Now()
 	if err := run.Start(); err != nil {
@@ -114,7 +115,7 @@ func TestDashboardQueriesAgainstARealRun(t *testing.T) {
 		cancel()
 		<-exited
 		if t.Failed() {
-			t.Logf("soakd log:\n%s", log.w.String())
+			t.Logf("soakd log:\n%s", log.String())
 		}
 	}()
 

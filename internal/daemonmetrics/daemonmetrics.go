@@ -7,15 +7,17 @@
 // and alerted on apart from the figures a run measures.
 //
 // Every label set is bounded: outcomes are four, routes are the API's
-// ServeMux patterns (never the raw path), codes are HTTP statuses, and the
-// profile appears only on soakd_run_in_progress_info, for the run in
-// progress only.
+// ServeMux patterns (never the raw path), codes are HTTP statuses, the
+// profile appears on soakd_run_in_progress_info for the run in progress
+// only and on the change-point series for the configured profiles with
+// runs, each with the few figures the daemon follows.
 package daemonmetrics
 
 import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -39,6 +41,28 @@ type State struct {
 	RetentionDeletions int64
 	// ReadOnly is true when the history takes no writes (no run can start).
 	ReadOnly bool
+	// Changes are the change points of the history's series, one entry
+	// per profile and followed figure.
+	Changes []ChangeSeries
+}
+
+// ChangeSeries is what the change-point detector found in one profile's
+// series of one figure (package changepoint, as GET /v1/history/changes
+// answers).
+type ChangeSeries struct {
+	Profile string
+	// Metric is the figure, as /v1/history/changes names it
+	// ("cpu_us_per_request.graphql").
+	Metric string
+	// Count is how many change points the series holds now.
+	Count int
+	// The newest change point, when Count > 0: LastAt is the start of its
+	// first run at the new level, LastRunsAgo how many runs of the series
+	// came after that one (0: it is the newest run), LastRelative the
+	// step over |the mean before| (nil when that mean is 0).
+	LastAt       time.Time
+	LastRunsAgo  int
+	LastRelative *float64
 }
 
 // Metrics are the daemon's own series. Safe for concurrent use.
@@ -147,6 +171,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 type stateCollector struct {
 	state                                                        func() State
 	inProgress, inProgressInfo, historyRuns, deletions, readOnly *prometheus.Desc
+	changes, changeAt, changeRunsAgo, changeRelative             *prometheus.Desc
 }
 
 func newStateCollector(state func() State) *stateCollector {
@@ -162,6 +187,14 @@ func newStateCollector(state func() State) *stateCollector {
 			"Runs retention (retention.keep_last, retention.max_age) removed since the daemon started.", nil, nil),
 		readOnly: prometheus.NewDesc("soakd_read_only",
 			"1 when the history takes no writes (a full or read-only data_dir): no run can start until it does and the daemon restarts; 0 otherwise.", nil, nil),
+		changes: prometheus.NewDesc("soakd_history_change_points",
+			"Change points in a profile's series of a figure over the history's complete runs (GET /v1/history/changes).", []string{"profile", "metric"}, nil),
+		changeAt: prometheus.NewDesc("soakd_history_last_change_timestamp_seconds",
+			"Start of the first run at the new level of the series' newest change point, in Unix seconds (a Grafana annotation's time); absent without a change point.", []string{"profile", "metric"}, nil),
+		changeRunsAgo: prometheus.NewDesc("soakd_history_last_change_runs_ago",
+			"Runs of the series after the first run at the new level of its newest change point (0: that run is the newest); absent without a change point.", []string{"profile", "metric"}, nil),
+		changeRelative: prometheus.NewDesc("soakd_history_last_change_relative",
+			"The newest change point's step over the mean before it, as a ratio (0.3: 30 % higher); absent without a change point or when the mean before is 0.", []string{"profile", "metric"}, nil),
 	}
 }
 
@@ -171,6 +204,10 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.historyRuns
 	ch <- c.deletions
 	ch <- c.readOnly
+	ch <- c.changes
+	ch <- c.changeAt
+	ch <- c.changeRunsAgo
+	ch <- c.changeRelative
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -182,6 +219,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.historyRuns, prometheus.GaugeValue, float64(s.HistoryRuns))
 	ch <- prometheus.MustNewConstMetric(c.deletions, prometheus.CounterValue, float64(s.RetentionDeletions))
 	ch <- prometheus.MustNewConstMetric(c.readOnly, prometheus.GaugeValue, bool01(s.ReadOnly))
+	for _, cs := range s.Changes {
+		ch <- prometheus.MustNewConstMetric(c.changes, prometheus.GaugeValue, float64(cs.Count), cs.Profile, cs.Metric)
+		if cs.Count == 0 {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.changeAt, prometheus.GaugeValue, float64(cs.LastAt.UnixMilli())/1000, cs.Profile, cs.Metric)
+		ch <- prometheus.MustNewConstMetric(c.changeRunsAgo, prometheus.GaugeValue, float64(cs.LastRunsAgo), cs.Profile, cs.Metric)
+		if cs.LastRelative != nil {
+			ch <- prometheus.MustNewConstMetric(c.changeRelative, prometheus.GaugeValue, *cs.LastRelative, cs.Profile, cs.Metric)
+		}
+	}
 }
 
 func bool01(b bool) float64 {

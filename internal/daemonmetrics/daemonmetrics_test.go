@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -75,7 +76,11 @@ func TestSeries(t *testing.T) {
 	}
 
 	mu.Lock()
-	st = State{Running: true, Profile: "quick", HistoryRuns: 4, RetentionDeletions: 2, ReadOnly: true}
+	rel := 0.3
+	st = State{Running: true, Profile: "quick", HistoryRuns: 4, RetentionDeletions: 2, ReadOnly: true, Changes: []ChangeSeries{
+		{Profile: "nightly", Metric: "cpu_us_per_request.graphql", Count: 2, LastAt: time.Unix(1764900000, 500e6), LastRunsAgo: 3, LastRelative: &rel},
+		{Profile: "nightly", Metric: "gc_percent.graphql"},
+	}}
 	mu.Unlock()
 	m.RunFinished(kpi.OutcomeFail, 12)
 	m.RunFinished(kpi.OutcomePass, 3)
@@ -102,6 +107,11 @@ func TestSeries(t *testing.T) {
 		{"soakd_api_requests_total", "code=404,route=GET /v1/runs/{id}", 3},
 		{"soakd_api_requests_total", "code=404,route=unmatched", 1},
 		{"soakd_api_requests_total", "code=200,route=GET /metrics", 1},
+		{"soakd_history_change_points", "metric=cpu_us_per_request.graphql,profile=nightly", 2},
+		{"soakd_history_change_points", "metric=gc_percent.graphql,profile=nightly", 0},
+		{"soakd_history_last_change_timestamp_seconds", "metric=cpu_us_per_request.graphql,profile=nightly", 1764900000.5},
+		{"soakd_history_last_change_runs_ago", "metric=cpu_us_per_request.graphql,profile=nightly", 3},
+		{"soakd_history_last_change_relative", "metric=cpu_us_per_request.graphql,profile=nightly", 0.3},
 	} {
 		f, ok := fams[c.family]
 		if !ok {
@@ -112,6 +122,9 @@ func TestSeries(t *testing.T) {
 			t.Errorf("%s{%s} = %v (present %v), want %v; have %v", c.family, c.labels, got, ok, c.want, f.values)
 		}
 	}
+	if _, ok := fams["soakd_history_last_change_runs_ago"].values["metric=gc_percent.graphql,profile=nightly"]; ok {
+		t.Error("a series without a change point has a last change")
+	}
 	if strings.Contains(body, "/v1/runs/a") {
 		t.Error("a raw path is a label value: routes must be patterns")
 	}
@@ -120,7 +133,11 @@ func TestSeries(t *testing.T) {
 // TestPromtoolCheckMetrics lints a scrape of every series, each with values.
 func TestPromtoolCheckMetrics(t *testing.T) {
 	promtool := testkit.LookTool(t, "promtool")
-	m := New(func() State { return State{Running: true, Profile: "quick", HistoryRuns: 1} })
+	rel := -0.1
+	m := New(func() State {
+		return State{Running: true, Profile: "quick", HistoryRuns: 1, Changes: []ChangeSeries{
+			{Profile: "quick", Metric: "cpu_us_per_request.graphql", Count: 1, LastAt: time.Now(), LastRunsAgo: 2, LastRelative: &rel}}}
+	})
 	m.RunFinished(kpi.OutcomeInconclusive, 42)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
