@@ -52,7 +52,10 @@ type Config struct {
 	Retention  RetentionConfig  `yaml:"retention"`
 	Report     ReportConfig     `yaml:"report"`
 	Soak       SoakConfig       `yaml:"soak"`
-	API        APIConfig        `yaml:"api"`
+	// Schedules are the runs `soakd serve` starts on cron schedules
+	// (docs/operations.md, "Scheduled runs").
+	Schedules []ScheduleConfig `yaml:"schedules"`
+	API       APIConfig        `yaml:"api"`
 	// KubernetesDrivers is the Kubernetes driver backend's settings.
 	KubernetesDrivers KubernetesDriversConfig `yaml:"kubernetes_drivers"`
 	// Operations are what phases' user groups send and subscriptions open,
@@ -820,6 +823,7 @@ func (c *Config) Clone() *Config {
 	cp.KPIs = c.KPIs.clone()
 	cp.Profiling = c.Profiling.clone()
 	cp.Warnings = slices.Clone(c.Warnings)
+	cp.Schedules = slices.Clone(c.Schedules)
 	cp.Target.Argv = slices.Clone(c.Target.Argv)
 	cp.Target.Env = maps.Clone(c.Target.Env)
 	cp.KubernetesDrivers.NodeSelector = maps.Clone(c.KubernetesDrivers.NodeSelector)
@@ -1213,6 +1217,7 @@ func (c *Config) Validate() []FieldError {
 	ps = append(ps, nonFinite(reflect.ValueOf(c).Elem(), "")...)
 	ps = append(ps, c.validateTarget()...)
 	ps = append(ps, c.validateOperations()...)
+	ps = append(ps, c.validateSchedules()...)
 	used := ""
 	for _, name := range c.ProfileNames() {
 		if c.Profiles[name].Drivers.Backend == BackendKubernetes {

@@ -50,6 +50,7 @@ func overrideRules() []overrideRule {
 		{Path: "data_dir", Why: "the run history and the noise floor live in the daemon's data directory" + restart},
 		{Path: "retention", Why: "retention prunes the daemon's history after every run with the daemon's settings" + restart},
 		{Path: "soak", Why: "the scheduled soak is the daemon's; a run started through the API is not one of its cycles" + restart},
+		{Path: "schedules", Why: "the schedules are the daemon's, read once by its scheduler when it starts" + restart},
 		{Path: "api", Why: "the control API is already listening with the daemon's settings" + restart},
 		// Read by no run.
 		{Path: "compare", Why: "only soakd compare reads it; a run never does (pass --config to soakd compare)"},

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/changepoint"
+	"github.com/soakd/soakd/internal/daemonmetrics"
+	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/kpi"
 	"github.com/soakd/soakd/internal/report"
 )
@@ -20,14 +23,52 @@ const (
 	armDelta   = "delta"
 )
 
-// metricNames lists the KPI rows a changes metric may name, in the order
-// reports hold them.
+// latencyP99 is the one changes metric that is no KPI row: the compared
+// phases' p99 latency (ms), each arm's the median of its rounds'.
+const latencyP99 = "latency_p99_ms"
+
+// metricNames lists the figures a changes metric may name: the KPI rows,
+// in the order reports hold them, then latencyP99.
 func metricNames() []string {
 	var names []string
 	for _, r := range kpi.Evaluate(kpi.Figures{}, kpi.Figures{}, kpi.Limits{}) {
 		names = append(names, r.Name)
 	}
-	return names
+	return append(names, latencyP99)
+}
+
+// armP99 is the median over the rounds of the p99 latency (ms) of the
+// phases an arm ran under (compare's lists); ok is false when none has a
+// request.
+func armP99(rep *report.Report, phases []string) (float64, bool) {
+	var ps []float64
+	for _, p := range rep.Phases {
+		if slices.Contains(phases, p.Name) && p.Requests > 0 {
+			ps = append(ps, p.LatencyMs.P99)
+		}
+	}
+	if len(ps) == 0 {
+		return 0, false
+	}
+	return kpi.Median(ps), true
+}
+
+// latencyFigure is figure for latencyP99: ms per arm, the delta in
+// percent of REST's.
+func latencyFigure(rep *report.Report, arm string) (float64, string, bool) {
+	restPhases, graphqlPhases := rep.Compare.Ran()
+	g, gok := armP99(rep, graphqlPhases)
+	r, rok := armP99(rep, restPhases)
+	switch arm {
+	case armGraphQL:
+		return g, "ms", gok
+	case armREST:
+		return r, "ms", rok
+	}
+	if !gok || !rok || r <= 0 {
+		return 0, "percent", false
+	}
+	return (g - r) / r * 100, "percent", true
 }
 
 // parseMetric splits metric into its KPI and arm, or says what the valid
@@ -51,6 +92,9 @@ func parseMetric(metric string) (name, arm string, err error) {
 // unit; ok is false when the report has no such row or the figure was not
 // measured.
 func figure(rep *report.Report, name, arm string) (value float64, unit string, ok bool) {
+	if name == latencyP99 {
+		return latencyFigure(rep, arm)
+	}
 	for _, r := range rep.KPIs {
 		if r.Name != name {
 			continue
@@ -119,11 +163,23 @@ func (d *daemon) Changes(_ context.Context, profile, metric string) (api.History
 	if err != nil {
 		return api.HistoryChanges{}, fmt.Errorf("%w: %w", api.ErrBadQuery, err)
 	}
-	list := d.store.List() // newest first
-	slices.Reverse(list)
-	var runs []seriesRun
-	known := false
-	for _, s := range list {
+	runs, known := d.profileRuns(d.store.List(), profile)
+	if _, ok := d.cfg.Profiles[profile]; !ok && !known {
+		return api.HistoryChanges{}, fmt.Errorf("%w: profile %q has no runs and is not configured; profiles: %v", api.ErrBadQuery, profile, d.cfg.ProfileNames())
+	}
+	return changesOf(profile, name, arm, runs, detectorOptions())
+}
+
+// detectorOptions are the change-point detector's options the daemon uses.
+func detectorOptions() changepoint.Options {
+	return changepoint.Options{MinRuns: changepoint.DefaultMinRuns, Level: changepoint.DefaultLevel}
+}
+
+// profileRuns reads the complete runs of profile in list (the history's,
+// newest first) oldest first, with their reports; known is whether the
+// history has any run of the profile at all.
+func (d *daemon) profileRuns(list []history.Summary, profile string) (runs []seriesRun, known bool) {
+	for _, s := range slices.Backward(list) {
 		if s.Profile != profile {
 			continue
 		}
@@ -137,8 +193,74 @@ func (d *daemon) Changes(_ context.Context, profile, metric string) (api.History
 		}
 		runs = append(runs, seriesRun{point: api.SeriesPoint{ID: sum.ID, StartedAt: sum.StartedAt, Verdict: sum.Verdict}, report: rep})
 	}
-	if _, ok := d.cfg.Profiles[profile]; !ok && !known {
-		return api.HistoryChanges{}, fmt.Errorf("%w: profile %q has no runs and is not configured; profiles: %v", api.ErrBadQuery, profile, d.cfg.ProfileNames())
+	return runs, known
+}
+
+// followedMetrics are the figures whose change points the daemon's
+// /metrics exports for every profile with complete runs: GraphQL's CPU and
+// allocation per request, GC %, p99 latency and throughput.
+func followedMetrics() []string {
+	return []string{"cpu_us_per_request.graphql", "alloc_bytes_per_request.graphql", "gc_percent.graphql", latencyP99 + ".graphql", "throughput_rps.graphql"}
+}
+
+// changeCache holds the change-point series computed for /metrics and the
+// history they were computed from, so that a scrape reads the reports only
+// when a run has been added, has finished or was removed.
+type changeCache struct {
+	mu     sync.Mutex
+	key    string
+	series []daemonmetrics.ChangeSeries
+}
+
+// changeSeries returns the change points of every followed figure of every
+// profile with complete runs, from the cache when the history is as it was.
+func (d *daemon) changeSeries() []daemonmetrics.ChangeSeries {
+	list := d.store.List()
+	var key strings.Builder
+	for _, s := range list {
+		key.WriteString(s.ID + "\x00" + s.Status + "\x00")
 	}
-	return changesOf(profile, name, arm, runs, changepoint.Options{MinRuns: changepoint.DefaultMinRuns, Level: changepoint.DefaultLevel})
+	c := &d.changes
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.series != nil && c.key == key.String() {
+		return c.series
+	}
+	var profiles []string
+	for _, s := range list {
+		if s.Status == report.StatusComplete && !slices.Contains(profiles, s.Profile) {
+			profiles = append(profiles, s.Profile)
+		}
+	}
+	slices.Sort(profiles)
+	series := []daemonmetrics.ChangeSeries{}
+	for _, p := range profiles {
+		runs, _ := d.profileRuns(list, p)
+		for _, m := range followedMetrics() {
+			name, arm, _ := parseMetric(m)
+			hc, err := changesOf(p, name, arm, runs, detectorOptions())
+			if err != nil {
+				continue
+			}
+			series = append(series, changeSeriesOf(hc))
+		}
+	}
+	c.key, c.series = key.String(), series
+	return series
+}
+
+// changeSeriesOf summarises one series' change points for /metrics.
+func changeSeriesOf(hc api.HistoryChanges) daemonmetrics.ChangeSeries {
+	cs := daemonmetrics.ChangeSeries{Profile: hc.Profile, Metric: hc.Metric, Count: len(hc.Changes)}
+	if n := len(hc.Changes); n > 0 {
+		last := hc.Changes[n-1]
+		cs.LastAt = hc.Runs[last.Index].StartedAt
+		cs.LastRelative = last.Relative
+		for _, r := range hc.Runs[last.Index+1:] {
+			if r.Value != nil {
+				cs.LastRunsAgo++
+			}
+		}
+	}
+	return cs
 }

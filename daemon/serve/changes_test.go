@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/daemonmetrics"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/testkit"
 )
@@ -88,4 +89,55 @@ func getError(h http.Handler, path string) (int, string) {
 	}
 	_ = json.Unmarshal(rec.Body.Bytes(), &e)
 	return rec.Code, e.Error.Message
+}
+
+// TestChangeSeriesMetrics: the daemon's /metrics exports, per profile with
+// complete runs and followed figure, the change points of the same
+// history as TestChangesEndpoint: one in quick's CPU per request, on n07
+// (its start as the timestamp, 4 measured runs after it, +50 %), none in
+// other's; the cache is reused while the history is unchanged and
+// recomputed when a run is added.
+func TestChangeSeriesMetrics(t *testing.T) {
+	cfg := testkit.Config(t, "data_dir: x\n")
+	cfg.DataDir = t.TempDir()
+	t0 := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	values := []float64{20.1, 19.8, 20.3, 19.9, 20.2, 20.0, -1, 30.2, 29.9, 30.1, 30.0, 29.8}
+	for i, v := range values {
+		night := t0.Add(time.Duration(i) * 24 * time.Hour)
+		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("n%02d", i), "quick", night, v)
+		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("o%02d", i), "other", night.Add(time.Hour), 50+float64(i%2))
+	}
+	store, err := history.Open(cfg.DataDir, history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	d := &daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context()}
+	series := d.changeSeries()
+	by := map[string]daemonmetrics.ChangeSeries{}
+	for _, cs := range series {
+		by[cs.Profile+" "+cs.Metric] = cs
+	}
+	if len(series) != 2*len(followedMetrics()) {
+		t.Fatalf("%d series, want %d (2 profiles × the followed figures): %+v", len(series), 2*len(followedMetrics()), series)
+	}
+	cpu := by["quick cpu_us_per_request.graphql"]
+	if cpu.Count != 1 || !cpu.LastAt.Equal(t0.Add(7*24*time.Hour)) || cpu.LastRunsAgo != 4 || cpu.LastRelative == nil || *cpu.LastRelative < 0.45 || *cpu.LastRelative > 0.55 {
+		t.Errorf("quick's CPU per request: %+v (relative %v), want one change at n07's start, 4 runs ago, about +50 %%", cpu, cpu.LastRelative)
+	}
+	if o := by["other cpu_us_per_request.graphql"]; o.Count != 0 {
+		t.Errorf("other's flat series has %d change points", o.Count)
+	}
+	if again := d.changeSeries(); &again[0] != &series[0] {
+		t.Errorf("an unchanged history recomputed the series")
+	}
+	testkit.WriteRun(t, cfg.DataDir, "n12", "quick", t0.Add(12*24*time.Hour), 30.1)
+	if err := store.Update("n12"); err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range d.changeSeries() {
+		if cs.Profile == "quick" && cs.Metric == "cpu_us_per_request.graphql" && cs.LastRunsAgo != 5 {
+			t.Errorf("after one more run the change is %d runs ago, want 5", cs.LastRunsAgo)
+		}
+	}
 }

@@ -24,7 +24,9 @@ import (
 	"github.com/soakd/soakd/internal/exitcode"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/kpi"
+	"github.com/soakd/soakd/internal/progress"
 	"github.com/soakd/soakd/internal/report"
+	"github.com/soakd/soakd/internal/webui"
 )
 
 // ServeOptions configure `soakd serve`.
@@ -52,6 +54,15 @@ type daemon struct {
 	// metrics are the daemon's own series (the API's /metrics); nil in
 	// tests that build a daemon by hand.
 	metrics *daemonmetrics.Metrics
+	// changes caches the change points /metrics exports (changes.go).
+	changes changeCache
+	// view is the progress of the run holding the slot (API runs and soak
+	// cycles alike), which GET /v1/runs/{id}/events streams; its plain
+	// lines go to the log. Nil in tests that build a daemon by hand.
+	view *progress.View
+	// schedules starts the runs of the configured schedules (schedule.go);
+	// nil in tests that build a daemon by hand, which then have none.
+	schedules *scheduler
 
 	mu      sync.Mutex
 	running string             // id of the run in progress, "" when idle
@@ -67,8 +78,9 @@ var _ api.Runner = (*daemon)(nil)
 
 // Serve runs the daemon until ctx is cancelled (SIGTERM): the target
 // (GraphQL, REST control group, /metrics, /debug/pprof/), the control API on
-// its own listener, runs on demand through the API and, when soak.cycles or
-// soak.duration is set, a scheduled soak. On the way out a run in progress
+// its own listener, runs on demand through the API, the runs of its
+// schedules (schedule.go) and, when soak.cycles or soak.duration is set, a
+// scheduled soak. On the way out a run in progress
 // is stopped gracefully (its partial report written) and everything it
 // started is awaited.
 func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
@@ -98,6 +110,10 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		log.Warn("history is read-only: no run can start until data_dir takes writes and the daemon is restarted",
 			zap.String("data_dir", cfg.DataDir), zap.Error(ro))
 	}
+	schedules, err := newScheduler(cfg, opts.History.WriteFile, ro, log.Named("schedule"))
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.API.Listen)
 	if err != nil {
@@ -110,10 +126,11 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	}
 	base, stopRuns := context.WithCancel(ctx)
 	defer stopRuns()
-	d := &daemon{cfg: cfg, opts: opts, log: log, store: store, target: target, base: base}
+	d := &daemon{cfg: cfg, opts: opts, log: log, store: store, target: target, base: base, view: progress.New(logLines{log}, progress.Options{})}
 	d.metrics = daemonmetrics.New(d.healthState)
+	d.schedules, schedules.start = schedules, d.Start
 	srv := &http.Server{
-		Handler:           d.metrics.Instrument(api.NewHandlerWith(d, api.Options{Token: token, Log: log.Named("api"), Metrics: d.metrics.Handler()})),
+		Handler:           d.metrics.Instrument(api.NewHandlerWith(d, api.Options{Token: token, Log: log.Named("api"), Metrics: d.metrics.Handler(), UI: webui.Handler()})),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 		WriteTimeout:      cfg.Server.WriteTimeout,
@@ -143,6 +160,9 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 		})
 	}
 
+	var scheduling sync.WaitGroup // the scheduler, awaited before the runs it starts
+	scheduling.Go(func() { schedules.run(base) })
+
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -154,6 +174,8 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 	}
 	d.ready.Store(false)
 	stopRuns() // a run in progress stops gracefully and writes its partial report
+	// No scheduled run starts once the scheduler has returned.
+	scheduling.Wait()
 	d.runs.Wait()
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Server.ShutdownGrace)
 	defer cancel()
@@ -169,7 +191,7 @@ func Serve(ctx context.Context, cfg *config.Config, opts ServeOptions) error {
 
 // runOptions are the options every run of the daemon shares.
 func (d *daemon) runOptions() run.RunOptions {
-	return run.RunOptions{Executable: d.opts.Executable, Log: d.log, Stderr: d.opts.Stderr, Target: d.target}
+	return run.RunOptions{Executable: d.opts.Executable, Log: d.log, Stderr: d.opts.Stderr, Target: d.target, View: d.view}
 }
 
 // claim takes the one run slot for id, returning the run's context and the
@@ -189,6 +211,7 @@ func (d *daemon) claim(ctx context.Context, id string) (context.Context, func(),
 		d.mu.Lock()
 		d.running, d.cancel = "", nil
 		d.mu.Unlock()
+		d.schedules.slotFreed() // a pending scheduled slot starts now
 	}, nil
 }
 
@@ -226,6 +249,7 @@ func (d *daemon) healthState() daemonmetrics.State {
 		HistoryRuns:        d.store.Len(),
 		RetentionDeletions: d.store.Removed(),
 		ReadOnly:           d.store.ReadOnly() != nil,
+		Changes:            d.changeSeries(),
 	}
 	if running != "" {
 		// From the index: Get would read the run's report.json at each scrape.

@@ -111,6 +111,17 @@ func (c *Client) History(ctx context.Context) (HistoryState, error) {
 	return h, nil
 }
 
+// Schedules returns the daemon's schedules, in its configuration's order,
+// with their next slots and latest outcomes. A daemon older than the
+// endpoint answers 404: an *APIError matching ErrNotFound.
+func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
+	var resp schedulesResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/schedules", nil, &resp); err != nil {
+		return nil, fmt.Errorf("cannot list the schedules: %w", err)
+	}
+	return resp.Schedules, nil
+}
+
 // Stop asks the daemon to stop run id gracefully; it returns once the stop
 // is requested, not when the run has stopped.
 func (c *Client) Stop(ctx context.Context, id string) error {

@@ -13,12 +13,24 @@
 //	POST /v1/runs             {"profile":..,"overrides":..} -> 202 RunSummary (Location: /v1/runs/{id})
 //	GET  /v1/runs             -> 200 {"runs":[RunSummary, ...]}
 //	GET  /v1/runs/{id}        -> 200 {"run":RunSummary,"report":<report.json, or null when none or not JSON>}
+//	GET  /v1/runs/{id}/events -> 200 text/event-stream: "progress" events (LiveState) every
+//	                             EventInterval while the run runs, then one "end" (RunSummary)
+//	GET  /v1/runs/{id}/files  -> 200 {"files":[RunFile, ...]}
+//	GET  /v1/runs/{id}/files/{name}
+//	                          -> 200 the file (report.html sandboxed by its CSP), Range honoured
+//	POST /v1/runs/{id}/files/{name}/ticket
+//	                          -> 200 {"url":..,"expires":..}: the file's URL with a ticket that opens it
+//	                             with GET, without the token, for TicketTTL (a page's frame, a link)
 //	POST /v1/runs/{id}/stop   -> 202 {"id":..,"status":"stopping"}
 //	GET  /v1/history          -> 200 HistoryState: is the run history read-only, and why
 //	GET  /v1/history/changes?profile=P&metric=M
 //	                          -> 200 HistoryChanges: a figure's series over the runs and its change points
+//	GET  /v1/schedules        -> 200 {"schedules":[Schedule, ...]}: the configured schedules, their next
+//	                             slot and recent slots (started, missed, skipped)
 //	GET  /metrics             -> 200 the daemon's own series, Prometheus text format (only
 //	                             with Options.Metrics; same token rule as /v1)
+//	GET  /, /ui/...           -> the web page and its assets (only with Options.UI; no auth:
+//	                             the page holds no data and sends its reader's token)
 //	GET  /healthz             -> 200 {"status":"ok"} while the process serves (no auth)
 //	GET  /readyz              -> 200 {"status":"ready"}, or 503 when Runner.Ready is false (no auth)
 //
@@ -37,7 +49,10 @@
 // Prometheus scrape job sends it with authorization.credentials_file). Tokens are compared in constant time over
 // their SHA-256 digests (so neither content nor length leaks through timing),
 // the handler keeps only the digest, and neither tokens nor request headers
-// are ever logged. CheckBind refuses to expose the API beyond loopback
+// are ever logged. A file ticket (POST …/files/{name}/ticket, with the
+// token) opens that one file with GET for TicketTTL without the header, for
+// the web page's frame and links; it is 32 random bytes, held in memory
+// only. CheckBind refuses to expose the API beyond loopback
 // without a token.
 package api
 
@@ -50,6 +65,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -96,11 +112,28 @@ type Runner interface {
 	// History says whether the run history takes writes; it backs
 	// /v1/history and must be cheap and non-blocking.
 	History(ctx context.Context) HistoryState
+	// Live returns run id's progress; ok is false when the run is not in
+	// progress (finished, or not yet begun). An unknown id is an error
+	// wrapping ErrNotFound. It backs GET /v1/runs/{id}/events and must be
+	// cheap: it is asked every DefaultEventInterval per open stream.
+	Live(ctx context.Context, id string) (st LiveState, ok bool, err error)
+	// RunFiles lists the regular files of run id's directory whose names
+	// pass ValidRunFileName, sorted by name; an unknown id wraps
+	// ErrNotFound.
+	RunFiles(ctx context.Context, id string) ([]RunFile, error)
+	// OpenRunFile opens one of them for reading. A name that is not a
+	// run file (ValidRunFileName, a symbolic link, a directory, a file
+	// outside the run's directory) or does not exist wraps ErrNoFile.
+	OpenRunFile(ctx context.Context, id, name string) (*os.File, error)
 	// Changes returns profile's series of metric over the complete runs
 	// and its change points; "" means the default profile and
 	// DefaultChangesMetric. An unknown profile or metric is an error
 	// wrapping ErrBadQuery.
 	Changes(ctx context.Context, profile, metric string) (HistoryChanges, error)
+	// Schedules returns every configured schedule, in the configuration's
+	// order, with its next slot and its latest slots' outcomes; it backs
+	// GET /v1/schedules and answers from memory.
+	Schedules(ctx context.Context) ([]Schedule, error)
 }
 
 // HistoryState is GET /v1/history's body: whether the daemon can record
@@ -188,6 +221,9 @@ const (
 	// its history is read-only, so no run can start nor baseline be set
 	// (HTTP 503). The wrapped error says why.
 	ErrUnavailable sentinel = "the daemon cannot record runs"
+	// ErrNoFile means the run exists but has no file of that name that
+	// the API serves (HTTP 404).
+	ErrNoFile sentinel = "no such run file"
 )
 
 // BusyError is returned by Runner.Start when a run is already in progress:
@@ -212,6 +248,10 @@ type handler struct {
 	tokenHash [sha256.Size]byte
 	auth      bool
 	log       *zap.Logger
+	// eventInterval is the time between two events of a run's stream.
+	eventInterval time.Duration
+	// tickets open single run files without the header (ticket.go).
+	tickets tickets
 }
 
 // NewHandler returns the control API's handler over r. A non-empty token
@@ -234,6 +274,13 @@ type Options struct {
 	// package daemonmetrics), behind the token like /v1; nil leaves
 	// /metrics a 404.
 	Metrics http.Handler
+	// UI, when not nil, serves the web page (package webui) at GET / and
+	// its assets under /ui/, without the token: the page holds no data of
+	// its own and asks the token of its reader for every /v1 call it makes.
+	UI http.Handler
+	// EventInterval is how often GET /v1/runs/{id}/events sends the run's
+	// state; 0 means DefaultEventInterval.
+	EventInterval time.Duration
 }
 
 // NewHandlerWith is NewHandler with every option.
@@ -242,7 +289,10 @@ func NewHandlerWith(r Runner, o Options) http.Handler {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	h := &handler{runner: r, log: log}
+	h := &handler{runner: r, log: log, eventInterval: o.EventInterval}
+	if h.eventInterval <= 0 {
+		h.eventInterval = DefaultEventInterval
+	}
 	if token != "" {
 		h.auth = true
 		h.tokenHash = sha256.Sum256([]byte(token))
@@ -257,6 +307,14 @@ func NewHandlerWith(r Runner, o Options) http.Handler {
 	v1.Handle("/v1/runs", h.serve(notAllowed("GET, POST")))
 	v1.Handle("GET /v1/runs/{id}", h.serve(h.get))
 	v1.Handle("/v1/runs/{id}", h.serve(notAllowed("GET")))
+	v1.Handle("GET /v1/runs/{id}/events", h.serve(h.events))
+	v1.Handle("/v1/runs/{id}/events", h.serve(notAllowed("GET")))
+	v1.Handle("GET /v1/runs/{id}/files", h.serve(h.files))
+	v1.Handle("/v1/runs/{id}/files", h.serve(notAllowed("GET")))
+	v1.Handle("GET /v1/runs/{id}/files/{name}", h.serve(h.file))
+	v1.Handle("/v1/runs/{id}/files/{name}", h.serve(notAllowed("GET")))
+	v1.Handle("POST /v1/runs/{id}/files/{name}/ticket", h.serve(h.ticket))
+	v1.Handle("/v1/runs/{id}/files/{name}/ticket", h.serve(notAllowed("POST")))
 	v1.Handle("POST /v1/runs/{id}/stop", h.serve(h.stop))
 	v1.Handle("/v1/runs/{id}/stop", h.serve(notAllowed("POST")))
 	v1.Handle("POST /v1/runs/{id}/baseline", h.serve(h.baseline))
@@ -265,6 +323,8 @@ func NewHandlerWith(r Runner, o Options) http.Handler {
 	v1.Handle("/v1/history", h.serve(notAllowed("GET")))
 	v1.Handle("GET /v1/history/changes", h.serve(h.changes))
 	v1.Handle("/v1/history/changes", h.serve(notAllowed("GET")))
+	v1.Handle("GET /v1/schedules", h.serve(h.schedules))
+	v1.Handle("/v1/schedules", h.serve(notAllowed("GET")))
 	v1.Handle("/", h.serve(notFound))
 
 	mux := http.NewServeMux()
@@ -276,6 +336,10 @@ func NewHandlerWith(r Runner, o Options) http.Handler {
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", h.serve(h.authenticate(o.Metrics)))
 		mux.Handle("/metrics", h.serve(notAllowed("GET")))
+	}
+	if o.UI != nil {
+		mux.Handle("GET /{$}", o.UI)
+		mux.Handle("GET /ui/", o.UI)
 	}
 	mux.Handle("/", h.serve(notFound))
 	return mux
@@ -377,7 +441,7 @@ func (h *handler) write(w http.ResponseWriter, status int, v any) {
 // authenticate requires the bearer token on next when one is configured.
 func (h *handler) authenticate(next http.Handler) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if !h.auth {
+		if !h.auth || h.ticketed(r) {
 			next.ServeHTTP(w, r)
 			return nil
 		}
@@ -435,6 +499,8 @@ func runnerError(err error, id string) error {
 	var status int
 	var about sentinel // what the reply says of run id, instead of err's text
 	switch {
+	case errors.Is(err, ErrNoFile):
+		status = http.StatusNotFound
 	case errors.Is(err, ErrNotFound):
 		status, about = http.StatusNotFound, ErrNotFound
 	case errors.Is(err, ErrNotRunning):

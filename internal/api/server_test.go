@@ -37,6 +37,10 @@ type fakeRunner struct {
 	ready   atomic.Bool
 	now     time.Time
 	history HistoryState
+	// live is the progress states Live hands out, one a call, for the
+	// running run; dir holds every run's files (live_test.go).
+	live []LiveState
+	dir  string
 }
 
 func newFakeRunner() *fakeRunner {

@@ -122,6 +122,14 @@ func (c *cli) runsCmd() *cobra.Command {
 		if err != nil {
 			return cl.clientError(err)
 		}
+		// A daemon older than GET /v1/schedules answers 404: it has none.
+		schedules, err := cl.Schedules(ctx)
+		if err != nil && !errors.Is(err, api.ErrNotFound) {
+			return cl.clientError(err)
+		}
+		if err := printSchedules(c.stdout, schedules); err != nil {
+			return err
+		}
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tPROFILE\tSTATUS\tVERDICT\tSTARTED\tBASELINE")
 		for _, r := range runs {
@@ -137,6 +145,53 @@ func (c *cli) runsCmd() *cobra.Command {
 		cl.readOnlyNote(ctx, c.stdout)
 		return nil
 	})
+}
+
+// printSchedules prints, when there are any, a line per schedule (name,
+// cron, profile, next slot, last outcome), then a line per missed or
+// skipped slot among each one's recent ones, newest first, and a blank
+// line before the runs.
+func printSchedules(w io.Writer, schedules []api.Schedule) error {
+	if len(schedules) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCHEDULE\tCRON\tPROFILE\tNEXT\tLAST")
+	for _, s := range schedules {
+		last := "none yet"
+		if len(s.Recent) > 0 {
+			last = slotLine(s.Recent[0])
+		}
+		if s.Pending {
+			last += "; a slot is pending"
+		}
+		fmt.Fprintf(tw, "%s\t%s (%s)\t%s\t%s\t%s\n", s.Name, s.Cron, s.Timezone, s.Profile, s.Next.Format(time.RFC3339), last)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range schedules {
+		for _, r := range s.Recent {
+			if r.Outcome != api.SlotStarted {
+				fmt.Fprintf(w, "schedule %s: %s\n", s.Name, slotLine(r))
+			}
+		}
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+// slotLine is one slot's outcome: "missed 2026-11-29T02:00:00+01:00:
+// daemon not running", "started 2026-11-30T02:00:00+01:00 (run ID)".
+func slotLine(r api.SlotOutcome) string {
+	line := r.Outcome + " " + r.Slot.Format(time.RFC3339)
+	if r.Run != "" {
+		line += " (run " + r.Run + ")"
+	}
+	if r.Reason != "" {
+		line += ": " + r.Reason
+	}
+	return line
 }
 
 // readOnlyNote prints why the daemon's history is read-only, when it is.

@@ -52,6 +52,20 @@ func (r *runsAPI) History(context.Context) api.HistoryState  { return api.Histor
 func (r *runsAPI) Changes(context.Context, string, string) (api.HistoryChanges, error) {
 	return api.HistoryChanges{}, api.ErrInvalidRequest
 }
+func (r *runsAPI) Schedules(context.Context) ([]api.Schedule, error) { return nil, nil }
+
+func (r *runsAPI) Live(_ context.Context, id string) (api.LiveState, bool, error) {
+	if _, ok := r.reports[id]; !ok {
+		return api.LiveState{}, false, api.ErrNotFound
+	}
+	return api.LiveState{}, false, nil
+}
+func (r *runsAPI) RunFiles(context.Context, string) ([]api.RunFile, error) {
+	return nil, api.ErrNotFound
+}
+func (r *runsAPI) OpenRunFile(context.Context, string, string) (*os.File, error) {
+	return nil, api.ErrNotFound
+}
 
 var _ api.Runner = (*runsAPI)(nil)
 

@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,7 +175,33 @@ func TestServeHistoryChanges(t *testing.T) {
 	for i, v := range []float64{20.1, 19.8, 20.3, 19.9, 20.2, 30.2, 29.9, 30.1, 30.0, 29.8} {
 		testkit.WriteRun(t, filepath.Join(dir, "data"), fmt.Sprintf("night%02d", i+1), "tiny", t0.Add(time.Duration(i)*24*time.Hour), v)
 	}
+	// A profile whose CPU stepped up three runs ago: recent enough for the
+	// alert rule.
+	for i, v := range []float64{20.1, 19.8, 20.3, 19.9, 20.2, 20.0, 19.7, 30.2, 29.9, 30.1} {
+		testkit.WriteRun(t, filepath.Join(dir, "data"), fmt.Sprintf("recent%02d", i+1), "nightly", t0.Add(time.Duration(i)*24*time.Hour+time.Hour), v)
+	}
 	d := startServe(t, bin, cfg)
+
+	// A real Prometheus scrapes the daemon's change points and evaluates
+	// the shipped alert rules on them.
+	prom := testkit.StartPrometheus(t, testkit.LookTool(t, "prometheus"), "soakd-daemon", strings.TrimPrefix(d.api, "http://"), "grafana/alerts/soakd.rules.yml")
+	for q, want := range map[string]float64{
+		`soakd_history_change_points{profile="tiny", metric="cpu_us_per_request.graphql"}`:                 float64(1),
+		`soakd_history_last_change_runs_ago{profile="tiny", metric="cpu_us_per_request.graphql"}`:          float64(4),
+		`soakd_history_last_change_timestamp_seconds{profile="tiny", metric="cpu_us_per_request.graphql"}`: float64(t0.Add(5 * 24 * time.Hour).Unix()),
+		`soakd_history_change_points{profile="tiny", metric="gc_percent.graphql"}`:                         float64(0),
+		`ALERTS{alertname="SoakdCPUPerRequestChanged", alertstate="firing", profile="nightly"}`:            float64(1),
+	} {
+		if got := promValue(t, prom, q, time.Minute); got != want {
+			t.Errorf("%s = %v, want %v", q, got, want)
+			for _, q := range []string{`count(soakd_history_last_change_runs_ago)`, `soakd_history_last_change_runs_ago{profile="nightly"}`, `soakd_history_last_change_relative{profile="nightly"}`, `count(ALERTS)`, `soakd_history_change_points{profile="nightly",metric="cpu_us_per_request.graphql"}`} {
+				t.Logf("%s: %v", q, promValue(t, prom, q, 0))
+			}
+		}
+	}
+	if got := promValue(t, prom, `count(ALERTS{alertname="SoakdCPUPerRequestChanged", profile="tiny"}) or vector(0)`, 0); got != 0 {
+		t.Errorf("the alert fires for tiny, whose change is 4 runs old")
+	}
 
 	out, stderr, code := runSoakd(t, bin, "history", "--api", d.api, "--profile", "tiny")
 	if code != 0 {
@@ -200,5 +230,40 @@ func TestServeHistoryChanges(t *testing.T) {
 	}
 	if code := d.stop(t); code != 0 {
 		t.Errorf("soakd serve on SIGTERM: exit %d", code)
+	}
+}
+
+// promValue polls Prometheus at base for query's single value until it has
+// one (or within gives up, 0 meaning ask once) and returns it; NaN when it
+// never had one.
+func promValue(t *testing.T, base, query string, within time.Duration) float64 {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Data struct {
+				Result []struct {
+					Value [2]any `json:"value"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err == nil && len(r.Data.Result) == 1 {
+			if s, ok := r.Data.Result[0].Value[1].(string); ok {
+				v, err := strconv.ParseFloat(s, 64)
+				if err == nil {
+					return v
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return math.NaN()
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

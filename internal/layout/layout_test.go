@@ -41,6 +41,7 @@ var forbidden = []struct {
 	{"internal/jsonhttp", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/proctree", []string{"daemon/...", "internal/..."}, "a leaf"},
 	{"internal/nofollow", []string{"daemon/...", "internal/..."}, "a leaf"},
+	{"internal/schedule", []string{"daemon/...", "internal/..."}, "cron maths is a pure leaf"},
 	{"internal/guard", []string{"daemon/...", "internal/cli", "internal/report", "internal/kpi", "internal/extsample"}, "the guard runs a target's tree and nothing else"},
 }
 

@@ -1,0 +1,105 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/progress"
+)
+
+// Live returns the progress of run id while it holds the run slot, from
+// the daemon's progress view (every run and soak cycle draws on it); ok is
+// false for a known run that is not running.
+func (d *daemon) Live(_ context.Context, id string) (api.LiveState, bool, error) {
+	d.mu.Lock()
+	running := d.running
+	d.mu.Unlock()
+	if id != running || id == "" {
+		if _, _, err := d.store.Get(id); errors.Is(err, history.ErrNotFound) {
+			return api.LiveState{}, false, fmt.Errorf("%w: %w", api.ErrNotFound, err)
+		}
+		return api.LiveState{}, false, nil
+	}
+	st, done := d.view.Snapshot()
+	return liveState(id, st, done), true, nil
+}
+
+// liveState converts the progress view's state to the API's: a pure
+// function, durations in seconds.
+func liveState(id string, st progress.State, done []progress.Done) api.LiveState {
+	pos := st.Position
+	out := api.LiveState{Run: id, Phase: pos.Phase, Phases: pos.Phases, Round: pos.Round, Rounds: pos.Rounds,
+		StartedAt: pos.Started, Running: []api.LivePhase{}, Finished: []api.LiveDone{}}
+	if !pos.Started.IsZero() {
+		out.ElapsedSeconds = st.Now.Sub(pos.Started).Seconds()
+		if left, ok := st.Left(); ok {
+			s := left.Seconds()
+			out.LeftSeconds = &s
+		}
+	}
+	for _, p := range st.Running {
+		out.Running = append(out.Running, api.LivePhase{Name: p.Name, Fraction: p.Fraction, ElapsedSeconds: p.Elapsed.Seconds(),
+			Requests: p.Requests, Errors: p.Errors, RPS: p.RPS, P99Ms: p.P99Ms})
+	}
+	for _, p := range done {
+		out.Finished = append(out.Finished, api.LiveDone{Name: p.Name, Requests: p.Requests, Errors: p.Errors, RPS: p.RPS,
+			P99Ms: p.P99Ms, ElapsedSeconds: p.Elapsed.Seconds(), Interrupted: p.Interrupted})
+	}
+	return out
+}
+
+// RunFiles lists run id's files the API serves (api.ValidRunFileName).
+func (d *daemon) RunFiles(_ context.Context, id string) ([]api.RunFile, error) {
+	fs, err := d.store.Files(id, api.ValidRunFileName)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	out := make([]api.RunFile, len(fs))
+	for i, f := range fs {
+		out[i] = api.RunFile{Name: f.Name, Bytes: f.Bytes, Modified: f.Modified}
+	}
+	return out, nil
+}
+
+// OpenRunFile opens run id's file name: a regular file of the run's own
+// directory, never through a link (history.Store.OpenFile).
+func (d *daemon) OpenRunFile(_ context.Context, id, name string) (*os.File, error) {
+	f, err := d.store.OpenFile(id, name, api.ValidRunFileName)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return f, nil
+}
+
+// storeError marks a history error with the API's sentinel for it.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, history.ErrNotFound):
+		return fmt.Errorf("%w: %w", api.ErrNotFound, err)
+	case errors.Is(err, history.ErrNoFile):
+		return fmt.Errorf("%w: %w", api.ErrNoFile, err)
+	}
+	return err
+}
+
+// logLines is the progress view's output in a daemon: each line it prints
+// (a finished phase, a heartbeat, a soak cycle) becomes an info line of
+// the daemon's log, as a run's progress was logged before the view.
+type logLines struct{ log *zap.Logger }
+
+// Write logs each non-empty line of p.
+func (l logLines) Write(p []byte) (int, error) {
+	for line := range strings.SplitSeq(strings.TrimRight(string(p), "\n"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			l.log.Info("progress", zap.String("line", line))
+		}
+	}
+	return len(p), nil
+}
