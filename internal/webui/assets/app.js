@@ -295,7 +295,8 @@ function showLive(st) {
     el("td", { class: "num" }, num(p.errors)),
     el("td", { class: "num" }, num(p.rps)),
     el("td", { class: "num" }, ms(p.p99_ms)))));
-  document.querySelector("#live-finished tbody").replaceChildren(...st.finished.map((p) => el("tr", {},
+  const none = el("tr", {}, el("td", { colspan: 6, class: "muted" }, "None yet."));
+  document.querySelector("#live-finished tbody").replaceChildren(...(st.finished.length ? [] : [none]), ...st.finished.map((p) => el("tr", {},
     el("td", {}, p.name + (p.interrupted ? " (interrupted)" : "")),
     el("td", { class: "num" }, num(p.requests)), el("td", { class: "num" }, num(p.errors)),
     el("td", { class: "num" }, num(p.rps)), el("td", { class: "num" }, ms(p.p99_ms)),
@@ -361,7 +362,8 @@ async function trendsPage(params) {
     charts.append(box);
     const arms = await Promise.all(["graphql", "rest", "delta"].map((arm) =>
       getJSON(`/v1/history/changes?profile=${encodeURIComponent(profile)}&metric=${metric}.${arm}`).catch((e) => ({ error: e.message }))));
-    box.replaceChildren(el("figcaption", {}, title), trendChart(arms[0], arms[1], baseline), trendChart(arms[2], null, baseline, "GraphQL − REST"));
+    box.replaceChildren(el("figcaption", {}, title), trendChart(arms[0], arms[1], baseline),
+      el("p", { class: "subcaption" }, "GraphQL's variance from REST"), trendChart(arms[2], null, baseline, "GraphQL − REST"));
   }
 }
 
