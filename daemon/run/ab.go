@@ -134,6 +134,12 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 		default:
 			return nil, exitcode.Usagef("--duet-layout must be %s or %s (got %q)", config.DuetLayoutHalves, config.DuetLayoutShared, l)
 		}
+		// Checked before a side exists, so a bad value starts nothing.
+		switch p := cmp.Or(opts.DuetProcesses, base.Compare.DuetProcesses, config.DuetProcessesRound); p {
+		case config.DuetProcessesRound, config.DuetProcessesSession:
+		default:
+			return nil, exitcode.Usagef("--duet-processes must be %s or %s (got %q)", config.DuetProcessesRound, config.DuetProcessesSession, p)
+		}
 		// Both sides' phases run at once: the view draws a bar for
 		// each, named old <phase> and new <phase>.
 	}
@@ -195,13 +201,7 @@ func RunAB(ctx context.Context, opts ABOptions) (*ABResult, error) {
 	oldFirst := rand.IntN(2) == 0
 	var seconds report.DuetSeconds
 	if duet {
-		processes := cmp.Or(opts.DuetProcesses, base.Compare.DuetProcesses, config.DuetProcessesRound)
-		switch processes {
-		case config.DuetProcessesRound, config.DuetProcessesSession:
-		default:
-			res.Old, res.New = sideReports(sides)
-			return res, abAbort(sides, sides[0], exitcode.Usagef("--duet-processes must be %s or %s (got %q)", config.DuetProcessesRound, config.DuetProcessesSession, processes))
-		}
+		processes := cmp.Or(opts.DuetProcesses, base.Compare.DuetProcesses, config.DuetProcessesRound) // checked above
 		var kept []string
 		for _, s := range sides {
 			if rn, ok := s.r.target.(target.Renewable); !ok || !rn.CanRenew() {

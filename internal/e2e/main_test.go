@@ -638,6 +638,13 @@ func TestUsageErrors(t *testing.T) {
 	f(2, []string{"unknown command"}, "frobnicate")
 	f(2, []string{"unknown flag: --bogus"}, "run", "--bogus")
 	f(2, []string{"drive needs --target"}, "drive")
+	// A bad duet option starts no side: nothing is written.
+	out := filepath.Join(t.TempDir(), "session")
+	f(2, []string{`--duet-processes must be round or session (got "bogus")`}, "ab", "--duet", "--duet-processes", "bogus", "--out", out)
+	f(2, []string{`--duet-layout must be halves or shared (got "diagonal")`}, "ab", "--duet", "--duet-layout", "diagonal", "--out", out)
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused duet option left %s behind (%v)", out, err)
+	}
 }
 
 // longRun prepares `soakd run` on tinyConfig with a second phase that would
