@@ -153,7 +153,8 @@ func TestWebUIInChromium(t *testing.T) {
 	port := freeLoopbackPort(t)
 	cfg := filepath.Join(dir, "serve.yaml")
 	body := strings.Replace(tinyConfig, "\nprofiles:\n", "\nprofiles:\n"+strings.TrimPrefix(liveProfile, "\n"), 1) +
-		"\ndata_dir: " + dataDir + "\napi:\n  listen: 127.0.0.1:" + strconv.Itoa(port) + "\n"
+		"\ndata_dir: " + dataDir + "\napi:\n  listen: 127.0.0.1:" + strconv.Itoa(port) + "\n" +
+		"schedules:\n  - {name: nightly-tiny, cron: \"30 3 * * *\", timezone: Europe/Berlin, profile: tiny}\n"
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +216,22 @@ func TestWebUIInChromium(t *testing.T) {
 	}
 	if !regexp.MustCompile(`<tr data-run="nightly-02">.*?<span class="verdict fail">FAIL</span>`).MatchString(dom) {
 		t.Errorf("nightly-02's verdict is not a red FAIL")
+	}
+	if !regexp.MustCompile(`<table id="schedules">.*?<td>nightly-tiny</td><td>30 3 \* \* \* Europe/Berlin</td><td>tiny</td><td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ</td>`).MatchString(dom) {
+		t.Errorf("the list does not show the schedule with its next slot:\n%.3000s", dom)
+	}
+	// Keyboard: everything a reader acts on is a link, a button or a
+	// select (focusable in document order: no positive tabindex), and
+	// every link goes somewhere.
+	if m := regexp.MustCompile(`tabindex="[1-9]`).FindString(dom); m != "" {
+		t.Errorf("a positive tabindex breaks the keyboard order: %s", m)
+	}
+	if m := regexp.MustCompile(`<a(?: [a-z-]+="[^"]*")*>`).FindAllString(dom, -1); len(m) > 0 {
+		for _, a := range m {
+			if !strings.Contains(a, ` href="`) {
+				t.Errorf("a link without href is not reachable by keyboard: %s", a)
+			}
+		}
 	}
 	dom = page("#/?profile=nightly&verdict=fail", 1300)
 	if got := regexp.MustCompile(`<tr data-run="([^"]+)">`).FindAllStringSubmatch(dom, -1); len(got) != 2 || got[0][1] != "nightly-09" || got[1][1] != "nightly-02" {
