@@ -2,13 +2,17 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/progress"
@@ -102,4 +106,17 @@ func (l logLines) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// Soak returns data_dir's soak.json as written: the scheduled soak in
+// progress (rewritten after every cycle) or the last one.
+func (d *daemon) Soak(context.Context) (json.RawMessage, error) {
+	b, err := os.ReadFile(filepath.Join(d.cfg.DataDir, run.SoakFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: no soak has run in this data directory (soak.cycles or soak.duration starts one with the daemon)", api.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }

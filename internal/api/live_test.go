@@ -77,6 +77,36 @@ func (f *fakeRunner) OpenRunFile(ctx context.Context, id, name string) (*os.File
 	return fh, nil
 }
 
+// Soak answers f.soak, or none.
+func (f *fakeRunner) Soak(context.Context) (json.RawMessage, error) {
+	if f.soak == nil {
+		return nil, fmt.Errorf("%w: no soak", ErrNotFound)
+	}
+	return f.soak, nil
+}
+
+func TestSoakRoute(t *testing.T) {
+	f := newFakeRunner()
+	h := NewHandler(f, "", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/soak", nil))
+	if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "no soak") {
+		t.Errorf("no soak: %d %s", rec.Code, rec.Body)
+	}
+	f.soak = json.RawMessage(`{"soak":"s1","status":"running","cycles":[]}`)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/soak", nil))
+	if rec.Code != 200 || strings.TrimSpace(rec.Body.String()) != string(f.soak) {
+		t.Errorf("a soak: %d %s", rec.Code, rec.Body)
+	}
+	f.soak = json.RawMessage(`{"soak":`)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/soak", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("a half-written soak.json: %d %s", rec.Code, rec.Body)
+	}
+}
+
 func TestValidRunFileName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"report.html": true, "graphql-load#1.cpu.pb.gz": true, "target.stderr.log": true, "rest_1.cpu.pb.gz": true,

@@ -22,6 +22,7 @@
 //	                          -> 200 {"url":..,"expires":..}: the file's URL with a ticket that opens it
 //	                             with GET, without the token, for TicketTTL (a page's frame, a link)
 //	POST /v1/runs/{id}/stop   -> 202 {"id":..,"status":"stopping"}
+//	GET  /v1/soak             -> 200 soak.json: the soak in progress or the last one (404 when none)
 //	GET  /v1/history          -> 200 HistoryState: is the run history read-only, and why
 //	GET  /v1/history/changes?profile=P&metric=M
 //	                          -> 200 HistoryChanges: a figure's series over the runs and its change points
@@ -125,6 +126,10 @@ type Runner interface {
 	// run file (ValidRunFileName, a symbolic link, a directory, a file
 	// outside the run's directory) or does not exist wraps ErrNoFile.
 	OpenRunFile(ctx context.Context, id, name string) (*os.File, error)
+	// Soak returns the data directory's soak record (soak.json: the
+	// soak in progress or the last one, its cycles and drift rules) as
+	// written, or an error wrapping ErrNotFound when there is none.
+	Soak(ctx context.Context) (json.RawMessage, error)
 	// Changes returns profile's series of metric over the complete runs
 	// and its change points; "" means the default profile and
 	// DefaultChangesMetric. An unknown profile or metric is an error
@@ -319,6 +324,8 @@ func NewHandlerWith(r Runner, o Options) http.Handler {
 	v1.Handle("/v1/runs/{id}/stop", h.serve(notAllowed("POST")))
 	v1.Handle("POST /v1/runs/{id}/baseline", h.serve(h.baseline))
 	v1.Handle("/v1/runs/{id}/baseline", h.serve(notAllowed("POST")))
+	v1.Handle("GET /v1/soak", h.serve(h.soak))
+	v1.Handle("/v1/soak", h.serve(notAllowed("GET")))
 	v1.Handle("GET /v1/history", h.serve(h.history))
 	v1.Handle("/v1/history", h.serve(notAllowed("GET")))
 	v1.Handle("GET /v1/history/changes", h.serve(h.changes))
@@ -601,6 +608,18 @@ func (h *handler) baseline(w http.ResponseWriter, r *http.Request) error {
 		return runnerError(err, id)
 	}
 	h.write(w, http.StatusOK, stopResponse{ID: id, Status: "baseline"})
+	return nil
+}
+
+func (h *handler) soak(w http.ResponseWriter, r *http.Request) error {
+	b, err := h.runner.Soak(r.Context())
+	if err != nil {
+		return runnerError(err, "")
+	}
+	if !json.Valid(b) {
+		return fail(http.StatusNotFound, "the data directory's soak.json is not JSON (being written, or damaged)")
+	}
+	h.write(w, http.StatusOK, b)
 	return nil
 }
 

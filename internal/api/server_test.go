@@ -41,6 +41,7 @@ type fakeRunner struct {
 	// running run; dir holds every run's files (live_test.go).
 	live []LiveState
 	dir  string
+	soak json.RawMessage
 }
 
 func newFakeRunner() *fakeRunner {

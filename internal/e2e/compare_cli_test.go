@@ -67,6 +67,8 @@ func (r *runsAPI) OpenRunFile(context.Context, string, string) (*os.File, error)
 	return nil, api.ErrNotFound
 }
 
+func (r *runsAPI) Soak(context.Context) (json.RawMessage, error) { return nil, api.ErrNotFound }
+
 var _ api.Runner = (*runsAPI)(nil)
 
 // roundsReport is a complete run of one phase in four rounds, its CPU per

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/kpi"
@@ -132,7 +134,8 @@ func chromiumPage(t *testing.T, dir, url string, width int, extra ...string) (do
 // baseline marked, the filters), the trend of a planted history with its
 // change point on the run where the step was planted and every point a
 // link, the live view of a real run whose progress advances between two
-// loads, the run stopped through the API, and a finished run's page
+// loads, the run stopped through the API, the soak in progress with its
+// cycles and drift rules, and a finished run's page
 // framing its report.html through a file ticket. No page logs anything to
 // the console, at 1300 and at 800 px. SOAKD_WEBUI_SHOTS=DIR also saves a
 // screenshot of every page loaded in DIR.
@@ -148,6 +151,23 @@ func TestWebUIInChromium(t *testing.T) {
 	dataDir := filepath.Join(dir, "data")
 	ids := nightlyRuns(t, dataDir, 10, 7)
 	if err := os.WriteFile(filepath.Join(dataDir, history.BaselineFile), []byte("nightly-03\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The soak record a scheduled soak leaves: two cycles (runs of the
+	// planted history), one drift rule open, one figure not measured.
+	soak := run.SoakReport{SchemaVersion: run.SoakSchemaVersion, Soak: "soak-1", Profile: "nightly", StartedAt: time.Now().Add(-time.Hour),
+		UpdatedAt: time.Now(), Status: "running", Verdict: kpi.OutcomeInconclusive,
+		Cycles: []run.Cycle{
+			{CycleFigures: kpi.CycleFigures{Cycle: 1, Run: ids[8], HeapLiveBytes: 8 << 20, RSSBytes: 30 << 20, GCPercent: 1.2, CPUMicrosPerRequest: 130}, Verdict: kpi.OutcomePass},
+			{CycleFigures: kpi.CycleFigures{Cycle: 2, Run: ids[9], HeapLiveBytes: 9 << 20, RSSBytes: 31 << 20, CPUMicrosPerRequest: 131,
+				NotMeasured: map[string]string{"gc_percent": "no GC cycle ended in the window"}}, Verdict: kpi.OutcomePass},
+		},
+		Drift: []kpi.DriftRule{{Name: "heap_live_ratio", Title: "Live heap drift", Outcome: kpi.OutcomeInconclusive, Detail: "2 cycles judged: too few for a trend"}}}
+	sb, err := json.Marshal(soak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, run.SoakFile), sb, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	port := freeLoopbackPort(t)
@@ -219,6 +239,12 @@ func TestWebUIInChromium(t *testing.T) {
 	}
 	if !regexp.MustCompile(`<table id="schedules">.*?<td>nightly-tiny</td><td>30 3 \* \* \* Europe/Berlin</td><td>tiny</td><td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ</td>`).MatchString(dom) {
 		t.Errorf("the list does not show the schedule with its next slot:\n%.3000s", dom)
+	}
+	sk := regexp.MustCompile(`(?s)<section id="soak".*?</section>`).FindString(dom)
+	if !strings.Contains(sk, `<span class="verdict info">RUNNING</span>`) || strings.Count(sk, `<tr data-cycle=`) != 2 ||
+		!strings.Contains(sk, `<a href="#/run/nightly-10">nightly-10</a>`) || !strings.Contains(sk, "not measured") ||
+		!strings.Contains(sk, "Live heap drift: 2 cycles judged") {
+		t.Errorf("the soak in progress is not shown with its cycles and drift rules:\n%.3000s", sk)
 	}
 	// Keyboard: everything a reader acts on is a link, a button or a
 	// select (focusable in document order: no positive tabindex), and

@@ -143,9 +143,10 @@ function failure(err) {
 
 async function runsPage(params) {
   show(el("h1", {}, "Runs"), el("p", {}, "Loading…"));
-  const [{ runs }, hist, sched] = await Promise.all([
+  const [{ runs }, hist, sched, soak] = await Promise.all([
     getJSON("/v1/runs"), getJSON("/v1/history"),
     getJSON("/v1/schedules").catch(() => null),
+    getJSON("/v1/soak").catch(() => null), // 404: no soak in this data directory
   ]);
   const state = document.getElementById("daemon-state");
   state.textContent = hist.read_only ? "history read-only: " + hist.reason : "";
@@ -177,6 +178,7 @@ async function runsPage(params) {
     el("h1", {}, "Runs"),
     running ? el("p", { class: "live-link" }, "In progress: ", el("a", { href: "#/run/" + encodeURIComponent(running.id) }, running.id + " (" + running.profile + ")")) : null,
     sched && sched.schedules && sched.schedules.length ? schedulesTable(sched.schedules) : null,
+    soak ? soakSection(soak) : null,
     el("div", { class: "filters", role: "search" }, pick("profile", "Profile", profiles), pick("verdict", "Verdict", verdicts),
       el("span", { id: "run-count" }, `${shown.length} of ${runs.length} runs`)),
     el("div", { class: "scroll" }, el("table", { id: "runs" },
@@ -195,6 +197,29 @@ function schedulesTable(list) {
           el("td", {}, when(s.next)),
           el("td", {}, last ? [last.outcome + " " + when(last.slot) + " ", last.run ? el("a", { href: "#/run/" + encodeURIComponent(last.run) }, last.run) : "", last.reason ? " (" + last.reason + ")" : ""] : "—"));
       })))));
+}
+
+// soakSection is the data directory's soak (in progress or the last one):
+// a line per cycle with the figures the drift rules watch, then each
+// drift rule's outcome and why.
+function soakSection(sk) {
+  const cycles = sk.cycles || [], drift = sk.drift || [];
+  const fig = (c, field, text) => (c.not_measured && field in c.not_measured) || c[field] === null || c[field] === undefined ? "not measured" : text(c[field]);
+  return el("section", { id: "soak", "aria-labelledby": "soak-title" },
+    el("h2", { id: "soak-title" }, "Soak " + sk.soak + " ", verdictBadge(sk.status === "running" ? "running" : sk.verdict)),
+    el("p", {}, `profile ${sk.profile}, ${sk.status}, ${cycles.length} cycle${cycles.length === 1 ? "" : "s"}, started ${when(sk.started_at)}, updated ${when(sk.updated_at)}`),
+    el("div", { class: "scroll" }, el("table", { id: "soak-cycles" },
+      el("thead", {}, el("tr", {}, ["Cycle", "Run", "Verdict", "Live heap", "RSS", "GC %", "CPU/req"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, cycles.length ? cycles.map((c) => el("tr", { "data-cycle": c.cycle },
+        el("td", { class: "num" }, c.cycle),
+        el("td", {}, c.run ? el("a", { href: "#/run/" + encodeURIComponent(c.run) }, c.run) : "—"),
+        el("td", {}, c.interrupted ? "interrupted (not judged)" : verdictBadge(c.verdict), c.error ? " " + c.error : ""),
+        el("td", { class: "num" }, fig(c, "heap_live_bytes", bytes)),
+        el("td", { class: "num" }, fig(c, "rss_bytes", bytes)),
+        el("td", { class: "num" }, fig(c, "gc_percent", (v) => num(v, 2) + " %")),
+        el("td", { class: "num" }, fig(c, "cpu_us_per_request", (v) => num(v, 1) + " µs")))) :
+        el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No cycle has finished yet."))))),
+    drift.length ? el("ul", { id: "soak-drift" }, drift.map((d) => el("li", {}, verdictBadge(d.outcome), " " + d.title + ": " + d.detail))) : null);
 }
 
 // ---- one run ----
