@@ -224,7 +224,8 @@ func instant(expr, legend string) *prometheus.DataqueryBuilder {
 }
 
 // newDashboard starts a dashboard with the settings they all share: the
-// soakd tag, links to the others, a 10 s refresh and the phase annotations.
+// soakd tag, links to the others, a 10 s refresh and the phase annotations,
+// coloured by arm.
 func newDashboard(uid, title, description string) *dashboard.DashboardBuilder {
 	return variables(dashboard.NewDashboardBuilder(title)).
 		Uid(uid).
@@ -240,18 +241,24 @@ func newDashboard(uid, title, description string) *dashboard.DashboardBuilder {
 			Tags([]string{"soakd"}).
 			AsDropdown(true).
 			KeepTime(true)).
-		Annotation(dashboard.NewAnnotationQueryBuilder().
-			Name("Phases").
-			Datasource(promDS()).
-			Enable(true).
-			IconColor("#8AB8FF").
-			// One region per phase: the series is 1 while the phase runs and
-			// absent otherwise.
-			Expr(`soakd_phase_info{` + sel + `, run=~"$` + VarRun + `"}`).
-			Step("1s").
-			TitleFormat("{{phase}}").
-			TextFormat("run {{run}}, arm {{arm}}").
-			TagKeys("arm,phase"))
+		Annotation(phaseAnnotation("REST phases", "rest", "#0969DA")).
+		Annotation(phaseAnnotation("GraphQL phases", "graphql", "#BF3989"))
+}
+
+// phaseAnnotation is one arm's phase regions, in the arm's colour (the
+// report's: REST blue, GraphQL pink; every phase runs one of the two
+// arms). The series is 1 while the phase runs and absent otherwise.
+func phaseAnnotation(name, arm, colour string) *dashboard.AnnotationQueryBuilder {
+	return dashboard.NewAnnotationQueryBuilder().
+		Name(name).
+		Datasource(promDS()).
+		Enable(true).
+		IconColor(colour).
+		Expr(`soakd_phase_info{` + sel + `, run=~"$` + VarRun + `", arm="` + arm + `"}`).
+		Step("1s").
+		TitleFormat("{{phase}}").
+		TextFormat("run {{run}}, arm {{arm}}").
+		TagKeys("arm,phase")
 }
 
 // ts is a time series panel.

@@ -171,6 +171,15 @@ func (f *fixture) traffic(ctx context.Context) {
 		case <-tick.C:
 		}
 		n++
+		if n%100 == 0 {
+			// Every 2 s the other arm's phase, as a run's rounds alternate,
+			// so each arm's phase annotation has data.
+			if (n/100)%2 == 1 { // not "rest": its finished phase's series stay
+				f.m.PhaseStarted("20250101T000000Z", "rest-control", "rest")
+			} else {
+				f.m.PhaseStarted("20250101T000000Z", "graphql", "graphql")
+			}
+		}
 		send(http.MethodGet, "/api/donuts/1", "")
 		send(http.MethodGet, "/api/donuts/missing", "")
 		send(http.MethodPut, "/api/donuts/1", `{"name":"n","flavor":"VANILLA"}`)
