@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/daemonmetrics"
 	"github.com/soakd/soakd/internal/history"
@@ -24,20 +25,7 @@ import (
 // first 30 µs run, with its step and p-value; a metric or profile that does
 // not exist is a 400 naming the valid ones.
 func TestChangesEndpoint(t *testing.T) {
-	cfg := testkit.Config(t, "data_dir: x\n")
-	cfg.DataDir = t.TempDir()
-	t0 := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
-	values := []float64{20.1, 19.8, 20.3, 19.9, 20.2, 20.0, -1, 30.2, 29.9, 30.1, 30.0, 29.8}
-	for i, v := range values {
-		night := t0.Add(time.Duration(i) * 24 * time.Hour)
-		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("n%02d", i), "quick", night, v)
-		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("o%02d", i), "other", night.Add(time.Hour), 50+float64(i%2))
-	}
-	store, err := history.Open(cfg.DataDir, history.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	cfg, store, _, values := nightlyHistory(t)
 	h := api.NewHandler(&daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context()}, "", zap.NewNop())
 
 	var c api.HistoryChanges
@@ -98,20 +86,7 @@ func getError(h http.Handler, path string) (int, string) {
 // other's; the cache is reused while the history is unchanged and
 // recomputed when a run is added.
 func TestChangeSeriesMetrics(t *testing.T) {
-	cfg := testkit.Config(t, "data_dir: x\n")
-	cfg.DataDir = t.TempDir()
-	t0 := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
-	values := []float64{20.1, 19.8, 20.3, 19.9, 20.2, 20.0, -1, 30.2, 29.9, 30.1, 30.0, 29.8}
-	for i, v := range values {
-		night := t0.Add(time.Duration(i) * 24 * time.Hour)
-		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("n%02d", i), "quick", night, v)
-		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("o%02d", i), "other", night.Add(time.Hour), 50+float64(i%2))
-	}
-	store, err := history.Open(cfg.DataDir, history.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	cfg, store, t0, _ := nightlyHistory(t)
 	d := &daemon{cfg: cfg, log: zap.NewNop(), store: store, base: t.Context()}
 	series := d.changeSeries()
 	by := map[string]daemonmetrics.ChangeSeries{}
@@ -140,4 +115,28 @@ func TestChangeSeriesMetrics(t *testing.T) {
 			t.Errorf("after one more run the change is %d runs ago, want 5", cs.LastRunsAgo)
 		}
 	}
+}
+
+// nightlyHistory is a history of synthetic reports: twelve nights of
+// profile quick at about 20 µs of GraphQL CPU per request, one not
+// measured (-1), then about 30 µs from n07 on; and profile other, flat
+// about 50 µs, an hour after each. It returns the configuration, the open
+// store, the first night and quick's values.
+func nightlyHistory(t *testing.T) (*config.Config, *history.Store, time.Time, []float64) {
+	t.Helper()
+	cfg := testkit.Config(t, "data_dir: x\n")
+	cfg.DataDir = t.TempDir()
+	t0 := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	values := []float64{20.1, 19.8, 20.3, 19.9, 20.2, 20.0, -1, 30.2, 29.9, 30.1, 30.0, 29.8}
+	for i, v := range values {
+		night := t0.Add(time.Duration(i) * 24 * time.Hour)
+		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("n%02d", i), "quick", night, v)
+		testkit.WriteRun(t, cfg.DataDir, fmt.Sprintf("o%02d", i), "other", night.Add(time.Hour), 50+float64(i%2))
+	}
+	store, err := history.Open(cfg.DataDir, history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return cfg, store, t0, values
 }
