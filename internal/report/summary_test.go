@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -90,6 +91,30 @@ func TestSummaryColoursTheVerdict(t *testing.T) {
 		}
 		if out := summary(t, r, SummaryOptions{Colour: false}); strings.Contains(out, "\x1b") {
 			t.Errorf("%s without colour has escape codes: %q", tc.verdict, out)
+		}
+	}
+}
+
+// TestSummaryKeepsRoundsApart: at 80 columns a long phase name is cut
+// before its round suffix, so the rounds of one phase stay told apart
+// ("max-load-gra…" and four "rest-control…" rows were seen).
+func TestSummaryKeepsRoundsApart(t *testing.T) {
+	r := fixture()
+	base := r.Phases
+	r.Phases = nil
+	for round := 1; round <= 4; round++ {
+		for _, p := range base {
+			p.Name = fmt.Sprintf("%s-with-a-long-name#%d", p.Name, round)
+			r.Phases = append(r.Phases, p)
+		}
+	}
+	var b strings.Builder
+	if err := r.Summary(&b, SummaryOptions{Width: 80}); err != nil {
+		t.Fatal(err)
+	}
+	for round := 1; round <= 4; round++ {
+		if n := strings.Count(b.String(), fmt.Sprintf("…#%d ", round)); n != 2 {
+			t.Errorf("round %d's two phases appear %d times cut before their suffix:\n%s", round, n, b.String())
 		}
 	}
 }

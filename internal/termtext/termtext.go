@@ -47,7 +47,10 @@ func escapeLen(s string) int {
 }
 
 // Truncate shortens s to at most width columns, ending it with … when
-// anything was cut. It is meant for plain text (no escape sequences).
+// anything was cut. A trailing round suffix ("#2" of a phase's round) is
+// kept when it fills at most half the width, the cut made before it
+// ("rest-cont…#2"), so the rounds of one phase stay told apart. It is
+// meant for plain text (no escape sequences).
 func Truncate(s string, width int) string {
 	if width <= 0 {
 		return ""
@@ -56,6 +59,12 @@ func Truncate(s string, width int) string {
 		return s
 	}
 	runes := []rune(s)
+	if i := strings.LastIndexByte(s, '#'); i > 0 && i < len(s)-1 && strings.Trim(s[i+1:], "0123456789") == "" {
+		suffix := s[i:]
+		if keep := width - 1 - len(suffix); keep > 0 && len(suffix) <= width/2 {
+			return string([]rune(s[:i])[:min(keep, len([]rune(s[:i])))]) + "…" + suffix
+		}
+	}
 	return string(runes[:width-1]) + "…"
 }
 

@@ -27,6 +27,13 @@ func TestTruncateAndWrapNeverExceedTheWidth(t *testing.T) {
 	if got := Truncate("graphql-subscriptions-load", 10); got != "graphql-s…" {
 		t.Errorf("Truncate: %q", got)
 	}
+	for in, want := range map[string]string{
+		"rest-control#12": "rest-c…#12", "graphql-load#3": "graphql…#3", "load#123456": "load#1234…", "x#1": "x#1", "a-b-c-d-e-f#": "a-b-c-d-e…",
+	} {
+		if got := Truncate(in, 10); got != want || Width(got) > 10 {
+			t.Errorf("Truncate(%q, 10) = %q, want %q (a round suffix kept)", in, got, want)
+		}
+	}
 	if got := Truncate("short", 10); got != "short" {
 		t.Errorf("Truncate: %q", got)
 	}
