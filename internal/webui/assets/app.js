@@ -431,7 +431,7 @@ function trendChart(a, b, baseline, label) {
     }
   }
   wrap.append(g, el("p", { class: "legend" }, series.map(([s, arm, name]) => el("span", { class: "key " + arm }, name + (s.unit ? " (" + s.unit + ")" : ""))),
-    a.changes.map((c) => el("span", { class: "key change" }, `change at ${c.run}: ${num(c.before, 2)} → ${num(c.after, 2)} (p ${num(c.p_value, 4)})`))));
+    a.changes.map((c) => el("span", { class: "key change" }, `change at ${c.run}: ${num(c.before, 2)} → ${num(c.after, 2)} (${c.p_value < 0.0001 ? "p < 0.0001" : "p = " + num(c.p_value, 4)})`))));
   return wrap;
 }
 
