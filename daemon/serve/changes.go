@@ -114,10 +114,23 @@ func figure(rep *report.Report, name, arm string) (value float64, unit string, o
 	return 0, "", false
 }
 
-// seriesRun is one complete run of the series.
+// seriesRun is one complete run of the series: its point and its figures
+// (figure's answers, from its report or from values read from it before).
 type seriesRun struct {
-	point  api.SeriesPoint
-	report *report.Report
+	point api.SeriesPoint
+	fig   func(name, arm string) (value float64, unit string, ok bool)
+}
+
+// reportRun is a seriesRun reading its figures from rep.
+func reportRun(point api.SeriesPoint, rep *report.Report) seriesRun {
+	return seriesRun{point: point, fig: func(name, arm string) (float64, string, bool) { return figure(rep, name, arm) }}
+}
+
+// figureValue is one figure as figure answered it.
+type figureValue struct {
+	value float64
+	unit  string
+	ok    bool
 }
 
 // changesOf builds the series of metric (name, arm) over runs (oldest
@@ -130,7 +143,7 @@ func changesOf(profile, name, arm string, runs []seriesRun, o changepoint.Option
 	var at []int // position in c.Runs of each value
 	for _, r := range runs {
 		p := r.point
-		if v, unit, ok := figure(r.report, name, arm); ok {
+		if v, unit, ok := r.fig(name, arm); ok {
 			p.Value = &v
 			values = append(values, v)
 			at = append(at, len(c.Runs))
@@ -191,7 +204,7 @@ func (d *daemon) profileRuns(list []history.Summary, profile string) (runs []ser
 		if err != nil || rep == nil || sum.Status != report.StatusComplete {
 			continue // gone, or unreadable since it was listed
 		}
-		runs = append(runs, seriesRun{point: api.SeriesPoint{ID: sum.ID, StartedAt: sum.StartedAt, Verdict: sum.Verdict}, report: rep})
+		runs = append(runs, reportRun(api.SeriesPoint{ID: sum.ID, StartedAt: sum.StartedAt, Verdict: sum.Verdict}, rep))
 	}
 	return runs, known
 }
@@ -204,12 +217,21 @@ func followedMetrics() []string {
 }
 
 // changeCache holds the change-point series computed for /metrics and the
-// history they were computed from, so that a scrape reads the reports only
-// when a run has been added, has finished or was removed.
+// history they were computed from, so that a scrape reads nothing while
+// the history is as it was, and each complete run's followed figures, so
+// that a new run costs the reading of its own report only.
 type changeCache struct {
 	mu     sync.Mutex
 	key    string
 	series []daemonmetrics.ChangeSeries
+	runs   map[string]cachedRun // by run id
+}
+
+// cachedRun is a complete run's profile, point and followed figures.
+type cachedRun struct {
+	profile string
+	point   api.SeriesPoint
+	values  map[string]figureValue // by followed metric
 }
 
 // changeSeries returns the change points of every followed figure of every
@@ -226,26 +248,49 @@ func (d *daemon) changeSeries() []daemonmetrics.ChangeSeries {
 	if c.series != nil && c.key == key.String() {
 		return c.series
 	}
+	known := map[string]cachedRun{}
+	byProfile := map[string][]seriesRun{}
 	var profiles []string
-	for _, s := range list {
-		if s.Status == report.StatusComplete && !slices.Contains(profiles, s.Profile) {
-			profiles = append(profiles, s.Profile)
+	for _, s := range slices.Backward(list) { // oldest first
+		if s.Status != report.StatusComplete {
+			continue
 		}
+		cr, ok := c.runs[s.ID]
+		if !ok {
+			sum, rep, err := d.store.Get(s.ID)
+			if err != nil || rep == nil || sum.Status != report.StatusComplete {
+				continue // gone, or unreadable since it was listed
+			}
+			cr = cachedRun{profile: sum.Profile, point: api.SeriesPoint{ID: sum.ID, StartedAt: sum.StartedAt, Verdict: sum.Verdict}, values: map[string]figureValue{}}
+			for _, m := range followedMetrics() {
+				name, arm, _ := parseMetric(m)
+				v, unit, ok := figure(rep, name, arm)
+				cr.values[name+"."+arm] = figureValue{v, unit, ok}
+			}
+		}
+		known[s.ID] = cr
+		if _, ok := byProfile[cr.profile]; !ok {
+			profiles = append(profiles, cr.profile)
+		}
+		values := cr.values
+		byProfile[cr.profile] = append(byProfile[cr.profile], seriesRun{point: cr.point, fig: func(name, arm string) (float64, string, bool) {
+			f := values[name+"."+arm]
+			return f.value, f.unit, f.ok
+		}})
 	}
 	slices.Sort(profiles)
 	series := []daemonmetrics.ChangeSeries{}
 	for _, p := range profiles {
-		runs, _ := d.profileRuns(list, p)
 		for _, m := range followedMetrics() {
 			name, arm, _ := parseMetric(m)
-			hc, err := changesOf(p, name, arm, runs, detectorOptions())
+			hc, err := changesOf(p, name, arm, byProfile[p], detectorOptions())
 			if err != nil {
 				continue
 			}
 			series = append(series, changeSeriesOf(hc))
 		}
 	}
-	c.key, c.series = key.String(), series
+	c.key, c.series, c.runs = key.String(), series, known
 	return series
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/daemonmetrics"
 	"github.com/soakd/soakd/internal/history"
+	"github.com/soakd/soakd/internal/report"
 	"github.com/soakd/soakd/internal/testkit"
 )
 
@@ -106,14 +109,22 @@ func TestChangeSeriesMetrics(t *testing.T) {
 	if again := d.changeSeries(); &again[0] != &series[0] {
 		t.Errorf("an unchanged history recomputed the series")
 	}
+	// A report read before is not read again: damaged on disk now, its
+	// figures still count.
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, history.RunsDir, "n03", report.JSONFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	testkit.WriteRun(t, cfg.DataDir, "n12", "quick", t0.Add(12*24*time.Hour), 30.1)
 	if err := store.Update("n12"); err != nil {
 		t.Fatal(err)
 	}
 	for _, cs := range d.changeSeries() {
-		if cs.Profile == "quick" && cs.Metric == "cpu_us_per_request.graphql" && cs.LastRunsAgo != 5 {
-			t.Errorf("after one more run the change is %d runs ago, want 5", cs.LastRunsAgo)
+		if cs.Profile == "quick" && cs.Metric == "cpu_us_per_request.graphql" && (cs.LastRunsAgo != 5 || cs.Count != 1) {
+			t.Errorf("after one more run: %+v, want the one change 5 runs ago", cs)
 		}
+	}
+	if _, ok := d.changes.runs["n03"]; !ok || len(d.changes.runs) != 25 {
+		t.Errorf("the cache holds %d runs (n03 %v), want all 25, n03's figures from before it was damaged", len(d.changes.runs), ok)
 	}
 }
 
