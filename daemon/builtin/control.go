@@ -194,6 +194,7 @@ func (c *targetControl) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /soakd/samples", c.samples)
 	mux.HandleFunc("POST /soakd/phase", c.phase)
+	mux.HandleFunc("POST /soakd/inject", c.inject)
 	mux.HandleFunc("POST /soakd/baseline", c.baseline)
 	mux.HandleFunc("POST /soakd/settle", c.settle)
 	mux.HandleFunc("POST /soakd/heap", c.write(profiles.HeapProfile))
@@ -267,6 +268,19 @@ func (c *targetControl) phase(w http.ResponseWriter, r *http.Request) {
 		c.t.SetPhase(p.Name)
 		reply(w, nil)
 	}
+}
+
+// inject changes the planted regression (Server.SetInject).
+func (c *targetControl) inject(w http.ResponseWriter, r *http.Request) {
+	var in config.InjectConfig
+	if !decode(w, r, &in) {
+		return
+	}
+	if err := c.t.SetInject(in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	reply(w, nil)
 }
 
 func (c *targetControl) baseline(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pyropprof "github.com/grafana/pyroscope-go/http/pprof"
@@ -58,6 +59,8 @@ type Server struct {
 	// pyroscope stops the profile push (flushing what it collected); a
 	// no-op when profiling.pyroscope.server_address is empty.
 	pyroscope func() error
+	// inject is the planted regression around the GraphQL handler.
+	inject *injector
 }
 
 // pyroscopeOptions is the push of this process's profiles that cfg asks
@@ -124,7 +127,8 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger) (*Server, e
 		OnOperation:               metrics.SetOperation,
 	})
 	m.GraphQLPanics(gh.Panics)
-	mux.Handle("/graphql", profiles.Labeled("graphql", m.Middleware("graphql", nil, inject(cfg.Inject, gh))))
+	planted := newInjector(cfg.Inject)
+	mux.Handle("/graphql", profiles.Labeled("graphql", m.Middleware("graphql", nil, planted.wrap(gh))))
 	// The request metrics sit right around the REST handler so they read
 	// the route template ("GET /api/donuts/{id}") it matched.
 	mux.Handle("/api/donuts/", profiles.Labeled("rest", m.Middleware("rest", metrics.RouteOperation(),
@@ -181,7 +185,7 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger) (*Server, e
 	t := &Server{
 		Service: svc, Sampler: sampler, Registry: reg, Metrics: m,
 		log: log, relStore: relStore, relM: relM, scenario: cfg.Target.Scenario, server: srv, listener: ln, grace: cfg.Server.ShutdownGrace,
-		stop: stop, failed: failsig.New(), pyroscope: stopPush,
+		stop: stop, failed: failsig.New(), pyroscope: stopPush, inject: planted,
 	}
 	t.wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -276,38 +280,74 @@ func spinsPerMicro() float64 {
 	return float64(total) / float64((now() - start).Microseconds())
 }
 
-// inject wraps the GraphQL handler with the configured planted regression
-// (see InjectConfig); with none configured it returns next unchanged, so
-// real runs pay nothing.
-func inject(c config.InjectConfig, next http.Handler) http.Handler {
-	if c == (config.InjectConfig{}) {
-		return next
+// injector is the planted regression around the GraphQL handler (see
+// InjectConfig). The CPU burn and the extra allocation can be changed
+// while the server runs (SetInject: a daemon's run that plants one); the
+// leak cannot, since what it kept stays kept. Without any configured, a
+// request pays two atomic loads.
+type injector struct {
+	spins atomic.Uint64 // busy-loop iterations per request
+	alloc atomic.Int64  // extra bytes allocated per request
+	// cpuUs is the configured burn in µs (spins is derived from it).
+	cpuUs atomic.Int64
+	leak  int
+	mu    sync.Mutex
+	kept  [][]byte // grows for the life of the process, on purpose
+	// perMicro is the busy loop's iterations per µs, measured once on
+	// the first non-zero burn.
+	perMicro func() float64
+}
+
+// newInjector returns the planted regression of c.
+func newInjector(c config.InjectConfig) *injector {
+	in := &injector{leak: c.GraphQLLeakBytesPerRequest, perMicro: sync.OnceValue(spinsPerMicro)}
+	in.set(c.GraphQLCPUMicrosPerRequest, c.GraphQLAllocBytesPerRequest)
+	return in
+}
+
+// set changes the CPU burn (µs per request) and the extra allocation
+// (bytes per request); 0 turns either off.
+func (in *injector) set(cpuUs, allocBytes int) {
+	var spins uint64
+	if cpuUs > 0 {
+		spins = uint64(float64(cpuUs) * in.perMicro())
 	}
-	var (
-		mu     sync.Mutex
-		leaked [][]byte // grows for the life of the process, on purpose
-		spins  uint64
-	)
-	if c.GraphQLCPUMicrosPerRequest > 0 {
-		spins = uint64(float64(c.GraphQLCPUMicrosPerRequest) * spinsPerMicro())
-	}
+	in.spins.Store(spins)
+	in.cpuUs.Store(int64(cpuUs))
+	in.alloc.Store(int64(allocBytes))
+}
+
+// wrap puts the planted regression in front of next.
+func (in *injector) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if spins > 0 {
+		if spins := in.spins.Load(); spins > 0 {
 			burn(spins)
 		}
-		if n := c.GraphQLAllocBytesPerRequest; n > 0 {
+		if n := in.alloc.Load(); n > 0 {
 			b := make([]byte, n)
 			b[n-1] = 1 // touched, so the allocation is real
 			runtime.KeepAlive(b)
 		}
-		if n := c.GraphQLLeakBytesPerRequest; n > 0 {
+		if n := in.leak; n > 0 {
 			b := make([]byte, n)
-			mu.Lock()
-			leaked = append(leaked, b)
-			mu.Unlock()
+			in.mu.Lock()
+			in.kept = append(in.kept, b)
+			in.mu.Unlock()
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// SetInject changes the planted CPU burn and allocation of the running
+// server to c's (a daemon's run that plants a regression, then the
+// daemon's own setting again); a different leak or driver burn is an error
+// naming the key, since neither can change while the server runs.
+func (t *Server) SetInject(c config.InjectConfig) error {
+	if c.GraphQLLeakBytesPerRequest != t.inject.leak {
+		return fmt.Errorf("inject.graphql_leak_bytes_per_request cannot change while the target runs: what it leaked stays leaked")
+	}
+	t.inject.set(c.GraphQLCPUMicrosPerRequest, c.GraphQLAllocBytesPerRequest)
+	return nil
 }
 
 // Done is closed when the server stops serving on its own.

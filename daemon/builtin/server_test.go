@@ -3,7 +3,6 @@ package builtin
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -100,9 +99,11 @@ func TestTargetRefusesBusyAddress(t *testing.T) {
 
 // TestInjectCPUBurnsCPU checks the CPU switch by the process's own CPU
 // clock (getrusage), not by wall time: 40 requests at 2,000 µs must burn
-// at least half of the 80 ms planted.
+// at least half of the 80 ms planted; switched off at run time (as a
+// daemon does after a run that planted it) 40 requests burn far less.
 func TestInjectCPUBurnsCPU(t *testing.T) {
-	h := inject(config.InjectConfig{GraphQLCPUMicrosPerRequest: 2000}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	in := newInjector(config.InjectConfig{GraphQLCPUMicrosPerRequest: 2000})
+	h := in.wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	cpu := func() time.Duration {
 		var ru syscall.Rusage
 		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -110,15 +111,38 @@ func TestInjectCPUBurnsCPU(t *testing.T) {
 		}
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	before := cpu()
-	for range 40 {
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/graphql", nil))
+	serve := func() time.Duration {
+		before := cpu()
+		for range 40 {
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/graphql", nil))
+		}
+		return cpu() - before
 	}
-	if got := cpu() - before; got < 40*time.Millisecond {
+	if got := serve(); got < 40*time.Millisecond {
 		t.Errorf("40 requests at 2000 µs burnt %s of CPU, want at least 40ms", got)
 	}
-	if next := inject(config.InjectConfig{}, http.NotFoundHandler()); fmt.Sprintf("%T", next) != fmt.Sprintf("%T", http.NotFoundHandler()) {
-		t.Errorf("no switch set must return the handler unchanged, got %T", next)
+	in.set(0, 0)
+	if got := serve(); got > 20*time.Millisecond {
+		t.Errorf("switched off, 40 requests burnt %s of CPU, want well under the 80 ms planted before", got)
+	}
+	in.set(2000, 0)
+	if got := serve(); got < 40*time.Millisecond {
+		t.Errorf("switched on again, 40 requests burnt %s of CPU, want at least 40ms", got)
+	}
+}
+
+// TestSetInjectRefusesTheLeak: the leak cannot change while the target
+// runs (what it kept stays kept); the CPU burn and allocation can.
+func TestSetInjectRefusesTheLeak(t *testing.T) {
+	s := &Server{inject: newInjector(config.InjectConfig{})}
+	if err := s.SetInject(config.InjectConfig{GraphQLCPUMicrosPerRequest: 5, GraphQLAllocBytesPerRequest: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if s.inject.cpuUs.Load() != 5 || s.inject.alloc.Load() != 100 {
+		t.Errorf("SetInject did not take: cpu %d µs, alloc %d B", s.inject.cpuUs.Load(), s.inject.alloc.Load())
+	}
+	if err := s.SetInject(config.InjectConfig{GraphQLLeakBytesPerRequest: 64}); err == nil || !strings.Contains(err.Error(), "inject.graphql_leak_bytes_per_request") {
+		t.Errorf("a leak set at run time: %v, want an error naming the key", err)
 	}
 }
 

@@ -44,6 +44,11 @@ func overrideRules() []overrideRule {
 		{Path: "data", Why: "the target's donut store and event broker were seeded when it started" + restart},
 		{Path: "sampler", Why: "the sampler belongs to the running target" + restart},
 		{Path: "inject", Why: "a planted regression is wired into the target when it starts" + restart},
+		// The built-in target's CPU burn and extra allocation change while
+		// it runs: the daemon sets them for the run and back afterwards (a
+		// target without the switch refuses them when the run starts).
+		{Path: "inject.graphql_cpu_us_per_request"},
+		{Path: "inject.graphql_alloc_bytes_per_request"},
 		{Path: "pinning", Why: "the target is a long-lived process (the daemon's child, or the daemon itself with target.in_process): pinning sets the CPU mask of all its threads, " +
 			"which would outlive the run (and the drivers' CPUs must stay disjoint from the target's)" + restart},
 		// The daemon's.

@@ -9,10 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/daemon/run"
+	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/api"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/progress"
@@ -119,4 +122,51 @@ func (d *daemon) Soak(context.Context) (json.RawMessage, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// plant is a run's planted regression on the daemon's target: the
+// run's inject settings before it, the daemon's own after it. The zero
+// plant (the run plants nothing the daemon does not) does nothing.
+type plant struct {
+	target      target.Injectable
+	run, daemon config.InjectConfig
+	log         *zap.Logger
+}
+
+// plantFor returns the plant of a run configured as cfg: none when its
+// inject settings are the daemon's; an error naming the key when they
+// differ and the target cannot change them while it runs (a server soakd
+// did not build: attach, command, kubernetes).
+func (d *daemon) plantFor(cfg *config.Config) (plant, error) {
+	if cfg.Inject == d.cfg.Inject {
+		return plant{}, nil
+	}
+	inj, ok := d.target.(target.Injectable)
+	if !ok || d.target == nil {
+		return plant{}, fmt.Errorf("inject: override refused: only the built-in target can plant a regression for one run; the daemon's target is %s (target.kind)", d.cfg.Target.Kind)
+	}
+	return plant{target: inj, run: cfg.Inject, daemon: d.cfg.Inject, log: d.log}, nil
+}
+
+// set plants the run's regression.
+func (p plant) set(ctx context.Context) error {
+	if p.target == nil {
+		return nil
+	}
+	if err := p.target.SetInject(ctx, p.run); err != nil {
+		return fmt.Errorf("cannot plant the run's inject settings in the target: %w", err)
+	}
+	return nil
+}
+
+// restore puts the daemon's own settings back, whatever the run did.
+func (p plant) restore() {
+	if p.target == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.target.SetInject(ctx, p.daemon); err != nil {
+		p.log.Error("cannot restore the daemon's inject settings in the target: later runs measure a planted regression", zap.Error(err))
+	}
 }

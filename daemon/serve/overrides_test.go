@@ -65,7 +65,7 @@ func TestOverridesRefusedUnderServe(t *testing.T) {
 	refused := map[string]struct{ yaml, why string }{
 		"sampler.interval":                            {"sampler: {interval: 200ms}", "the sampler belongs to the running target"},
 		"sampler.max_samples":                         {"sampler: {max_samples: 100}", "the sampler belongs to the running target"},
-		"inject.graphql_cpu_us_per_request":           {"inject: {graphql_cpu_us_per_request: 50}", "wired into the target when it starts"},
+		"inject.driver_cpu_us_per_request":            {"inject: {driver_cpu_us_per_request: 50}", "wired into the target when it starts"},
 		"inject.graphql_leak_bytes_per_request":       {"inject: {graphql_leak_bytes_per_request: 64}", "wired into the target when it starts"},
 		"server.max_body_bytes":                       {"server: {max_body_bytes: 2048}", "HTTP server"},
 		"graphql.max_depth":                           {"graphql: {max_depth: 5}", "GraphQL handler"},
@@ -91,7 +91,7 @@ func TestOverridesRefusedUnderServe(t *testing.T) {
 	// allowed one (kpis) is not.
 	code, body := post(t, d, h, `
 sampler: {interval: 200ms, max_samples: 100}
-inject: {graphql_cpu_us_per_request: 50, graphql_leak_bytes_per_request: 64}
+inject: {driver_cpu_us_per_request: 50, graphql_leak_bytes_per_request: 64}
 server: {max_body_bytes: 2048}
 graphql: {max_depth: 5}
 data: {donuts: 50}
@@ -117,6 +117,21 @@ kpis: {cpu_increase_points: 42}
 	}
 	if len(*got) != 0 {
 		t.Errorf("%d runs started with refused overrides, want none", len(*got))
+	}
+}
+
+// TestInjectOverrideNeedsTheSwitch: the CPU burn and allocation pass the
+// override rules, but a daemon whose target cannot change them while it
+// runs (here: none of the built-in target's) refuses the run, naming the
+// key, and starts nothing.
+func TestInjectOverrideNeedsTheSwitch(t *testing.T) {
+	d, h, got := overrideDaemon(t)
+	code, body := post(t, d, h, "inject: {graphql_cpu_us_per_request: 50}\n")
+	if code != http.StatusBadRequest || !strings.Contains(body, "inject: override refused: only the built-in target can plant a regression for one run") {
+		t.Errorf("a planted CPU burn on a target without the switch: HTTP %d %s", code, body)
+	}
+	if len(*got) != 0 {
+		t.Errorf("%d runs started, want none", len(*got))
 	}
 }
 

@@ -288,6 +288,10 @@ func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary,
 	if _, ok := cfg.Profiles[profile]; !ok {
 		return api.RunSummary{}, fmt.Errorf("%w: profile %q does not exist; profiles: %v", api.ErrInvalidRequest, profile, cfg.ProfileNames())
 	}
+	planted, err := d.plantFor(cfg)
+	if err != nil {
+		return api.RunSummary{}, fmt.Errorf("%w: %w", api.ErrInvalidRequest, err)
+	}
 	id := d.newID()
 	runCtx, release, err := d.claim(d.base, id)
 	if err != nil {
@@ -315,7 +319,11 @@ func (d *daemon) Start(_ context.Context, req api.StartRequest) (api.RunSummary,
 	}
 	d.runs.Go(func() {
 		defer release()
-		_, err := suite(runCtx, cfg, ro)
+		err := planted.set(runCtx)
+		if err == nil {
+			_, err = suite(runCtx, cfg, ro)
+		}
+		planted.restore()
 		// A run whose last writes failed (a full disk) ends aborted all the
 		// same, before the slot is released.
 		sum, ferr := d.store.Finish(id, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/soakd/soakd/daemon/builtin"
+	"github.com/soakd/soakd/daemon/config"
 	"github.com/soakd/soakd/internal/pin"
 	"github.com/soakd/soakd/internal/relational"
 	"github.com/soakd/soakd/internal/report"
@@ -28,7 +29,13 @@ var (
 	_ Target           = inProcess{}
 	_ Pinnable         = inProcess{}
 	_ RelationalSource = inProcess{}
+	_ Injectable       = inProcess{}
 )
+
+// SetInject changes the running server's planted regression.
+func (t inProcess) SetInject(_ context.Context, c config.InjectConfig) error {
+	return t.srv.SetInject(c)
+}
 
 // Info describes the built-in target.
 func (t inProcess) Info() report.TargetInfo {

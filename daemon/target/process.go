@@ -68,7 +68,10 @@ type processTarget struct {
 	renewedAt time.Time
 }
 
-var _ Target = (*processTarget)(nil)
+var (
+	_ Target     = (*processTarget)(nil)
+	_ Injectable = (*processTarget)(nil)
+)
 
 // controlTimeout bounds one control request (settle adds its own wait).
 const controlTimeout = 30 * time.Second
@@ -372,6 +375,12 @@ func (t *processTarget) SetPhase(name string) {
 	if err := t.call(context.Background(), http.MethodPost, "phase", builtin.CtlPhase{Name: name}, nil); err != nil && t.failed.Err() == nil {
 		t.log.Warn("cannot set the target's phase", zap.Error(err))
 	}
+}
+
+// SetInject changes the child's planted regression through its control
+// channel; the child refuses what cannot change while it runs (the leak).
+func (t *processTarget) SetInject(ctx context.Context, c config.InjectConfig) error {
+	return t.call(ctx, http.MethodPost, "inject", c, nil)
 }
 
 // Baseline forces GCs in the child and returns its state.

@@ -110,6 +110,14 @@ var (
 // between two processes of one build (where their heaps and code landed,
 // what the machine was doing as each warmed up) is drawn afresh each round
 // instead of favouring one side for a whole session.
+// Injectable is a target whose planted regression (inject.graphql_cpu_us_per_request,
+// inject.graphql_alloc_bytes_per_request) can be changed while it runs:
+// the built-in target, in its own process or in soakd's. A daemon's run that
+// plants one sets it for the run and the daemon's own setting afterwards.
+type Injectable interface {
+	SetInject(ctx context.Context, c config.InjectConfig) error
+}
+
 type Renewable interface {
 	// CanRenew is false for a target of this type that soakd did not
 	// start (an attached process, a service's replicas).

@@ -326,7 +326,7 @@ func TestServeOverrides(t *testing.T) {
 	ctx := t.Context()
 	for key, doc := range map[string]string{
 		"sampler.interval":                  "sampler: {interval: 200ms}",
-		"inject.graphql_cpu_us_per_request": "inject: {graphql_cpu_us_per_request: 50}",
+		"inject.graphql_leak_bytes_per_request": "inject: {graphql_leak_bytes_per_request: 64}",
 		"server.max_body_bytes":             "server: {max_body_bytes: 2048}",
 		"graphql.max_depth":                 "graphql: {max_depth: 5}",
 		"data_dir":                          "data_dir: " + t.TempDir(),
