@@ -325,12 +325,12 @@ func TestServeOverrides(t *testing.T) {
 	cl := &api.Client{BaseURL: d.api}
 	ctx := t.Context()
 	for key, doc := range map[string]string{
-		"sampler.interval":                  "sampler: {interval: 200ms}",
+		"sampler.interval":                      "sampler: {interval: 200ms}",
 		"inject.graphql_leak_bytes_per_request": "inject: {graphql_leak_bytes_per_request: 64}",
-		"server.max_body_bytes":             "server: {max_body_bytes: 2048}",
-		"graphql.max_depth":                 "graphql: {max_depth: 5}",
-		"data_dir":                          "data_dir: " + t.TempDir(),
-		"pinning.target":                    "pinning: {target: \"0\", driver: \"1\"}",
+		"server.max_body_bytes":                 "server: {max_body_bytes: 2048}",
+		"graphql.max_depth":                     "graphql: {max_depth: 5}",
+		"data_dir":                              "data_dir: " + t.TempDir(),
+		"pinning.target":                        "pinning: {target: \"0\", driver: \"1\"}",
 	} {
 		_, err := cl.Start(ctx, api.StartRequest{Overrides: doc})
 		var ae *api.APIError
