@@ -47,47 +47,33 @@ schedules:
 	}
 }
 
+// badSchedules holds one of each mistake a schedule can make, by line.
+const badSchedules = `
+schedules:
+  - name: Nightly
+    cron: "61 2 * * *"
+  - name: twice
+    cron: "0 2 * *"
+    timezone: Mars/Olympus
+  - name: twice
+    cron: "0 3 * * *"
+    profile: nope
+    kind: soak
+  - cron: "0 0 30 2 *"
+    timezone: Local
+  - name: no-cron
+  - name: bad-step
+    cron: "5/15 * * * *"
+`
+
 // TestSchedulesRefused: every problem named with its key path and line,
 // all at once.
 func TestSchedulesRefused(t *testing.T) {
-	ps := problems(t, `
-schedules:
-  - name: Nightly
-    cron: "61 2 * * *"
-  - name: twice
-    cron: "0 2 * *"
-    timezone: Mars/Olympus
-  - name: twice
-    cron: "0 3 * * *"
-    profile: nope
-    kind: soak
-  - cron: "0 0 30 2 *"
-    timezone: Local
-  - name: no-cron
-  - name: bad-step
-    cron: "5/15 * * * *"
-    catch_up: sometimes
-`)
+	ps := problems(t, badSchedules+"    catch_up: sometimes\n")
 	has(t, ps, "schedules[5].catch_up", 17, "is not a boolean")
 	// The type problem stops the document before validation: fix it and
 	// see the rest.
-	ps = problems(t, `
-schedules:
-  - name: Nightly
-    cron: "61 2 * * *"
-  - name: twice
-    cron: "0 2 * *"
-    timezone: Mars/Olympus
-  - name: twice
-    cron: "0 3 * * *"
-    profile: nope
-    kind: soak
-  - cron: "0 0 30 2 *"
-    timezone: Local
-  - name: no-cron
-  - name: bad-step
-    cron: "5/15 * * * *"
-`)
+	ps = problems(t, badSchedules)
 	has(t, ps, "schedules[0].name", 3, `"Nightly": a schedule name is lower-case letters, digits and hyphens`)
 	has(t, ps, "schedules[0].cron", 4, `minute field "61": 61 is out of range: minute is 0-59`)
 	has(t, ps, "schedules[1].cron", 6, "want 5 fields")

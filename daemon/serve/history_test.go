@@ -206,20 +206,7 @@ func TestServeReadOnlyHistory(t *testing.T) {
 	}()
 	cl := &api.Client{BaseURL: "http://" + cfg.API.Listen}
 	var h api.HistoryState
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var err error
-		if h, err = cl.History(ctx); err == nil {
-			break
-		}
-		select {
-		case err := <-served:
-			t.Fatalf("serve with a full disk exited: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve with a full disk never answered: %v", err)
-		}
-	}
+	awaitServe(t, served, "serve with a full disk", func() (err error) { h, err = cl.History(ctx); return err })
 	if !h.ReadOnly || !strings.Contains(h.Reason, "no space left on device") {
 		t.Errorf("GET /v1/history: %+v, want read-only naming ENOSPC", h)
 	}
@@ -252,4 +239,25 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// awaitServe calls try until it succeeds (Serve answers its API), failing
+// the test when Serve exits first (served) or after 30 s; what names the
+// daemon in the failure.
+func awaitServe(t *testing.T, served <-chan error, what string, try func() error) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := try()
+		if err == nil {
+			return
+		}
+		select {
+		case err := <-served:
+			t.Fatalf("%s exited: %v", what, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never answered: %v", what, err)
+		}
+	}
 }

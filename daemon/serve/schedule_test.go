@@ -478,20 +478,7 @@ func TestServeStartsTheScheduler(t *testing.T) {
 	go func() { served <- Serve(ctx, cfg, ServeOptions{Log: zap.NewNop()}) }()
 	cl := &api.Client{BaseURL: "http://" + cfg.API.Listen}
 	var list []api.Schedule
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var err error
-		if list, err = cl.Schedules(ctx); err == nil {
-			break
-		}
-		select {
-		case err := <-served:
-			t.Fatalf("serve exited: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never answered GET /v1/schedules: %v", err)
-		}
-	}
+	awaitServe(t, served, "serve", func() (err error) { list, err = cl.Schedules(ctx); return err })
 	if len(list) != 1 || list[0].Name != "weekly" || list[0].Timezone != "America/New_York" || list[0].Next.Weekday() != time.Sunday || !list[0].Next.After(time.Now()) {
 		t.Errorf("GET /v1/schedules: %+v, want the weekly schedule, next on a Sunday in New York", list)
 	}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/soakd/soakd/internal/echo"
 )
 
 // TicketTTL is how long a file ticket opens its file: long enough for a
@@ -87,7 +89,7 @@ type ticketResponse struct {
 func (h *handler) ticket(w http.ResponseWriter, r *http.Request) error {
 	id, name := r.PathValue("id"), r.PathValue("name")
 	if !ValidRunFileName(name) {
-		return fail(http.StatusNotFound, "run %s has no file of that name: a run file is one name of letters, digits, '.', '_', '-' and '#'", id)
+		return fail(http.StatusNotFound, "run %s has no file of that name: a run file is one name of letters, digits, '.', '_', '-' and '#'", echo.Input(id))
 	}
 	f, err := h.runner.OpenRunFile(r.Context(), id, name)
 	if err != nil {
