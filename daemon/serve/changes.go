@@ -296,12 +296,12 @@ func (d *daemon) changeSeries() []daemonmetrics.ChangeSeries {
 
 // changeSeriesOf summarises one series' change points for /metrics.
 func changeSeriesOf(hc api.HistoryChanges) daemonmetrics.ChangeSeries {
-	cs := daemonmetrics.ChangeSeries{Profile: hc.Profile, Metric: hc.Metric, Count: len(hc.Changes)}
+	cs := daemonmetrics.ChangeSeries{Profile: hc.Profile, Metric: hc.Metric, Points: []daemonmetrics.Point{}}
+	for _, c := range hc.Changes {
+		cs.Points = append(cs.Points, daemonmetrics.Point{Run: c.Run, At: hc.Runs[c.Index].StartedAt, Relative: c.Relative})
+	}
 	if n := len(hc.Changes); n > 0 {
-		last := hc.Changes[n-1]
-		cs.LastAt = hc.Runs[last.Index].StartedAt
-		cs.LastRelative = last.Relative
-		for _, r := range hc.Runs[last.Index+1:] {
+		for _, r := range hc.Runs[hc.Changes[n-1].Index+1:] {
 			if r.Value != nil {
 				cs.LastRunsAgo++
 			}

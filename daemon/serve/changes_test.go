@@ -100,11 +100,12 @@ func TestChangeSeriesMetrics(t *testing.T) {
 		t.Fatalf("%d series, want %d (2 profiles × the followed figures): %+v", len(series), 2*len(followedMetrics()), series)
 	}
 	cpu := by["quick cpu_us_per_request.graphql"]
-	if cpu.Count != 1 || !cpu.LastAt.Equal(t0.Add(7*24*time.Hour)) || cpu.LastRunsAgo != 4 || cpu.LastRelative == nil || *cpu.LastRelative < 0.45 || *cpu.LastRelative > 0.55 {
-		t.Errorf("quick's CPU per request: %+v (relative %v), want one change at n07's start, 4 runs ago, about +50 %%", cpu, cpu.LastRelative)
+	if len(cpu.Points) != 1 || cpu.Points[0].Run != "n07" || !cpu.Points[0].At.Equal(t0.Add(7*24*time.Hour)) || cpu.LastRunsAgo != 4 ||
+		cpu.Points[0].Relative == nil || *cpu.Points[0].Relative < 0.45 || *cpu.Points[0].Relative > 0.55 {
+		t.Errorf("quick's CPU per request: %+v, want one change at n07's start, 4 runs ago, about +50 %%", cpu)
 	}
-	if o := by["other cpu_us_per_request.graphql"]; o.Count != 0 {
-		t.Errorf("other's flat series has %d change points", o.Count)
+	if o := by["other cpu_us_per_request.graphql"]; len(o.Points) != 0 {
+		t.Errorf("other's flat series has %d change points", len(o.Points))
 	}
 	if again := d.changeSeries(); &again[0] != &series[0] {
 		t.Errorf("an unchanged history recomputed the series")
@@ -119,7 +120,7 @@ func TestChangeSeriesMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cs := range d.changeSeries() {
-		if cs.Profile == "quick" && cs.Metric == "cpu_us_per_request.graphql" && (cs.LastRunsAgo != 5 || cs.Count != 1) {
+		if cs.Profile == "quick" && cs.Metric == "cpu_us_per_request.graphql" && (cs.LastRunsAgo != 5 || len(cs.Points) != 1) {
 			t.Errorf("after one more run: %+v, want the one change 5 runs ago", cs)
 		}
 	}

@@ -251,12 +251,14 @@ func (d *daemon) healthState() daemonmetrics.State {
 		ReadOnly:           d.store.ReadOnly() != nil,
 		Changes:            d.changeSeries(),
 	}
-	if running != "" {
-		// From the index: Get would read the run's report.json at each scrape.
-		for _, s := range d.store.List() {
-			if s.ID == running {
-				st.Profile = s.Profile
-			}
+	// From the index (newest first): Get would read each report.json at
+	// each scrape.
+	for i, s := range d.store.List() {
+		if s.ID == running {
+			st.Profile = s.Profile
+		}
+		if i < daemonmetrics.RecentRuns {
+			st.Recent = append(st.Recent, daemonmetrics.Run{ID: s.ID, Profile: s.Profile, Verdict: s.Verdict, StartedAt: s.StartedAt, Baseline: s.Baseline})
 		}
 	}
 	return st

@@ -10,7 +10,9 @@
 // ServeMux patterns (never the raw path), codes are HTTP statuses, the
 // profile appears on soakd_run_in_progress_info for the run in progress
 // only and on the change-point series for the configured profiles with
-// runs, each with the few figures the daemon follows.
+// runs, each with the few figures the daemon follows; a run id appears on
+// the newest RecentRuns runs and on each change point (a handful per
+// series: a change needs runs on both sides).
 package daemonmetrics
 
 import (
@@ -44,6 +46,27 @@ type State struct {
 	// Changes are the change points of the history's series, one entry
 	// per profile and followed figure.
 	Changes []ChangeSeries
+	// Recent are the history's newest runs, newest first; the collector
+	// exports the first RecentRuns of them.
+	Recent []Run
+}
+
+// RecentRuns is how many of the newest runs soakd_history_run_started_timestamp_seconds
+// lists: a Grafana table of the last runs' verdicts, two to three weeks of
+// nightly runs, with a bounded label set.
+const RecentRuns = 20
+
+// Run is one run of the history as the last runs' series show it.
+type Run struct {
+	ID      string
+	Profile string
+	// Verdict is the history's verdict: pass, fail, inconclusive, running,
+	// aborted, or "" for a run whose report cannot be read (exported as
+	// unreadable).
+	Verdict   kpi.Outcome
+	StartedAt time.Time
+	// Baseline is true for the run marked as the baseline.
+	Baseline bool
 }
 
 // ChangeSeries is what the change-point detector found in one profile's
@@ -54,15 +77,22 @@ type ChangeSeries struct {
 	// Metric is the figure, as /v1/history/changes names it
 	// ("cpu_us_per_request.graphql").
 	Metric string
-	// Count is how many change points the series holds now.
-	Count int
-	// The newest change point, when Count > 0: LastAt is the start of its
-	// first run at the new level, LastRunsAgo how many runs of the series
-	// came after that one (0: it is the newest run), LastRelative the
-	// step over |the mean before| (nil when that mean is 0).
-	LastAt       time.Time
-	LastRunsAgo  int
-	LastRelative *float64
+	// Points are the series' change points, oldest first.
+	Points []Point
+	// LastRunsAgo is, when there are Points, how many runs of the series
+	// came after the newest change point's first run at the new level (0:
+	// it is the newest run).
+	LastRunsAgo int
+}
+
+// Point is one change point.
+type Point struct {
+	// Run is the id of the first run at the new level, At its start.
+	Run string
+	At  time.Time
+	// Relative is the step over |the mean before| (0.3: 30 % higher); nil
+	// when that mean is 0.
+	Relative *float64
 }
 
 // Metrics are the daemon's own series. Safe for concurrent use.
@@ -172,6 +202,7 @@ type stateCollector struct {
 	state                                                        func() State
 	inProgress, inProgressInfo, historyRuns, deletions, readOnly *prometheus.Desc
 	changes, changeAt, changeRunsAgo, changeRelative             *prometheus.Desc
+	pointAt, pointRelative, recent                               *prometheus.Desc
 }
 
 func newStateCollector(state func() State) *stateCollector {
@@ -195,6 +226,12 @@ func newStateCollector(state func() State) *stateCollector {
 			"Runs of the series after the first run at the new level of its newest change point (0: that run is the newest); absent without a change point.", []string{"profile", "metric"}, nil),
 		changeRelative: prometheus.NewDesc("soakd_history_last_change_relative",
 			"The newest change point's step over the mean before it, as a ratio (0.3: 30 % higher); absent without a change point or when the mean before is 0.", []string{"profile", "metric"}, nil),
+		pointAt: prometheus.NewDesc("soakd_history_change_point_timestamp_seconds",
+			"One series per change point of a profile's series of a figure: the start of its first run at the new level (run), in Unix seconds (Grafana annotates each at that time).", []string{"profile", "metric", "run"}, nil),
+		pointRelative: prometheus.NewDesc("soakd_history_change_point_relative",
+			"One series per change point: its step over the mean before it, as a ratio (0.3: 30 % higher); absent when the mean before is 0.", []string{"profile", "metric", "run"}, nil),
+		recent: prometheus.NewDesc("soakd_history_run_started_timestamp_seconds",
+			"One series for each of the history's newest "+strconv.Itoa(RecentRuns)+" runs: its start in Unix seconds, with its id, profile, verdict (pass, fail, inconclusive, running, aborted, unreadable) and whether it is the baseline.", []string{"run", "profile", "verdict", "baseline"}, nil),
 	}
 }
 
@@ -208,6 +245,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.changeAt
 	ch <- c.changeRunsAgo
 	ch <- c.changeRelative
+	ch <- c.pointAt
+	ch <- c.pointRelative
+	ch <- c.recent
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -220,17 +260,34 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.deletions, prometheus.CounterValue, float64(s.RetentionDeletions))
 	ch <- prometheus.MustNewConstMetric(c.readOnly, prometheus.GaugeValue, bool01(s.ReadOnly))
 	for _, cs := range s.Changes {
-		ch <- prometheus.MustNewConstMetric(c.changes, prometheus.GaugeValue, float64(cs.Count), cs.Profile, cs.Metric)
-		if cs.Count == 0 {
+		ch <- prometheus.MustNewConstMetric(c.changes, prometheus.GaugeValue, float64(len(cs.Points)), cs.Profile, cs.Metric)
+		for _, p := range cs.Points {
+			ch <- prometheus.MustNewConstMetric(c.pointAt, prometheus.GaugeValue, unixSeconds(p.At), cs.Profile, cs.Metric, p.Run)
+			if p.Relative != nil {
+				ch <- prometheus.MustNewConstMetric(c.pointRelative, prometheus.GaugeValue, *p.Relative, cs.Profile, cs.Metric, p.Run)
+			}
+		}
+		if len(cs.Points) == 0 {
 			continue
 		}
-		ch <- prometheus.MustNewConstMetric(c.changeAt, prometheus.GaugeValue, float64(cs.LastAt.UnixMilli())/1000, cs.Profile, cs.Metric)
+		last := cs.Points[len(cs.Points)-1]
+		ch <- prometheus.MustNewConstMetric(c.changeAt, prometheus.GaugeValue, unixSeconds(last.At), cs.Profile, cs.Metric)
 		ch <- prometheus.MustNewConstMetric(c.changeRunsAgo, prometheus.GaugeValue, float64(cs.LastRunsAgo), cs.Profile, cs.Metric)
-		if cs.LastRelative != nil {
-			ch <- prometheus.MustNewConstMetric(c.changeRelative, prometheus.GaugeValue, *cs.LastRelative, cs.Profile, cs.Metric)
+		if last.Relative != nil {
+			ch <- prometheus.MustNewConstMetric(c.changeRelative, prometheus.GaugeValue, *last.Relative, cs.Profile, cs.Metric)
 		}
 	}
+	for _, r := range s.Recent[:min(len(s.Recent), RecentRuns)] {
+		verdict := string(r.Verdict)
+		if verdict == "" {
+			verdict = "unreadable"
+		}
+		ch <- prometheus.MustNewConstMetric(c.recent, prometheus.GaugeValue, unixSeconds(r.StartedAt), r.ID, r.Profile, verdict, strconv.FormatBool(r.Baseline))
+	}
 }
+
+// unixSeconds is t in Unix seconds, to the millisecond.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
 
 func bool01(b bool) float64 {
 	if b {

@@ -2,6 +2,7 @@ package daemonmetrics
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -77,10 +78,28 @@ func TestSeries(t *testing.T) {
 
 	mu.Lock()
 	rel := 0.3
+	down := -0.2
 	st = State{Running: true, Profile: "quick", HistoryRuns: 4, RetentionDeletions: 2, ReadOnly: true, Changes: []ChangeSeries{
-		{Profile: "nightly", Metric: "cpu_us_per_request.graphql", Count: 2, LastAt: time.Unix(1764900000, 500e6), LastRunsAgo: 3, LastRelative: &rel},
+		{Profile: "nightly", Metric: "cpu_us_per_request.graphql", LastRunsAgo: 3, Points: []Point{
+			{Run: "n04", At: time.Unix(1764500000, 0), Relative: &down},
+			{Run: "n09", At: time.Unix(1764900000, 500e6), Relative: &rel},
+		}},
+		{Profile: "nightly", Metric: "alloc_bytes_per_request.graphql", LastRunsAgo: 2, Points: []Point{{Run: "n05", At: time.Unix(1764600000, 0)}}},
 		{Profile: "nightly", Metric: "gc_percent.graphql"},
 	}}
+	// 25 runs, newest first: the newest 20 are exported.
+	for i := 25; i >= 1; i-- {
+		r := Run{ID: fmt.Sprintf("r%02d", i), Profile: "nightly", Verdict: kpi.OutcomePass, StartedAt: time.Unix(1764000000+int64(i)*86400, 0)}
+		switch i {
+		case 25:
+			r.Verdict = kpi.OutcomeRunning
+		case 24:
+			r.Verdict = ""
+		case 23:
+			r.Verdict, r.Baseline = kpi.OutcomeFail, true
+		}
+		st.Recent = append(st.Recent, r)
+	}
 	mu.Unlock()
 	m.RunFinished(kpi.OutcomeFail, 12)
 	m.RunFinished(kpi.OutcomePass, 3)
@@ -112,6 +131,15 @@ func TestSeries(t *testing.T) {
 		{"soakd_history_last_change_timestamp_seconds", "metric=cpu_us_per_request.graphql,profile=nightly", 1764900000.5},
 		{"soakd_history_last_change_runs_ago", "metric=cpu_us_per_request.graphql,profile=nightly", 3},
 		{"soakd_history_last_change_relative", "metric=cpu_us_per_request.graphql,profile=nightly", 0.3},
+		{"soakd_history_change_point_timestamp_seconds", "metric=cpu_us_per_request.graphql,profile=nightly,run=n04", 1764500000},
+		{"soakd_history_change_point_timestamp_seconds", "metric=cpu_us_per_request.graphql,profile=nightly,run=n09", 1764900000.5},
+		{"soakd_history_change_point_timestamp_seconds", "metric=alloc_bytes_per_request.graphql,profile=nightly,run=n05", 1764600000},
+		{"soakd_history_change_point_relative", "metric=cpu_us_per_request.graphql,profile=nightly,run=n04", -0.2},
+		{"soakd_history_change_point_relative", "metric=cpu_us_per_request.graphql,profile=nightly,run=n09", 0.3},
+		{"soakd_history_run_started_timestamp_seconds", "baseline=false,profile=nightly,run=r25,verdict=running", 1764000000 + 25*86400},
+		{"soakd_history_run_started_timestamp_seconds", "baseline=false,profile=nightly,run=r24,verdict=unreadable", 1764000000 + 24*86400},
+		{"soakd_history_run_started_timestamp_seconds", "baseline=true,profile=nightly,run=r23,verdict=fail", 1764000000 + 23*86400},
+		{"soakd_history_run_started_timestamp_seconds", "baseline=false,profile=nightly,run=r06,verdict=pass", 1764000000 + 6*86400},
 	} {
 		f, ok := fams[c.family]
 		if !ok {
@@ -125,6 +153,12 @@ func TestSeries(t *testing.T) {
 	if _, ok := fams["soakd_history_last_change_runs_ago"].values["metric=gc_percent.graphql,profile=nightly"]; ok {
 		t.Error("a series without a change point has a last change")
 	}
+	if _, ok := fams["soakd_history_change_point_relative"].values["metric=alloc_bytes_per_request.graphql,profile=nightly,run=n05"]; ok {
+		t.Error("a change point whose mean before is 0 has a relative step")
+	}
+	if n := len(fams["soakd_history_run_started_timestamp_seconds"].values); n != RecentRuns {
+		t.Errorf("%d recent runs exported, want the newest %d: %v", n, RecentRuns, fams["soakd_history_run_started_timestamp_seconds"].values)
+	}
 	if strings.Contains(body, "/v1/runs/a") {
 		t.Error("a raw path is a label value: routes must be patterns")
 	}
@@ -136,7 +170,8 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	rel := -0.1
 	m := New(func() State {
 		return State{Running: true, Profile: "quick", HistoryRuns: 1, Changes: []ChangeSeries{
-			{Profile: "quick", Metric: "cpu_us_per_request.graphql", Count: 1, LastAt: time.Now(), LastRunsAgo: 2, LastRelative: &rel}}}
+			{Profile: "quick", Metric: "cpu_us_per_request.graphql", LastRunsAgo: 2, Points: []Point{{Run: "r1", At: time.Now(), Relative: &rel}}}},
+			Recent: []Run{{ID: "r2", Profile: "quick", Verdict: kpi.OutcomeRunning, StartedAt: time.Now()}}}
 	})
 	m.RunFinished(kpi.OutcomeInconclusive, 42)
 	mux := http.NewServeMux()
