@@ -100,6 +100,7 @@ func Dashboards() ([]Dashboard, error) {
 		{"kpi.json", kpis},
 		{"subscriptions.json", subscriptions},
 		{"max-load.json", maxLoad},
+		{"daemon.json", daemonDashboard},
 	}
 	out := make([]Dashboard, 0, len(builders))
 	for _, b := range builders {
@@ -227,7 +228,15 @@ func instant(expr, legend string) *prometheus.DataqueryBuilder {
 // soakd tag, links to the others, a 10 s refresh and the phase annotations,
 // coloured by arm.
 func newDashboard(uid, title, description string) *dashboard.DashboardBuilder {
-	return variables(dashboard.NewDashboardBuilder(title)).
+	return settings(variables(dashboard.NewDashboardBuilder(title)), uid, description).
+		Annotation(phaseAnnotation("REST phases", "rest", "#0969DA")).
+		Annotation(phaseAnnotation("GraphQL phases", "graphql", "#BF3989"))
+}
+
+// settings are what every dashboard shares, the daemon's too: the soakd
+// tag and links to the others, a 10 s refresh, the last 30 minutes.
+func settings(b *dashboard.DashboardBuilder, uid, description string) *dashboard.DashboardBuilder {
+	return b.
 		Uid(uid).
 		Description(description).
 		Tags([]string{"soakd"}).
@@ -240,9 +249,7 @@ func newDashboard(uid, title, description string) *dashboard.DashboardBuilder {
 			Type(dashboard.DashboardLinkTypeDashboards).
 			Tags([]string{"soakd"}).
 			AsDropdown(true).
-			KeepTime(true)).
-		Annotation(phaseAnnotation("REST phases", "rest", "#0969DA")).
-		Annotation(phaseAnnotation("GraphQL phases", "graphql", "#BF3989"))
+			KeepTime(true))
 }
 
 // phaseAnnotation is one arm's phase regions, in the arm's colour (the

@@ -137,7 +137,7 @@ func walk(v any, fn func(map[string]any)) {
 func TestDashboardsAreValid(t *testing.T) {
 	plugins.RegisterDefaultPlugins()
 	// The template variables a query may use.
-	knownVariable := regexp.MustCompile(`\$(__rate_interval|__range|__interval|kpi|instance|run)\b`)
+	knownVariable := regexp.MustCompile(`\$(__rate_interval|__range|__interval|kpi|instance|run|profile)\b`)
 	sources := provisioned(t)
 	files, err := filepath.Glob(filepath.Join(Dir, "*.json"))
 	if err != nil || len(files) == 0 {
@@ -214,7 +214,14 @@ func TestDashboardsAreValid(t *testing.T) {
 			}
 			dsVars["${"+v.Name+"}"] = *v.Query.String
 		}
-		for _, name := range []string{VarInstance, VarRun} {
+		// The daemon's dashboard reads the daemon's job; every other the
+		// target's, with its phases annotated.
+		daemon := filepath.Base(file) == "daemon.json"
+		want, vars := sel, []string{VarInstance, VarRun}
+		if daemon {
+			want, vars = daemonSel, []string{VarInstance, VarProfile}
+		}
+		for _, name := range vars {
 			if !slices.ContainsFunc(d.Templating.List, func(v dashboard.VariableModel) bool { return v.Name == name }) {
 				t.Errorf("%s: no %s variable", file, name)
 			}
@@ -256,20 +263,27 @@ func TestDashboardsAreValid(t *testing.T) {
 				if rest := knownVariable.ReplaceAllString(e, ""); strings.Contains(rest, "$") {
 					t.Errorf("%s: %q uses an unknown variable", file, e)
 				}
-				if !strings.Contains(e, sel) {
-					t.Errorf("%s: %q does not select %s", file, e, sel)
+				if !strings.Contains(e, want) {
+					t.Errorf("%s: %q does not select %s", file, e, want)
 				}
 			}
 		})
 		if exprs == 0 {
 			t.Errorf("%s: no PromQL expressions", file)
 		}
-		if len(d.Annotations.List) == 0 || d.Annotations.List[0].Expr == nil || !strings.Contains(*d.Annotations.List[0].Expr, "soakd_phase_info") {
+		switch {
+		case daemon:
+			// The change points, each at its own time: the series' value.
+			if len(d.Annotations.List) == 0 || d.Annotations.List[0].Expr == nil || !strings.Contains(*d.Annotations.List[0].Expr, "soakd_history_change_point_timestamp_seconds") ||
+				d.Annotations.List[0].UseValueForTime == nil || !*d.Annotations.List[0].UseValueForTime {
+				t.Errorf("%s: no change-point annotations timed by soakd_history_change_point_timestamp_seconds' value", file)
+			}
+		case len(d.Annotations.List) == 0 || d.Annotations.List[0].Expr == nil || !strings.Contains(*d.Annotations.List[0].Expr, "soakd_phase_info"):
 			t.Errorf("%s: no phase annotations from soakd_phase_info", file)
 		}
 	}
-	if len(uids) != 5 {
-		t.Errorf("got %d dashboards, want 5 (overview, runtime, KPI, subscriptions, max load)", len(uids))
+	if len(uids) != 6 {
+		t.Errorf("got %d dashboards, want 6 (overview, runtime, KPI, subscriptions, max load, daemon)", len(uids))
 	}
 }
 
@@ -296,7 +310,11 @@ type compose struct {
 		Volumes     []string          `yaml:"volumes"`
 		Ports       []string          `yaml:"ports"`
 		Environment map[string]string `yaml:"environment"`
+		Secrets     []string          `yaml:"secrets"`
 	} `yaml:"services"`
+	Secrets map[string]struct {
+		Environment string `yaml:"environment"`
+	} `yaml:"secrets"`
 }
 
 // TestComposeStack checks that every image is pinned, that the four
@@ -357,8 +375,15 @@ func TestComposeStack(t *testing.T) {
 	if s := c.Services["soakd"]; !slices.Contains(s.Ports, "127.0.0.1:7070:7070") || !strings.HasPrefix(s.Environment["SOAKD_CONTROL_TOKEN"], "${SOAKD_CONTROL_TOKEN:?") {
 		t.Errorf("soakd: the control API must be published on 127.0.0.1:7070 with a required SOAKD_CONTROL_TOKEN: ports %v, env %v", s.Ports, s.Environment)
 	}
-	if !slices.Contains(c.Services["prometheus"].Volumes, "./prometheus.yml:/etc/prometheus/prometheus.yml:ro") {
-		t.Errorf("prometheus does not mount ./prometheus.yml: %v", c.Services["prometheus"].Volumes)
+	for _, want := range []string{"./prometheus.yml:/etc/prometheus/prometheus.yml:ro", "./alerts:/etc/prometheus/alerts:ro"} {
+		if !slices.Contains(c.Services["prometheus"].Volumes, want) {
+			t.Errorf("prometheus does not mount %s: %v", want, c.Services["prometheus"].Volumes)
+		}
+	}
+	// Prometheus scrapes the daemon with the control token: the secret
+	// comes from the variable the soakd service requires.
+	if s := c.Services["prometheus"]; !slices.Contains(s.Secrets, "soakd_control_token") || c.Secrets["soakd_control_token"].Environment != "SOAKD_CONTROL_TOKEN" {
+		t.Errorf("prometheus must get the secret soakd_control_token from SOAKD_CONTROL_TOKEN: service secrets %v, top-level %+v", s.Secrets, c.Secrets)
 	}
 }
 
@@ -378,10 +403,43 @@ func TestComposeConfig(t *testing.T) {
 	}
 }
 
+// TestPromtoolCheckConfig checks the compose stack's prometheus.yml whole,
+// its rule files included. The control token's secret exists only in the
+// container (compose mounts it at /run/secrets), so the check runs on a
+// copy pointing at a token file here, next to a copy of the rules.
 func TestPromtoolCheckConfig(t *testing.T) {
 	promtool := lookTool(t, "promtool")
-	out, err := exec.CommandContext(t.Context(), promtool, "check", "config", "prometheus.yml").CombinedOutput()
+	const secret = "/run/secrets/soakd_control_token"
+	raw, err := os.ReadFile("prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(secret)) {
+		t.Fatalf("prometheus.yml does not read the control token from %s, where compose mounts it", secret)
+	}
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	rules, err := os.ReadFile("alerts/soakd.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"prometheus.yml":         bytes.ReplaceAll(raw, []byte(secret), []byte(token)),
+		"token":                  []byte("a-token\n"),
+		"alerts/soakd.rules.yml": rules,
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.CommandContext(t.Context(), promtool, "check", "config", filepath.Join(dir, "prometheus.yml")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check config prometheus.yml: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "soakd.rules.yml") {
+		t.Errorf("promtool checked no rule file:\n%s", out)
 	}
 }

@@ -54,6 +54,7 @@ func dashboardQueries(t *testing.T) []string {
 		"$kpi", ".+",
 		"$instance", ".+",
 		"$run", ".+",
+		"$profile", ".+",
 	)
 	var out []string
 	for _, f := range files {
@@ -341,11 +342,17 @@ func TestDashboardQueriesAgainstPrometheus(t *testing.T) {
 	}
 	f := newFixture(t)
 	f.finishedPhase()
-	base := startPrometheus(t, bin, strings.TrimPrefix(f.srv.URL, "http://"))
+	daemon := newDaemonFixture()
+	defer daemon.srv.Close()
+	base := testkit.StartPrometheusJobs(t, bin, []testkit.ScrapeJob{
+		{Job: Job, Target: strings.TrimPrefix(f.srv.URL, "http://")},
+		{Job: DaemonJob, Target: strings.TrimPrefix(daemon.srv.URL, "http://")},
+	}, "")
 
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { f.traffic(ctx) })
+	wg.Go(func() { daemon.traffic(ctx) })
 	defer func() {
 		stop()
 		wg.Wait()
@@ -355,7 +362,7 @@ func TestDashboardQueriesAgainstPrometheus(t *testing.T) {
 	// the series move), then retry the failing queries until the deadline.
 	deadline := time.Now().Add(45 * time.Second)
 	for time.Now().Before(deadline) {
-		if n, err := instantQuery(t.Context(), base, `count_over_time(up{job="`+Job+`"}[1m]) >= 6`); err == nil && n > 0 {
+		if n, err := instantQuery(t.Context(), base, `min(count_over_time(up[1m])) >= 6`); err == nil && n > 0 {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -412,4 +419,5 @@ func TestDashboardQueriesAgainstPrometheus(t *testing.T) {
 	if word, colour := mapped(got[""]); len(got) != 1 || word != "INCONCLUSIVE" || colour != "orange" {
 		t.Errorf("Run verdict: %v reads %s in %s, want INCONCLUSIVE in orange", got, word, colour)
 	}
+	daemon.check(t, base)
 }

@@ -85,7 +85,9 @@ func TestDashboardQueriesAgainstARealRun(t *testing.T) {
 		t.Skip("builds soakd and runs a suite under a real Prometheus for about 30 s")
 	}
 	prom := lookTool(t, "prometheus")
-	queries := dashboardQueries(t)
+	// A run has a target, no daemon: the daemon dashboard's queries are
+	// TestDashboardQueriesAgainstPrometheus's (and the nightly e2e's).
+	queries := slices.DeleteFunc(dashboardQueries(t), func(q string) bool { return strings.Contains(q, `job="`+DaemonJob+`"`) })
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "soakd")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/soakd/soakd").CombinedOutput(); err != nil {

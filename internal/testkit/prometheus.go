@@ -22,6 +22,17 @@ import (
 // ends; its log is printed when the test failed.
 func StartPrometheus(t *testing.T, bin, job, target, ruleFile string) string {
 	t.Helper()
+	return StartPrometheusJobs(t, bin, []ScrapeJob{{Job: job, Target: target}}, ruleFile)
+}
+
+// ScrapeJob is one scrape job of StartPrometheusJobs: a job name and the
+// host:port whose /metrics it scrapes.
+type ScrapeJob struct{ Job, Target string }
+
+// StartPrometheusJobs is StartPrometheus with several scrape jobs, each
+// scraped every second: a target's and a daemon's series side by side.
+func StartPrometheusJobs(t *testing.T, bin string, jobs []ScrapeJob, ruleFile string) string {
+	t.Helper()
 	dir := t.TempDir()
 	rules := ""
 	if ruleFile != "" {
@@ -34,15 +45,16 @@ func StartPrometheus(t *testing.T, bin, job, target, ruleFile string) string {
 		}
 		rules = fmt.Sprintf("rule_files: [%q]\n", abs)
 	}
+	var scrape strings.Builder
+	for _, j := range jobs {
+		fmt.Fprintf(&scrape, "  - job_name: %s\n    static_configs:\n      - targets: [%q]\n", j.Job, j.Target)
+	}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
 %sscrape_configs:
-  - job_name: %s
-    static_configs:
-      - targets: [%q]
-`, rules, job, target)
+%s`, rules, scrape.String())
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
