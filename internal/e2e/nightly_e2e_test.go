@@ -17,7 +17,10 @@ import (
 // set for the run and back after it). The change point is found on the
 // seventh run by GET /v1/history/changes and `soakd history`, the web
 // page's trend marks it there, a real Prometheus scraping the daemon
-// fires SoakdCPUPerRequestChanged for the profile, and an eleventh run
+// fires SoakdCPUPerRequestChanged for the profile, the Grafana daemon
+// dashboard's queries all have data there, its change-point annotation
+// marks the seventh run's start and its last runs' table reads the
+// history's verdicts, and an eleventh run
 // without the override costs what the first six did: the daemon put its
 // own setting back.
 func TestNightlyCPUStep(t *testing.T) {
@@ -64,10 +67,18 @@ func TestNightlyCPUStep(t *testing.T) {
 		ids = append(ids, r.ID)
 		cpu = append(cpu, cpuPerRequest(r.ID))
 	}
+	// A real Prometheus scrapes the daemon, with the shipped rules, from
+	// the tenth night on: that run finishes while it scrapes, so the
+	// dashboard's increases and wall times have data.
+	var prom string
 	for i := 1; i <= 10; i++ {
 		o := ""
 		if i >= 7 {
 			o = "inject: {graphql_cpu_us_per_request: 200}\n"
+		}
+		if i == 10 {
+			prom = testkit.StartPrometheus(t, testkit.LookTool(t, "prometheus"), "soakd-daemon", strings.TrimPrefix(d.api, "http://"), "grafana/alerts/soakd.rules.yml")
+			testkit.Get(t, d.api+"/v1/runs/no-such-run") // a refusal for the API panel: 404
 		}
 		night(o)
 	}
@@ -100,9 +111,53 @@ func TestNightlyCPUStep(t *testing.T) {
 		t.Errorf("console: %s", l)
 	}
 
-	prom := testkit.StartPrometheus(t, testkit.LookTool(t, "prometheus"), "soakd-daemon", strings.TrimPrefix(d.api, "http://"), "grafana/alerts/soakd.rules.yml")
 	if v := promValue(t, prom, `ALERTS{alertname="SoakdCPUPerRequestChanged", alertstate="firing", profile="tiny"}`, time.Minute); v != 1 {
 		t.Errorf("SoakdCPUPerRequestChanged for tiny: %v, want firing", v)
+	}
+
+	// The Grafana daemon dashboard's queries, as Grafana runs them: the
+	// change-point annotation marks the 7th run's start, the last runs'
+	// table lists the ten with the history's verdicts.
+	daemon := daemonDashboard(t)
+	marks := promVector(t, prom, daemon.annotation(t, "Change points"), func(v []promSample) bool { return len(v) > 0 })
+	seventh, _, err := cl.Get(ctx, ids[6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The burn moves latency and throughput too (a closed model's users
+	// wait for the slower answers): each figure that moved is marked, all
+	// of them at the 7th run, CPU per request among them.
+	cpuMarked := false
+	for _, m := range marks {
+		if m.labels["run"] != ids[6] || int64(m.value) != seventh.StartedAt.UnixMilli() {
+			t.Errorf("the dashboard's change-point annotation marks %s at %.0f ms, want %s at %d ms", m.labels["metric"], m.value, ids[6], seventh.StartedAt.UnixMilli())
+		}
+		cpuMarked = cpuMarked || m.labels["metric"] == "cpu_us_per_request.graphql"
+	}
+	if !cpuMarked {
+		t.Errorf("the dashboard's change-point annotation does not mark CPU per request: %+v", marks)
+	}
+	rows := promVector(t, prom, daemon.panelQuery(t, "Last runs"), func(v []promSample) bool { return len(v) == len(ids) })
+	verdicts := map[string]string{}
+	for _, r := range rows {
+		verdicts[r.labels["run"]] = r.labels["verdict"]
+	}
+	for _, id := range ids {
+		sum, _, err := cl.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if verdicts[id] != string(sum.Verdict) {
+			t.Errorf("the dashboard's last runs: %s reads %q, the history %q", id, verdicts[id], sum.Verdict)
+		}
+	}
+
+	// Every query of the daemon dashboard has data: a run finished while
+	// Prometheus scraped (its increases and wall time).
+	for _, q := range daemon.queries() {
+		if v := promVector(t, prom, q, func(v []promSample) bool { return len(v) > 0 }); len(v) == 0 {
+			t.Errorf("the daemon dashboard's query has no data: %s", q)
+		}
 	}
 
 	night("")
