@@ -15,7 +15,12 @@
 // one, which makes its p-value optimistic: on noise alone the largest of
 // ~25 divergences is significant far more often than the level says. The
 // correction bounds the chance that a series without any change gets one
-// at the level, whatever split was chosen. Each accepted change splits its
+// at the level, whatever split was chosen. When the split against the
+// whole rest of the segment is not significant, the split against a
+// shorter right side is searched too (Matteson and James's right end κ):
+// a regression fixed a few runs later is low | high | low, and the whole
+// rest mixes high and low. Each search has half the level (a weighted
+// Bonferroni correction over both). Each accepted change splits its
 // segment and both halves are searched again.
 //
 // Every side of a split holds at least Options.MinRuns runs, so one noisy
@@ -112,13 +117,24 @@ func Detect(values []float64, o Options) ([]Change, error) {
 	for len(todo) > 0 {
 		s := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		tau, candidates := bestSplit(values[s.lo:s.hi], o.MinRuns)
+		x := values[s.lo:s.hi]
+		tau, candidates := bestSplit(x, o.MinRuns)
 		if candidates == 0 {
 			continue
 		}
-		p := min(1, tTest(values[s.lo:s.lo+tau], values[s.lo+tau:s.hi])*float64(candidates))
+		// Half the level for the split of the whole segment, half for the
+		// split against a shorter right side (weighted Bonferroni: the
+		// chance of a false change stays within the level).
+		p := min(1, 2*float64(candidates)*tTest(x[:tau], x[tau:]))
 		if p >= o.Level {
-			continue
+			bTau, kappa, pairs := bestBump(x, o.MinRuns)
+			if pairs == 0 {
+				continue
+			}
+			if p = min(1, 2*float64(pairs)*tTest(x[:bTau], x[bTau:kappa])); p >= o.Level {
+				continue
+			}
+			tau = bTau
 		}
 		cps = append(cps, found{s.lo + tau, p})
 		todo = append(todo, segment{s.lo, s.lo + tau}, segment{s.lo + tau, s.hi})
@@ -186,6 +202,58 @@ func bestSplit(x []float64, k int) (tau, candidates int) {
 		}
 	}
 	return tau, n - 2*k + 1
+}
+
+// bestBump returns the split tau and right end kappa of x (x[:tau] |
+// x[tau:kappa], each side at least k values, kappa ≤ len(x)) with the
+// largest E-Divisive divergence, and how many such pairs were candidates.
+// This is Matteson and James's search over the right end: a level that
+// moved and moved back (a regression fixed a few runs later) is a split
+// against a shorter right side, where the split against the whole rest
+// of the segment mixes both levels on its right and proves nothing. Ties
+// go to the earliest pair. O(len(x)²) time, O(len(x)) memory.
+func bestBump(x []float64, k int) (tau, kappa, candidates int) {
+	n := len(x)
+	if n < 2*k {
+		return 0, 0, 0
+	}
+	// pre[b] = W(0, b), the sum of |x_i−x_j| over pairs i<j<b.
+	pre := make([]float64, n+1)
+	for b := 1; b <= n; b++ {
+		pre[b] = pre[b-1]
+		for i := range b - 1 {
+			pre[b] += math.Abs(x[i] - x[b-1])
+		}
+	}
+	// row[b] = W(a, b) for the current a, from W(a+1, b) and the pairs
+	// (a, j), a < j < b, rows taken from the end.
+	row := make([]float64, n+1)
+	best := math.Inf(-1)
+	for a := n - 1; a >= 0; a-- {
+		acc := 0.0 // sum of |x_a − x_j| for a < j < b
+		for b := a + 1; b <= n; b++ {
+			if b-1 > a {
+				acc += math.Abs(x[a] - x[b-1])
+			}
+			row[b] += acc
+		}
+		if a < k || a > n-k {
+			continue
+		}
+		m := float64(a)
+		wl := pre[a]
+		for b := a + k; b <= n; b++ {
+			candidates++
+			r := float64(b - a)
+			wr := row[b]
+			between := pre[b] - wl - wr
+			q := m * r / (m + r) * (2*between/(m*r) - wl/(m*(m-1)/2) - wr/(r*(r-1)/2))
+			if q > best || (q == best && (a < tau || a == tau && b < kappa)) {
+				best, tau, kappa = q, a, b
+			}
+		}
+	}
+	return tau, kappa, candidates
 }
 
 // tTest returns the two-sided p-value of Student's two-sample t-test

@@ -161,6 +161,11 @@ func TestNightlyCPUStep(t *testing.T) {
 	}
 
 	night("")
+	// One run back at the old level is not a change of its own (it needs
+	// three), and it does not hide the one before it.
+	if c, err := cl.Changes(ctx, "tiny", ""); err != nil || len(c.Changes) != 1 || c.Changes[0].Run != ids[6] {
+		t.Errorf("after a run back at the old level: change points %+v (%v), want the one on the 7th run %s", c.Changes, err, ids[6])
+	}
 	before := cpu[:6]
 	high := 0.0
 	for _, v := range before {
