@@ -429,9 +429,13 @@ func (d *daemon) SetBaseline(_ context.Context, id string) error {
 	return err
 }
 
-// History says whether the run history takes writes, and why not.
+// History says whether the run history takes writes, and why not, and
+// whether a soak has left its soak.json in the data directory.
 func (d *daemon) History(context.Context) api.HistoryState {
 	h := api.HistoryState{DataDir: d.cfg.DataDir}
+	if _, err := os.Stat(filepath.Join(d.cfg.DataDir, run.SoakFile)); err == nil {
+		h.Soak = true
+	}
 	if err := d.store.ReadOnly(); err != nil {
 		h.ReadOnly, h.Reason = true, err.Error()
 	}

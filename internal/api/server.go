@@ -153,6 +153,9 @@ type HistoryState struct {
 	ReadOnly bool `json:"read_only"`
 	// Reason says why the history is read-only.
 	Reason string `json:"reason,omitempty"`
+	// Soak is true when the data directory holds a soak's soak.json, which
+	// GET /v1/soak answers (404 otherwise): a page asks for it only then.
+	Soak bool `json:"soak"`
 }
 
 // StartRequest is the body of POST /v1/runs. An empty body is the zero

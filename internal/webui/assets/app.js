@@ -143,11 +143,12 @@ function failure(err) {
 
 async function runsPage(params) {
   show(el("h1", {}, "Runs"), el("p", {}, "Loading…"));
-  const [{ runs }, hist, sched, soak] = await Promise.all([
+  const [{ runs }, hist, sched] = await Promise.all([
     getJSON("/v1/runs"), getJSON("/v1/history"),
     getJSON("/v1/schedules").catch(() => null),
-    getJSON("/v1/soak").catch(() => null), // 404: no soak in this data directory
   ]);
+  // Asked only when there is one: a 404 is an error in the console.
+  const soak = hist.soak ? await getJSON("/v1/soak").catch(() => null) : null;
   const state = document.getElementById("daemon-state");
   state.textContent = hist.read_only ? "history read-only: " + hist.reason : "";
   state.className = hist.read_only ? "warn" : "";
@@ -437,7 +438,11 @@ function trendChart(a, b, baseline, label) {
 
 // ---- routing ----
 
-async function route() {
+// route draws the page the location's hash names. keep is the id of the
+// filter the reader changed to get here: the page is drawn anew around
+// it, so the focus goes back to it (unless it moved meanwhile), and the
+// reader keeps their place on a keyboard.
+async function route(keep) {
   if (liveAbort) { liveAbort.abort(); liveAbort = null; }
   const [path, query] = (location.hash.replace(/^#/, "") || "/").split("?");
   const params = new URLSearchParams(query || "");
@@ -452,9 +457,18 @@ async function route() {
   } catch (e) {
     show(el("h1", {}, "soakd"), failure(e));
   }
+  const lost = document.activeElement === null || document.activeElement === document.body || document.activeElement === main;
+  if (keep && lost) (document.getElementById(keep) || main).focus();
   main.dataset.ready = path;
 }
 
 document.getElementById("token-form").addEventListener("submit", tokenGiven);
-window.addEventListener("hashchange", () => { route(); main.focus(); });
+// A navigation focuses the new page's main, so a keyboard goes on from
+// its top; a filter (a select of the page) keeps the focus (see route).
+window.addEventListener("hashchange", () => {
+  const a = document.activeElement;
+  const keep = a instanceof HTMLSelectElement && a.id && main.contains(a) ? a.id : "";
+  route(keep);
+  if (!keep) main.focus();
+});
 route();
