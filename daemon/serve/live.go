@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -112,9 +114,12 @@ func (l logLines) Write(p []byte) (int, error) {
 }
 
 // Soak returns data_dir's soak.json as written: the scheduled soak in
-// progress (rewritten after every cycle) or the last one.
+// progress (rewritten after every cycle) or the last one. Only a regular
+// file is served: a symbolic link planted in its place (to any JSON file
+// of the machine) is refused as if there were no soak, as the run files
+// are (history.Store.OpenFile).
 func (d *daemon) Soak(context.Context) (json.RawMessage, error) {
-	b, err := os.ReadFile(filepath.Join(d.cfg.DataDir, run.SoakFile))
+	b, err := readSoakFile(d.cfg.DataDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: no soak has run in this data directory (soak.cycles or soak.duration starts one with the daemon)", api.ErrNotFound)
 	}
@@ -122,6 +127,27 @@ func (d *daemon) Soak(context.Context) (json.RawMessage, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// readSoakFile reads dataDir's soak.json when it is a regular file, never
+// through a symbolic link (O_NOFOLLOW, and a regular file checked on the
+// file opened, so a link swapped in between is not followed either); an
+// error wrapping fs.ErrNotExist otherwise.
+func readSoakFile(dataDir string) ([]byte, error) {
+	f, err := os.OpenFile(filepath.Join(dataDir, run.SoakFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link, not the soak's file: %w", run.SoakFile, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file: %w", run.SoakFile, fs.ErrNotExist)
+	}
+	return io.ReadAll(f)
 }
 
 // plant is a run's planted regression on the daemon's target: the

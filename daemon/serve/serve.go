@@ -433,8 +433,8 @@ func (d *daemon) SetBaseline(_ context.Context, id string) error {
 // whether a soak has left its soak.json in the data directory.
 func (d *daemon) History(context.Context) api.HistoryState {
 	h := api.HistoryState{DataDir: d.cfg.DataDir}
-	if _, err := os.Stat(filepath.Join(d.cfg.DataDir, run.SoakFile)); err == nil {
-		h.Soak = true
+	if fi, err := os.Lstat(filepath.Join(d.cfg.DataDir, run.SoakFile)); err == nil && fi.Mode().IsRegular() {
+		h.Soak = true // what GET /v1/soak serves: a regular file, no link
 	}
 	if err := d.store.ReadOnly(); err != nil {
 		h.ReadOnly, h.Reason = true, err.Error()
