@@ -29,20 +29,8 @@ const profileSel = daemonSel + `, profile=~"$` + VarProfile + `"`
 // hold (also as annotations on every panel, at the first run at the new
 // level), runs by outcome, their wall time, and the control API's traffic.
 func daemonDashboard() *dashboard.DashboardBuilder {
-	all := func(v *dashboard.QueryVariableBuilder) *dashboard.QueryVariableBuilder {
-		return v.Datasource(promDS()).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc).
-			Multi(true).
-			IncludeAll(true).
-			AllValue(".*").
-			Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("All")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr("$__all")}})
-	}
 	b := dashboard.NewDashboardBuilder("soakd: daemon").
-		WithVariable(dashboard.NewDatasourceVariableBuilder(VarDatasource).
-			Label("Prometheus").
-			Type("prometheus").
-			Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("Prometheus")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr(PrometheusUID)}})).
+		WithVariable(promVariable()).
 		WithVariable(all(dashboard.NewQueryVariableBuilder(VarInstance)).
 			Label("Daemon").
 			Description("The soakd serve daemons scraped under job " + DaemonJob + ".").

@@ -186,20 +186,8 @@ const sel = `job="` + Job + `", instance=~"$` + VarInstance + `"`
 // datasources (defaulting to the provisioned ones), the soakd instances
 // and the runs whose phases are annotated.
 func variables(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
-	all := func(v *dashboard.QueryVariableBuilder) *dashboard.QueryVariableBuilder {
-		return v.Datasource(promDS()).
-			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc).
-			Multi(true).
-			IncludeAll(true).
-			AllValue(".*").
-			Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("All")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr("$__all")}})
-	}
 	return b.
-		WithVariable(dashboard.NewDatasourceVariableBuilder(VarDatasource).
-			Label("Prometheus").
-			Type("prometheus").
-			Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("Prometheus")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr(PrometheusUID)}})).
+		WithVariable(promVariable()).
 		WithVariable(dashboard.NewDatasourceVariableBuilder(VarPyroscope).
 			Label("Pyroscope").
 			Type("grafana-pyroscope-datasource").
@@ -212,6 +200,27 @@ func variables(b *dashboard.DashboardBuilder) *dashboard.DashboardBuilder {
 			Label("Run").
 			Description("The runs whose phases are annotated (soakd_phase_info carries the run id; other series do not, to keep their number bounded).").
 			Query(dashboard.StringOrMap{String: cog.ToPtr(`label_values(soakd_phase_info{` + sel + `}, run)`)}))
+}
+
+// promVariable picks the Prometheus datasource, the provisioned one by
+// default.
+func promVariable() *dashboard.DatasourceVariableBuilder {
+	return dashboard.NewDatasourceVariableBuilder(VarDatasource).
+		Label("Prometheus").
+		Type("prometheus").
+		Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("Prometheus")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr(PrometheusUID)}})
+}
+
+// all makes v a multi-value query variable of the Prometheus datasource,
+// All (".*") picked, refreshed with the time range.
+func all(v *dashboard.QueryVariableBuilder) *dashboard.QueryVariableBuilder {
+	return v.Datasource(promDS()).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(true).
+		IncludeAll(true).
+		AllValue(".*").
+		Current(dashboard.VariableOption{Text: dashboard.StringOrArrayOfString{String: cog.ToPtr("All")}, Value: dashboard.StringOrArrayOfString{String: cog.ToPtr("$__all")}})
 }
 
 // q is a range query of expr with a legend.
