@@ -1,7 +1,6 @@
 package history
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -29,11 +28,12 @@ type File struct {
 // out: a run directory's files are what soakd wrote there. The error wraps
 // ErrNotFound for an unknown id.
 func (s *Store) Files(id string, valid func(string) bool) ([]File, error) {
-	dir, err := s.runDir(id)
+	root, err := s.runRoot(id)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(dir)
+	defer root.Close()
+	entries, err := fs.ReadDir(root.FS(), ".")
 	if err != nil {
 		return nil, fmt.Errorf("cannot list run %s's files: %w", id, err)
 	}
@@ -59,16 +59,15 @@ func (s *Store) Files(id string, valid func(string) bool) ([]File, error) {
 // unknown id and wraps ErrNoFile for anything else that
 // is not a run file.
 func (s *Store) OpenFile(id, name string, valid func(string) bool) (*os.File, error) {
-	dir, err := s.runDir(id)
-	if err != nil {
-		return nil, err
-	}
 	if !valid(name) || strings.ContainsAny(name, `/\`) {
+		if _, err := s.summary(id); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("run %s, file %q: %w", id, name, ErrNoFile)
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := s.runRoot(id)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w: %w", id, ErrNoFile, err)
+		return nil, err
 	}
 	defer root.Close()
 	// os.Root follows a link that stays inside the root, so the name is
@@ -93,16 +92,37 @@ func (s *Store) OpenFile(id, name string, valid func(string) bool) (*os.File, er
 	return f, nil
 }
 
-// runDir is run id's directory, or an error wrapping ErrNotFound.
-func (s *Store) runDir(id string) (string, error) {
+// summary is run id's index entry, or an error wrapping ErrNotFound.
+func (s *Store) summary(id string) (Summary, error) {
 	s.mu.RLock()
 	sum, ok := s.index[id]
 	s.mu.RUnlock()
 	if !ok {
-		return "", fmt.Errorf("run %q: %w", id, ErrNotFound)
+		return Summary{}, fmt.Errorf("run %q: %w", id, ErrNotFound)
 	}
-	if _, err := os.Stat(sum.Dir); errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("run %q: its directory is gone: %w", id, ErrNotFound)
+	return sum, nil
+}
+
+// runRoot opens run id's directory as an os.Root, through an os.Root on
+// the runs directory: a run directory that is a symbolic link (to /etc,
+// say) is no run, and nothing opened through it leaves it. The error
+// wraps ErrNotFound for an unknown id or a directory gone or replaced.
+func (s *Store) runRoot(id string) (*os.Root, error) {
+	if _, err := s.summary(id); err != nil {
+		return nil, err
 	}
-	return sum.Dir, nil
+	runs, err := os.OpenRoot(s.runs)
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w: %w", id, ErrNotFound, err)
+	}
+	defer runs.Close()
+	fi, err := runs.Lstat(id)
+	if err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("run %q: its directory is gone or is not a directory: %w", id, ErrNotFound)
+	}
+	root, err := runs.OpenRoot(id)
+	if err != nil {
+		return nil, fmt.Errorf("run %q: %w: %w", id, ErrNotFound, err)
+	}
+	return root, nil
 }

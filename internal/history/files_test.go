@@ -80,3 +80,62 @@ func TestRunFiles(t *testing.T) {
 		t.Errorf("an unknown run's files: %v, want ErrNotFound", err)
 	}
 }
+
+// TestRunDirLink: a run directory that is a symbolic link (planted in
+// runs/, to /etc or to another run) is no run: Update does not admit it,
+// Open does not list it, and a run indexed before its directory was
+// swapped for a link serves no file through it.
+func TestRunDirLink(t *testing.T) {
+	data := t.TempDir()
+	s, err := Open(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	elsewhere := t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "passwd"), []byte("root:x:0:0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(data, RunsDir)
+	if err := os.Symlink(elsewhere, filepath.Join(runs, "evil")); err != nil {
+		t.Fatal(err)
+	}
+	valid := func(string) bool { return true }
+	if err := s.Update("evil"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Update of a linked run directory: %v, want ErrNotFound", err)
+	}
+	if fs, err := s.Files("evil", valid); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the linked directory's files: %v %v, want ErrNotFound", fs, err)
+	}
+	// Indexed as a real run, then swapped for a link.
+	dir, err := s.NewRun("r1", "quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := s.Files("r1", valid); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a run swapped for a link lists %v (%v), want ErrNotFound", fs, err)
+	}
+	if f, err := s.OpenFile("r1", "passwd", valid); err == nil || !errors.Is(err, ErrNotFound) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("a run swapped for a link opens passwd (%v), want ErrNotFound", err)
+	}
+	s.Close() // the lock: one store at a time
+	again, err := Open(data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	for _, sum := range again.List() {
+		if sum.ID == "evil" || sum.ID == "r1" {
+			t.Errorf("Open lists the linked directory %s", sum.ID)
+		}
+	}
+}

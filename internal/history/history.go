@@ -557,8 +557,10 @@ func (s *Store) Update(id string) error {
 			return fmt.Errorf("cannot update run %q: %w", id, ErrNotFound)
 		}
 	}
+	// Lstat: a symbolic link in runs/ is no run (Open's listing skips
+	// them too), so no run's files come from elsewhere.
 	dir := filepath.Join(s.runs, id)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		delete(s.index, id)
 		delete(s.ended, id)
 		return fmt.Errorf("cannot update run %s: %w", id, ErrNotFound)
