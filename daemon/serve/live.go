@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,6 +17,7 @@ import (
 	"github.com/soakd/soakd/daemon/run"
 	"github.com/soakd/soakd/daemon/target"
 	"github.com/soakd/soakd/internal/api"
+	"github.com/soakd/soakd/internal/fsutil"
 	"github.com/soakd/soakd/internal/history"
 	"github.com/soakd/soakd/internal/progress"
 )
@@ -130,24 +129,14 @@ func (d *daemon) Soak(context.Context) (json.RawMessage, error) {
 }
 
 // readSoakFile reads dataDir's soak.json when it is a regular file, never
-// through a symbolic link (O_NOFOLLOW, and a regular file checked on the
-// file opened, so a link swapped in between is not followed either); an
-// error wrapping fs.ErrNotExist otherwise.
+// through a symbolic link (fsutil.ReadNoFollow); an error wrapping
+// fs.ErrNotExist for a link or anything but a regular file.
 func readSoakFile(dataDir string) ([]byte, error) {
-	f, err := os.OpenFile(filepath.Join(dataDir, run.SoakFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s is a symbolic link, not the soak's file: %w", run.SoakFile, fs.ErrNotExist)
+	b, err := fsutil.ReadNoFollow(filepath.Join(dataDir, run.SoakFile))
+	if errors.Is(err, fsutil.ErrLink) || errors.Is(err, fsutil.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err) // a link, a FIFO, a directory: no soak
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file: %w", run.SoakFile, fs.ErrNotExist)
-	}
-	return io.ReadAll(f)
+	return b, err
 }
 
 // plant is a run's planted regression on the daemon's target: the

@@ -410,7 +410,7 @@ func (d *daemon) Get(_ context.Context, id string) (api.RunSummary, json.RawMess
 	}
 	// The bytes keep fields this version does not know; a report replaced
 	// since by one that is not JSON is served as none.
-	raw, rerr := os.ReadFile(filepath.Join(s.Dir, report.JSONFile))
+	raw, rerr := d.store.ReportJSON(id)
 	if rerr != nil || !json.Valid(raw) {
 		raw = nil
 	}

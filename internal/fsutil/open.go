@@ -1,7 +1,9 @@
 package fsutil
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 
@@ -55,4 +57,38 @@ func fileKind(m os.FileMode) string {
 		return "a device"
 	}
 	return m.Type().String()
+}
+
+// ReadNoFollow's errors for what it does not read.
+var (
+	// ErrLink: a symbolic link.
+	ErrLink = errors.New("is a symbolic link, which soakd does not follow in its data directory")
+	// ErrNotRegular: a directory, a FIFO, a socket or a device.
+	ErrNotRegular = errors.New("is not a regular file")
+)
+
+// ReadNoFollow reads path as os.ReadFile does, but only a regular file, and
+// never through a symbolic link as its last element (O_NOFOLLOW; the file
+// opened is the one checked). It is for the files soakd wrote into its own
+// data directory (report.json, soak.json), which the daemon serves: a link
+// planted in place of one would have it serve any file of the machine. A
+// link's error wraps ErrLink, anything else not a regular file's
+// ErrNotRegular; a FIFO does not block the open.
+func ReadNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s %w", path, ErrLink)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s %w (%s)", path, ErrNotRegular, fileKind(fi.Mode()))
+	}
+	return io.ReadAll(f)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/soakd/soakd/internal/report"
 )
 
 // TestRunFiles: a run's listing holds its regular files only, and
@@ -137,5 +139,42 @@ func TestRunDirLink(t *testing.T) {
 		if sum.ID == "evil" || sum.ID == "r1" {
 			t.Errorf("Open lists the linked directory %s", sum.ID)
 		}
+	}
+}
+
+// TestReportLink: a report.json that is a symbolic link (to a JSON file
+// elsewhere that reads as a report) is not read: Get gives no report (the
+// run, just created, stays running as a run without its first report
+// does) and ReportJSON none of the linked file's bytes.
+func TestReportLink(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dir, err := s.NewRun("r1", "quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	if err := os.WriteFile(secret, []byte(`{"schema_version":1,"run":"r1","status":"complete","token":"s3cret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "report.json")
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update("r1"); err == nil {
+		t.Error("Update read a linked report.json")
+	}
+	sum, rep, err := s.Get("r1")
+	if rep != nil || !errors.Is(err, ErrNoReport) || sum.Status == report.StatusComplete {
+		t.Errorf("Get of a linked report.json: %+v, %v, %v; want no report", sum, rep, err)
+	}
+	if b, err := s.ReportJSON("r1"); err == nil || strings.Contains(string(b), "s3cret") {
+		t.Errorf("ReportJSON served the linked file: %q, %v", b, err)
 	}
 }

@@ -439,12 +439,34 @@ func readBaseline(path string) (string, error) {
 	return id, nil
 }
 
+// readReport reads run directory dir's report.json, a regular file and
+// never through a symbolic link (fsutil.ReadNoFollow): a link planted in
+// its place would have GET /v1/runs/{id} serve whatever JSON it points at.
+func readReport(dir string) (*report.Report, error) {
+	path := filepath.Join(dir, report.JSONFile)
+	b, err := fsutil.ReadNoFollow(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read report: %w", err)
+	}
+	return report.Unmarshal(b, path)
+}
+
+// ReportJSON is run id's report.json as written (fields this version does
+// not know included), read as Get reads it: a regular file, no link.
+func (s *Store) ReportJSON(id string) ([]byte, error) {
+	sum, err := s.summary(id)
+	if err != nil {
+		return nil, err
+	}
+	return fsutil.ReadNoFollow(filepath.Join(sum.Dir, report.JSONFile))
+}
+
 // scan reads one run directory. With an unreadable report it returns an
 // unreadable summary (dated by the directory's modification time, the
 // error as its reason) and the error.
 func (s *Store) scan(id string) (Summary, *report.Report, error) {
 	dir := filepath.Join(s.runs, id)
-	rep, err := report.Read(filepath.Join(dir, report.JSONFile))
+	rep, err := readReport(dir)
 	if err != nil {
 		sum := Summary{ID: id, Status: StatusUnreadable, Dir: dir, Reason: err.Error()}
 		if fi, serr := os.Stat(dir); serr == nil {
@@ -475,7 +497,7 @@ func summarize(id, dir string, rep *report.Report) Summary {
 // JSON object's members rather than re-encoding a report.Report, so fields
 // unknown to this version survive; it returns the report as rewritten.
 func (s *Store) markAborted(path, reason string, finished time.Time) (*report.Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsutil.ReadNoFollow(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", path, err)
 	}
@@ -621,7 +643,7 @@ func (s *Store) Get(id string) (Summary, *report.Report, error) {
 		return Summary{}, nil, fmt.Errorf("cannot get run %q: %w", id, ErrNotFound)
 	}
 	ended.Baseline = sum.Baseline
-	rep, err := report.Read(filepath.Join(sum.Dir, report.JSONFile))
+	rep, err := readReport(sum.Dir)
 	if err != nil {
 		switch {
 		case isEnded:

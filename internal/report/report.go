@@ -1111,9 +1111,15 @@ func Read(path string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read report: %w", err)
 	}
+	return Unmarshal(b, path)
+}
+
+// Unmarshal decodes a report.json's text as Read does (any JSON object
+// soakd wrote, a partial one included), what naming it in errors.
+func Unmarshal(b []byte, what string) (*Report, error) {
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("cannot decode %s: %w", path, err)
+		return nil, fmt.Errorf("cannot decode %s: %w", what, err)
 	}
 	return &r, nil
 }
