@@ -134,8 +134,15 @@ func TestServeMetrics(t *testing.T) {
 	if after["soakd_api_requests_total{code=401,route=GET /metrics}"] != 1 {
 		t.Errorf("the refused scrape is not counted as a 401 on GET /metrics")
 	}
-	if strings.Contains(text, run.ID) {
-		t.Errorf("the run id is a label value: routes must be patterns")
+	// Routes are patterns: no series of the API's requests names the run
+	// (the history's last runs do, by design: bounded to 20).
+	for k := range after {
+		if strings.HasPrefix(k, "soakd_api_requests_total{") && strings.Contains(k, run.ID) {
+			t.Errorf("the run id is a route's label value: routes must be patterns: %s", k)
+		}
+	}
+	if !strings.Contains(text, `soakd_history_run_started_timestamp_seconds{baseline="false",profile="tiny",run="`+run.ID+`",verdict="`) {
+		t.Errorf("the finished run is not among the last runs' series")
 	}
 	build := false
 	for k, v := range after {

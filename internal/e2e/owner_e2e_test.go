@@ -160,7 +160,12 @@ func startWrappedRun(t *testing.T, bin string, srv externalServer, data string) 
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "long.yaml")
 	long := strings.Replace(tinyConfig, "graphql-mutation, users: 5, iterations: 300", "graphql-mutation, users: 5, iterations: 20000", 1)
-	section := strings.Replace(srv.commandSection(bin), "  argv: [", `  argv: [sh, -c, '"$0" "$@"; echo done', `, 1)
+	// The server's output goes to a file, not to soakd's log pipe: with
+	// soakd killed, its next log line would end it by SIGPIPE (a Go
+	// program writing to a broken stdout or stderr exits), which would
+	// decide by timing whether an orphan is left for the next run to end.
+	serverLog := filepath.Join(dir, "server.log")
+	section := strings.Replace(srv.commandSection(bin), "  argv: [", `  argv: [sh, -c, '"$0" "$@" >>`+serverLog+` 2>&1; echo done', `, 1)
 	if err := os.WriteFile(cfgPath, []byte(long+section+"\ndata_dir: "+data+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
