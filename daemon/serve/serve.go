@@ -401,19 +401,15 @@ func (d *daemon) Get(_ context.Context, id string) (api.RunSummary, json.RawMess
 	if err := d.store.Update(id); err != nil && errors.Is(err, history.ErrNotFound) {
 		return api.RunSummary{}, nil, fmt.Errorf("%w: %s", api.ErrNotFound, id)
 	}
-	s, rep, err := d.store.Get(id)
+	s, rep, raw, err := d.store.GetJSON(id)
 	if errors.Is(err, history.ErrNotFound) {
 		return api.RunSummary{}, nil, fmt.Errorf("%w: %s", api.ErrNotFound, id)
 	}
 	if rep == nil {
 		return d.inProgress(api.RunSummary(s)), nil, nil // none yet, or unreadable: s says why
 	}
-	// The bytes keep fields this version does not know; a report replaced
-	// since by one that is not JSON is served as none.
-	raw, rerr := d.store.ReportJSON(id)
-	if rerr != nil || !json.Valid(raw) {
-		raw = nil
-	}
+	// The bytes (fields this version does not know kept) are the file the
+	// report was decoded from.
 	return d.inProgress(api.RunSummary(s)), raw, nil
 }
 

@@ -12,20 +12,29 @@ import (
 	"github.com/soakd/soakd/internal/report"
 )
 
+// storeWithRun opens a store in a temporary directory, closed when the
+// test ends, with one new run r1 of profile quick; it returns the run's
+// directory.
+func storeWithRun(t *testing.T) (*Store, string) {
+	t.Helper()
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	dir, err := s.NewRun("r1", "quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, dir
+}
+
 // TestRunFiles: a run's listing holds its regular files only, and
 // OpenFile opens those alone: not a symbolic link (to a file outside or
 // inside the run), a directory, a FIFO (without blocking), a path, a
 // name the caller's rule refuses, or a file of an unknown run.
 func TestRunFiles(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	dir, err := s.NewRun("r1", "quick")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir := storeWithRun(t)
 	secret := filepath.Join(t.TempDir(), "secret")
 	for path, body := range map[string]string{filepath.Join(dir, "report.json"): `{}`, filepath.Join(dir, "report.html"): "<p>", secret: "key"} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
@@ -145,17 +154,9 @@ func TestRunDirLink(t *testing.T) {
 // TestReportLink: a report.json that is a symbolic link (to a JSON file
 // elsewhere that reads as a report) is not read: Get gives no report (the
 // run, just created, stays running as a run without its first report
-// does) and ReportJSON none of the linked file's bytes.
+// does) and GetJSON none of the linked file's bytes.
 func TestReportLink(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	dir, err := s.NewRun("r1", "quick")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir := storeWithRun(t)
 	secret := filepath.Join(t.TempDir(), "secret.json")
 	if err := os.WriteFile(secret, []byte(`{"schema_version":1,"run":"r1","status":"complete","token":"s3cret"}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func TestReportLink(t *testing.T) {
 	if rep != nil || !errors.Is(err, ErrNoReport) || sum.Status == report.StatusComplete {
 		t.Errorf("Get of a linked report.json: %+v, %v, %v; want no report", sum, rep, err)
 	}
-	if b, err := s.ReportJSON("r1"); err == nil || strings.Contains(string(b), "s3cret") {
-		t.Errorf("ReportJSON served the linked file: %q, %v", b, err)
+	if _, _, b, err := s.GetJSON("r1"); err == nil || strings.Contains(string(b), "s3cret") {
+		t.Errorf("GetJSON gave the linked file's bytes: %q, %v", b, err)
 	}
 }

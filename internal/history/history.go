@@ -443,22 +443,22 @@ func readBaseline(path string) (string, error) {
 // never through a symbolic link (fsutil.ReadNoFollow): a link planted in
 // its place would have GET /v1/runs/{id} serve whatever JSON it points at.
 func readReport(dir string) (*report.Report, error) {
+	rep, _, err := readReportJSON(dir)
+	return rep, err
+}
+
+// readReportJSON is readReport with the bytes read.
+func readReportJSON(dir string) (*report.Report, []byte, error) {
 	path := filepath.Join(dir, report.JSONFile)
 	b, err := fsutil.ReadNoFollow(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read report: %w", err)
+		return nil, nil, fmt.Errorf("cannot read report: %w", err)
 	}
-	return report.Unmarshal(b, path)
-}
-
-// ReportJSON is run id's report.json as written (fields this version does
-// not know included), read as Get reads it: a regular file, no link.
-func (s *Store) ReportJSON(id string) ([]byte, error) {
-	sum, err := s.summary(id)
+	rep, err := report.Unmarshal(b, path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return fsutil.ReadNoFollow(filepath.Join(sum.Dir, report.JSONFile))
+	return rep, b, nil
 }
 
 // scan reads one run directory. With an unreadable report it returns an
@@ -634,16 +634,24 @@ func (s *Store) listLocked() []Summary {
 // run Finish aborted in memory reads aborted while its report says running
 // or cannot be read.
 func (s *Store) Get(id string) (Summary, *report.Report, error) {
+	sum, rep, _, err := s.GetJSON(id)
+	return sum, rep, err
+}
+
+// GetJSON is Get with the report.json's bytes the report was decoded from
+// (fields this version does not know included; nil without a report): one
+// read, so the bytes and the report are the same file.
+func (s *Store) GetJSON(id string) (Summary, *report.Report, []byte, error) {
 	s.mu.RLock()
 	sum, ok := s.index[id]
 	sum.Baseline = ok && id == s.baseline
 	ended, isEnded := s.ended[id]
 	s.mu.RUnlock()
 	if !ok {
-		return Summary{}, nil, fmt.Errorf("cannot get run %q: %w", id, ErrNotFound)
+		return Summary{}, nil, nil, fmt.Errorf("cannot get run %q: %w", id, ErrNotFound)
 	}
 	ended.Baseline = sum.Baseline
-	rep, err := readReport(sum.Dir)
+	rep, raw, err := readReportJSON(sum.Dir)
 	if err != nil {
 		switch {
 		case isEnded:
@@ -651,14 +659,14 @@ func (s *Store) Get(id string) (Summary, *report.Report, error) {
 		case sum.Status != report.StatusRunning:
 			sum.Status, sum.Verdict, sum.Reasons, sum.Reason = StatusUnreadable, "", nil, err.Error()
 		}
-		return sum, nil, fmt.Errorf("cannot get run %s: %w: %w", id, ErrNoReport, err)
+		return sum, nil, nil, fmt.Errorf("cannot get run %s: %w: %w", id, ErrNoReport, err)
 	}
 	fresh := summarize(id, sum.Dir, rep)
 	fresh.Baseline = sum.Baseline
 	if isEnded && fresh.Status == report.StatusRunning {
-		return ended, rep, nil // the partial report, as written
+		return ended, rep, raw, nil // the partial report, as written
 	}
-	return fresh, rep, nil
+	return fresh, rep, raw, nil
 }
 
 // SetBaseline marks run id as the baseline for `soakd compare`, writing
